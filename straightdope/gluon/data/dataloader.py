@@ -1,0 +1,179 @@
+"""DataLoader: turn a Dataset into an iterable of batches.
+
+Three small pieces do the work, one after the other:
+
+1. a **batch sampler** picks the indices of each batch (order, shuffling, last batch);
+2. the samples are read, ``dataset[i]`` for each index, and **stacked** into NumPy arrays;
+3. each stacked array becomes one NDArray (the only place NumPy meets the core).
+
+With ``num_workers > 0``, steps 2 (the expensive part: reading, transforming and stacking)
+run in a pool of worker **threads**. Threads, not processes, because NumPy releases the GIL
+while it copies and computes, the dataset does not have to be pickled, and nothing has to be
+sent back through shared memory. The batch *order* is still decided in the main thread by the
+sampler, and results are yielded in submission order, so the workers give exactly the same
+batches, in the same order, as ``num_workers=0``. (A transform that draws random numbers from
+threads is the one thing that can make the two paths differ.)
+"""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+__all__ = ['DataLoader', 'default_batchify_fn']
+
+
+def _is_ndarray(x):
+    # Duck typing instead of isinstance: the data package never imports the core at load
+    # time, which keeps it usable (and testable) on its own and avoids import cycles.
+    return hasattr(x, 'asnumpy')
+
+
+def stack_samples(data):
+    """Stack a list of samples into NumPy batches (the NumPy half of batchify).
+
+    Arrays (or numbers) become one array with a new first axis; tuples ``(x, y)`` are stacked
+    field by field and give a tuple of arrays. The NumPy dtype is kept, as in MXNet: uint8
+    images stay uint8 and int32 labels stay int32 (beware: Python floats give float64).
+    """
+    first = data[0]
+    if isinstance(first, tuple):
+        return tuple(stack_samples(list(field)) for field in zip(*data))
+    arrays = [d.asnumpy() if _is_ndarray(d) else np.asarray(d) for d in data]
+    shapes = {a.shape for a in arrays}
+    if len(shapes) > 1:
+        raise ValueError(
+            f"DataLoader cannot stack {len(arrays)} samples of different shapes "
+            f"{sorted(shapes)[:4]} into one batch. Give them the same shape first (e.g. "
+            f"dataset.transform_first(transforms.Resize(28))) or pass your own batchify_fn.")
+    return np.stack(arrays)
+
+
+def to_ndarray(batch):
+    """Wrap a NumPy batch (or a tuple of them) as NDArray(s), keeping each dtype."""
+    from ... import ndarray as nd  # lazy: the core imports gluon, gluon imports data
+    if isinstance(batch, tuple):
+        return tuple(to_ndarray(b) for b in batch)
+    return nd.array(batch, dtype=batch.dtype)
+
+
+def default_batchify_fn(data):
+    """Stack a list of samples into NDArray batch(es): ``to_ndarray(stack_samples(data))``."""
+    return to_ndarray(stack_samples(data))
+
+
+class DataLoader:
+    """Load batches from a ``dataset``.
+
+    Parameters (as in MXNet Gluon)
+    ------------------------------
+    batch_size : int
+        Samples per batch. Required unless ``batch_sampler`` is given.
+    shuffle : bool
+        Visit samples in a new random order every epoch (``numpy.random``).
+    sampler : Sampler, optional
+        Custom order of indices; excludes ``shuffle``.
+    last_batch : {'keep', 'discard', 'rollover'}
+        What to do with an incomplete last batch (see :class:`BatchSampler`). Default 'keep'.
+    batch_sampler : Sampler, optional
+        Yields lists of indices; excludes ``batch_size``, ``shuffle``, ``sampler``, ``last_batch``.
+    batchify_fn : callable, optional
+        Turns a list of samples into a batch. Default: stack into NDArrays, keeping dtypes.
+    num_workers : int
+        0 loads in the calling thread; ``n > 0`` uses ``n`` worker threads (same batches).
+    prefetch : int, optional
+        Batches kept in flight with workers (default ``2 * num_workers``).
+    timeout : float
+        Seconds to wait for one batch from a worker before raising.
+    pin_memory, pin_device_id, thread_pool
+        Accepted for MXNet compatibility; there is only the CPU here and workers are
+        always threads, so they change nothing.
+
+    >>> loader = DataLoader(dataset, batch_size=64, shuffle=True)
+    >>> for X, y in loader:   # X, y are NDArrays
+    ...     pass
+    """
+
+    def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
+                 last_batch=None, batch_sampler=None, batchify_fn=None,
+                 num_workers=0, pin_memory=False, pin_device_id=0,
+                 prefetch=None, thread_pool=True, timeout=120):
+        if not (hasattr(dataset, '__getitem__') and hasattr(dataset, '__len__')):
+            raise TypeError(f"DataLoader needs a dataset with __getitem__ and __len__, "
+                            f"got {type(dataset).__name__}")
+        self._dataset = dataset
+
+        if batch_sampler is None:
+            if batch_size is None:
+                raise ValueError("DataLoader: batch_size must be given when batch_sampler "
+                                 "is not (e.g. DataLoader(dataset, batch_size=64))")
+            if sampler is None:
+                sampler = RandomSampler(len(dataset)) if shuffle \
+                    else SequentialSampler(len(dataset))
+            elif shuffle:
+                raise ValueError("DataLoader: shuffle=True cannot be combined with a sampler; "
+                                 "use sampler=RandomSampler(len(dataset)) instead")
+            batch_sampler = BatchSampler(sampler, batch_size,
+                                         last_batch if last_batch is not None else 'keep')
+        elif batch_size is not None or shuffle or sampler is not None \
+                or last_batch is not None:
+            raise ValueError("DataLoader: batch_size, shuffle, sampler and last_batch must "
+                             "not be given together with batch_sampler (it already decides "
+                             "all of them)")
+        self._batch_sampler = batch_sampler
+
+        if int(num_workers) != num_workers or num_workers < 0:
+            raise ValueError(f"num_workers must be an integer >= 0, got {num_workers!r}")
+        self._num_workers = int(num_workers)
+        self._prefetch = 2 * self._num_workers if prefetch is None else max(0, int(prefetch))
+        self._timeout = timeout
+
+        # The default batchify is split in two: stacking (NumPy, may run in a worker) and
+        # wrapping as NDArray (cheap, always in the calling thread, next to autograd).
+        if batchify_fn is None:
+            self._batchify_fn, self._finish = stack_samples, to_ndarray
+        else:
+            self._batchify_fn, self._finish = batchify_fn, (lambda batch: batch)
+
+    def _load(self, indices):
+        """Read and batchify the samples at ``indices`` (runs in a worker when there are any)."""
+        return self._batchify_fn([self._dataset[i] for i in indices])
+
+    def __iter__(self):
+        if self._num_workers == 0:
+            for indices in self._batch_sampler:
+                yield self._finish(self._load(indices))
+            return
+        yield from self._iter_workers()
+
+    def _iter_workers(self):
+        # Keep a window of batches in flight; always wait for the *oldest* one, so batches
+        # come out in sampler order no matter which worker finishes first.
+        window = max(self._num_workers, self._prefetch, 1)
+        pool = ThreadPoolExecutor(self._num_workers, thread_name_prefix='DataLoader')
+        try:
+            pending = []
+            indices_iter = iter(self._batch_sampler)
+            for indices in indices_iter:
+                pending.append(pool.submit(self._load, indices))
+                if len(pending) >= window:
+                    yield self._finish(self._wait(pending.pop(0)))
+            while pending:
+                yield self._finish(self._wait(pending.pop(0)))
+        finally:
+            # Also runs when the loop is left early (break): drop queued work, join threads.
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _wait(self, future):
+        try:
+            return future.result(timeout=self._timeout)
+        except TimeoutError:
+            raise TimeoutError(f"DataLoader worker took more than {self._timeout} s to load "
+                               f"one batch; is dataset[i] or a transform stuck?") from None
+
+    def __len__(self):
+        return len(self._batch_sampler)
+
+    def __repr__(self):
+        return (f"<DataLoader: {len(self)} batches from {len(self._dataset)} samples, "
+                f"num_workers={self._num_workers}>")
