@@ -13,6 +13,9 @@ sent back through shared memory. The batch *order* is still decided in the main 
 sampler, and results are yielded in submission order, so the workers give exactly the same
 batches, in the same order, as ``num_workers=0``. (A transform that draws random numbers from
 threads is the one thing that can make the two paths differ.)
+
+Workers pay off when reading a sample waits (files, decoding) or runs large NumPy operations;
+for tiny in-memory samples the Python bookkeeping holds the GIL and ``num_workers=0`` is as fast.
 """
 from concurrent.futures import ThreadPoolExecutor
 
