@@ -1,0 +1,30 @@
+"""straightdope: MXNet Gluon's imperative/symbolic idea, small enough to read.
+
+    import straightdope as mx
+    from straightdope import nd, sym, autograd, gluon
+
+`nd` computes now, `sym` builds graphs, and both are generated from one op
+registry (`straightdope.ops`). A HybridBlock runs the same code with either.
+"""
+__version__ = "0.1.0"
+
+from . import ops  # noqa: F401  (fills the op registry first)
+from .base import MXNetError, NotImplementedForSymbol  # noqa: F401
+from .context import Context, Device, cpu, current_context, gpu, num_gpus  # noqa: F401
+from . import autograd, initializer, name, random  # noqa: F401
+from . import ndarray, symbol  # noqa: F401
+from . import numpy, numpy_extension  # noqa: F401
+
+nd = ndarray
+sym = symbol
+np = numpy
+npx = numpy_extension
+init = initializer
+
+
+def __getattr__(attr):
+    # Heavier parts load on first use, so `import straightdope` stays light.
+    import importlib
+    if attr in ("gluon", "metric", "viz", "compiler", "image", "cached_op", "graph", "demo"):
+        return importlib.import_module(f"{__name__}.{attr}")
+    raise AttributeError(f"module 'straightdope' has no attribute {attr!r}")

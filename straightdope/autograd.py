@@ -1,0 +1,210 @@
+"""autograd: record operations on a tape, then walk it backwards.
+
+Inside `with autograd.record():` every op on an array that needs a gradient
+leaves a `TapeNode` behind: its inputs, its outputs and a function that turns
+output gradients into input gradients. `backward()` walks these nodes from the
+head in reverse order. An op's node calls the op's own gradient rule with
+`F = nd`; a hybridized block leaves *one* node whose backward runs its
+compiled gradient graph (see `straightdope/cached_op.py`).
+"""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+_state = threading.local()
+
+
+def _get(name, default=False):
+    return getattr(_state, name, default)
+
+
+def is_recording() -> bool:
+    """Are operations being recorded for a later backward()?"""
+    return _get("recording")
+
+
+def is_training() -> bool:
+    """Do Dropout and BatchNorm behave as in training?"""
+    return _get("training")
+
+
+def set_recording(flag: bool) -> bool:
+    previous = is_recording()
+    _state.recording = bool(flag)
+    return previous
+
+
+def set_training(flag: bool) -> bool:
+    previous = is_training()
+    _state.training = bool(flag)
+    return previous
+
+
+@contextmanager
+def _scope(recording, training):
+    old_r = set_recording(recording) if recording is not None else None
+    old_t = set_training(training) if training is not None else None
+    try:
+        yield
+    finally:
+        if recording is not None:
+            set_recording(old_r)
+        if training is not None:
+            set_training(old_t)
+
+
+def record(train_mode: bool = True):
+    """Record operations for backward() (and, by default, use training behaviour)."""
+    return _scope(True, train_mode)
+
+
+def pause(train_mode: bool = False):
+    """Stop recording inside a `record()` block (e.g. for a metric)."""
+    return _scope(False, train_mode)
+
+
+def train_mode():
+    """Training behaviour for Dropout/BatchNorm without recording."""
+    return _scope(None, True)
+
+
+def predict_mode():
+    """Inference behaviour for Dropout/BatchNorm, even inside `record()`."""
+    return _scope(None, False)
+
+
+class TapeNode:
+    """One step on the tape: outputs = f(inputs), and how to go back."""
+    __slots__ = ("inputs", "outputs", "backward_fn", "label")
+
+    def __init__(self, inputs, outputs, backward_fn, label):
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.backward_fn = backward_fn      # list of output grads -> list of input grads
+        self.label = label
+
+    def __repr__(self):
+        return f"<TapeNode {self.label}: {len(self.inputs)} in, {len(self.outputs)} out>"
+
+
+def needs_grad(array) -> bool:
+    return array._grad_req != "null" or array._tape is not None
+
+
+def record_node(inputs, outputs, backward_fn, label):
+    """Put a node on the tape when any input needs a gradient. Returns the node or None."""
+    if not any(needs_grad(x) for x in inputs):
+        return None
+    node = TapeNode(inputs, outputs, backward_fn, label)
+    for k, out in enumerate(outputs):
+        out._tape = (node, k)
+    return node
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    """Make arrays leaves of the tape whose gradients go to `gradients`."""
+    if not isinstance(variables, (list, tuple)):
+        variables, gradients = [variables], [gradients]
+    if isinstance(grad_reqs, str):
+        grad_reqs = [grad_reqs] * len(variables)
+    for var, grad, req in zip(variables, gradients, grad_reqs):
+        var._grad, var._grad_req, var._tape = grad, req, None
+
+
+def _topological(heads):
+    order, seen = [], set()
+    stack = [(h._tape[0], False) for h in heads if h._tape is not None]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        for x in node.inputs:
+            if x._tape is not None and id(x._tape[0]) not in seen:
+                stack.append((x._tape[0], False))
+    return order[::-1]           # heads first
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
+    """Compute gradients of `heads` for every array marked with attach_grad()."""
+    from . import ndarray as nd
+    if not isinstance(heads, (list, tuple)):
+        heads = [heads]
+        head_grads = [head_grads] if head_grads is not None else None
+    if head_grads is None:
+        head_grads = [None] * len(heads)
+    if all(h._tape is None for h in heads):
+        raise ValueError("backward(): nothing was recorded for this array. Compute the loss "
+                         "inside `with autograd.record():` and call attach_grad() on the "
+                         "arrays (or initialize the Parameters) you want gradients for.")
+    grads: dict[int, object] = {}       # id(array) -> accumulated gradient
+    keep = {}                           # id -> array, so ids stay valid
+
+    def add(array, g):
+        if g is None:
+            return
+        key = id(array)
+        keep[key] = array
+        grads[key] = g if key not in grads else grads[key] + g
+
+    for h, hg in zip(heads, head_grads):
+        add(h, hg if hg is not None else nd.ones_like(h))
+    leaves = {}
+    with _scope(False, train_mode):
+        for node in _topological(heads):
+            out_grads = [grads.pop(id(o), None) for o in node.outputs]
+            if all(g is None for g in out_grads):
+                continue
+            out_grads = [g if g is not None else nd.zeros_like(o)
+                         for g, o in zip(out_grads, node.outputs)]
+            in_grads = node.backward_fn(out_grads)
+            for x, g in zip(node.inputs, in_grads):
+                if g is None or not needs_grad(x):
+                    continue
+                if x._tape is not None:
+                    add(x, g)
+                else:
+                    leaves.setdefault(id(x), x)
+                    add(x, g)
+            if not retain_graph:
+                for o in node.outputs:
+                    o._tape = None
+    for h in heads:
+        if h._grad_req != "null" and id(h) in grads:
+            leaves.setdefault(id(h), h)
+    for key, var in leaves.items():
+        if key not in grads:
+            continue
+        g = grads[key]
+        if var._grad is None:
+            continue
+        data = g._data if g.shape == var.shape else g._data.reshape(var.shape)
+        if var._grad_req == "add":
+            var._grad._data += data
+        elif var._grad_req == "write":
+            var._grad._data[...] = data
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
+         train_mode=True):
+    """Return the gradients of `heads` wrt `variables` (without touching .grad)."""
+    from . import ndarray as nd
+    if create_graph:
+        raise NotImplementedError("higher-order gradients are not supported in straightdope")
+    single = not isinstance(variables, (list, tuple))
+    variables = [variables] if single else list(variables)
+    saved = [(v._grad, v._grad_req) for v in variables]
+    try:
+        for v in variables:
+            v._grad, v._grad_req = nd.zeros_like(v), "write"
+        backward(heads, head_grads, retain_graph=bool(retain_graph), train_mode=train_mode)
+        result = [v._grad for v in variables]
+    finally:
+        for v, (g, req) in zip(variables, saved):
+            v._grad, v._grad_req = g, req
+    return result[0] if single else result

@@ -1,0 +1,165 @@
+"""CachedOp: a traced graph, compiled once per input signature, called like a function.
+
+This is what a hybridized block runs instead of its Python code. It appears on
+the autograd tape as *one* node: its forward is the compiled forward graph
+(which also hands back the values the backward needs) and its backward is the
+compiled gradient graph from `graph.autodiff`.
+
+The executor that compiles graphs is pluggable: the Numba code generator in
+`straightdope.compiler` by default, or the NumPy reference interpreter with
+`STRAIGHTDOPE_EXECUTOR=numpy`.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from . import autograd
+from .graph import Graph, ReferenceBackend, annotate, differentiate
+from .symbol.symbol import Group, Symbol
+
+EXECUTORS = ("numba", "numpy")
+
+
+def get_backend(name: str | None = None):
+    """The executor backend: `name`, else $STRAIGHTDOPE_EXECUTOR, else numba."""
+    name = (name or os.environ.get("STRAIGHTDOPE_EXECUTOR") or "numba").lower()
+    if name not in EXECUTORS:
+        raise ValueError(f"unknown executor {name!r}: choose one of {EXECUTORS} "
+                         f"(STRAIGHTDOPE_EXECUTOR or hybridize(executor=...))")
+    if name == "numba":
+        try:
+            from .compiler import NumbaBackend
+        except ImportError:        # the compiler package is optional while it is being built
+            return ReferenceBackend()
+        return NumbaBackend()
+    return ReferenceBackend()
+
+
+class Plan:
+    """Everything compiled for one input signature."""
+
+    def __init__(self, forward, backward=None, diff=None, seconds=0.0):
+        self.forward, self.backward, self.diff, self.seconds = forward, backward, diff, seconds
+
+
+class CachedOp:
+    def __init__(self, symbol: Symbol, data_names, backend=None, static_alloc=False,
+                 static_shape=False):
+        self.symbol = symbol
+        self.data_names = list(data_names)
+        self.backend = backend if backend is not None and not isinstance(backend, str) \
+            else get_backend(backend)
+        self.static_alloc, self.static_shape = static_alloc, static_shape
+        # Ops such as BatchNorm return new running statistics: extra outputs, written back.
+        self._updates = []
+        for node in symbol._nodes():
+            if node.op is not None:
+                for out_index, in_index in node.op.aux_writeback.items():
+                    child, _ = node.inputs[in_index]
+                    if child.is_var:
+                        self._updates.append(((node, out_index), child.name))
+        self.extra = Group([Symbol([e]) for e, _ in self._updates]) if self._updates else None
+        self.full = Group([symbol] + ([self.extra] if self.extra else []))
+        self.num_visible = len(symbol._outputs)
+        self.input_names = Graph.from_symbol(self.full).input_names
+        self.plans: dict = {}
+        self.first_signature = None
+        self.calls = 0
+        self.compiles = 0
+        self.last_plan: Plan | None = None
+
+    # ----------------------------------------------------------- compiling
+    def _annotated(self, symbol, shapes, dtypes):
+        return annotate(Graph.from_symbol(symbol, self.data_names), shapes, dtypes)
+
+    def _compile(self, shapes, dtypes, is_train, wrt):
+        start = time.perf_counter()
+        kw = dict(static_alloc=self.static_alloc, static_shape=self.static_shape)
+        if wrt is None:
+            graph = self._annotated(self.full, shapes, dtypes)
+            plan = Plan(self.backend.compile(graph, is_train=is_train, **kw))
+        else:
+            diff = differentiate(self.symbol, wrt, is_train, extra_outputs=self.extra)
+            fwd_graph = self._annotated(diff.forward, shapes, dtypes)
+            out_shapes = {}
+            out_dtypes = {}
+            for k, entry in enumerate(fwd_graph.outputs):
+                if k < self.num_visible:
+                    name = diff.head_names[k]
+                elif k >= diff.num_outputs:
+                    name = diff.saved_names[k - diff.num_outputs]
+                else:
+                    continue
+                out_shapes[name] = fwd_graph.shape_of(entry)
+                out_dtypes[name] = fwd_graph.dtype_of(entry)
+            bwd_graph = self._annotated(diff.backward, {**shapes, **out_shapes},
+                                        {**dtypes, **out_dtypes})
+            plan = Plan(self.backend.compile(fwd_graph, is_train=is_train, **kw),
+                        self.backend.compile(bwd_graph, is_train=is_train, **kw), diff)
+        plan.seconds = time.perf_counter() - start
+        self.compiles += 1
+        return plan
+
+    # ------------------------------------------------------------- calling
+    def __call__(self, data, params: dict):
+        """Run on NDArrays: `data` in data_names order, `params` by name."""
+        from .ndarray import NDArray
+        by_name = dict(zip(self.data_names, data))
+        by_name.update(params)
+        missing = [n for n in self.input_names if n not in by_name]
+        if missing:
+            raise ValueError(f"the cached graph needs values for {missing}")
+        arrays = [by_name[n] for n in self.input_names]
+        is_train = autograd.is_training()
+        recording = autograd.is_recording() and any(autograd.needs_grad(a) for a in arrays)
+        wrt = tuple(n for n, a in zip(self.input_names, arrays)
+                    if autograd.needs_grad(a)) if recording else None
+        shapes = {n: a.shape for n, a in zip(self.input_names, arrays)}
+        dtypes = {n: a._data.dtype for n, a in zip(self.input_names, arrays)}
+        signature = tuple((n, shapes[n], dtypes[n].str) for n in self.data_names)
+        if self.static_shape and self.first_signature not in (None, signature):
+            raise ValueError(
+                f"this block was hybridized with static_shape=True and compiled for inputs "
+                f"{self._describe(self.first_signature)}; now it got "
+                f"{self._describe(signature)}. Keep the input shape fixed, or call "
+                f"hybridize(static_shape=False) to let it adapt to new shapes.")
+        self.first_signature = self.first_signature or signature
+        key = (tuple(shapes.items()), tuple((n, d.str) for n, d in dtypes.items()),
+               is_train, wrt)
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = self._compile(shapes, dtypes, is_train, list(wrt or ()))
+        self.last_plan = plan
+        self.calls += 1
+        values = [a._data for a in arrays]
+        results = plan.forward.run(values)
+        n_main = self.num_visible + len(self._updates)
+        for (entry, var_name), value in zip(self._updates, results[self.num_visible:n_main]):
+            by_name[var_name]._data[...] = value
+        outputs = [NDArray(np.asarray(r)) for r in results[:self.num_visible]]
+        if wrt is not None:
+            saved = results[n_main:]
+            autograd.record_node(arrays, outputs,
+                                 self._backward_fn(plan, by_name, saved), "CachedOp")
+        return outputs
+
+    def _backward_fn(self, plan, by_name, saved):
+        diff = plan.diff
+
+        def backward(out_grads):
+            feeds = dict(zip(diff.head_names, (g._data for g in out_grads)))
+            feeds.update(zip(diff.saved_names, saved))
+            values = []
+            for name in plan.backward.graph.input_names:
+                values.append(feeds[name] if name in feeds else by_name[name]._data)
+            grads = dict(zip(diff.wrt, plan.backward.run(values)))
+            from .ndarray import NDArray
+            return [NDArray(grads[n]) if n in grads else None for n in self.input_names]
+        return backward
+
+    @staticmethod
+    def _describe(signature):
+        return ", ".join(f"{n}: {s} {np.dtype(d).name}" for n, s, d in signature)

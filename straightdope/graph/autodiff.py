@@ -1,0 +1,104 @@
+"""Symbolic differentiation: the backward graph, built from the ops' own gradient rules.
+
+Walking the forward graph from the outputs back to the inputs, each op's
+`gradient` is called with `F = sym`, so it *adds nodes* instead of computing.
+The result is split in two graphs that a hybridized block compiles once:
+
+* forward:  the outputs, plus the intermediate values the backward reads ("saved");
+* backward: (inputs, saved values, output gradients) -> gradients of the inputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import name as _name
+from ..symbol.symbol import Group, Symbol, _Node, _topo
+
+
+@dataclass
+class Differentiated:
+    forward: Symbol            # visible outputs + extra outputs + saved values
+    backward: Symbol           # one gradient per name in `wrt`
+    wrt: list                  # variable names, in the order of backward's outputs
+    head_names: list           # backward inputs that receive the output gradients
+    saved_names: list          # backward inputs that receive forward's saved values
+    num_outputs: int           # visible outputs + extra outputs (the rest of forward is saved)
+
+
+def differentiate(symbol: Symbol, wrt: list, is_train: bool = True,
+                  extra_outputs: Symbol | None = None) -> Differentiated:
+    from .. import symbol as sym
+    forward_nodes = _topo(symbol._outputs + (extra_outputs._outputs if extra_outputs else []))
+    forward_ids = {id(n) for n in forward_nodes}
+    # Only values that depend on a variable in `wrt` need gradients.
+    wanted = set(wrt)
+    needs = set()
+    for node in forward_nodes:
+        if (node.is_var and node.name in wanted) or any(id(c) in needs for c, _ in node.inputs):
+            needs.add(id(node))
+
+    grads: dict = {}
+    head_names = []
+    with _name.Prefix("_grad_"):
+        for k, entry in enumerate(symbol._outputs):
+            head = sym.var(f"_head_grad{k}")
+            head_names.append(head.name)
+            key = (id(entry[0]), entry[1])
+            grads[key] = head if key not in grads else grads[key] + head
+        for node in reversed(forward_nodes):
+            if node.is_var or id(node) not in needs:
+                continue
+            out_grads = [grads.get((id(node), k)) for k in range(node.num_outputs())]
+            if all(g is None for g in out_grads):
+                continue
+            outs = [Symbol([(node, k)]) for k in range(node.num_outputs())]
+            out_grads = [g if g is not None else sym.zeros_like(o)
+                         for g, o in zip(out_grads, outs)]
+            ins = [Symbol([e]) for e in node.inputs]
+            in_grads = node.op.backward(sym, node.attrs, ins, outs, out_grads, is_train=is_train)
+            for (child, k), g in zip(node.inputs, in_grads):
+                if g is None or id(child) not in needs:
+                    continue
+                key = (id(child), k)
+                grads[key] = g if key not in grads else grads[key] + g
+        variables = {n.name: n for n in forward_nodes if n.is_var}
+        results = []
+        for name in wrt:
+            g = grads.get((id(variables[name]), 0))
+            results.append(g if g is not None else sym.zeros_like(Symbol([(variables[name], 0)])))
+
+    # Split: backward nodes that read forward *op* values get them as saved inputs.
+    saved_entries, saved_vars, clones = [], {}, {}
+
+    def entry_of(child, k):
+        if id(child) not in forward_ids:
+            return (clone(child), k)
+        if child.is_var:
+            return (child, k)
+        key = (id(child), k)
+        if key not in saved_vars:
+            saved_vars[key] = _Node(None, f"_saved{len(saved_entries)}")
+            saved_entries.append((child, k))
+        return (saved_vars[key], 0)
+
+    def clone(node):
+        if id(node) not in clones:
+            # iterative: clone inputs first (graphs can be deep)
+            for n in _topo([(node, 0)]):
+                if id(n) in clones or id(n) in forward_ids:
+                    continue
+                clones[id(n)] = _Node(n.op, n.name, n.attrs,
+                                      [entry_of(c, k) for c, k in n.inputs], n.var_attrs)
+        return clones[id(node)]
+
+    backward_outputs = []
+    for g in results:
+        node, k = g._outputs[0]
+        backward_outputs.append(entry_of(node, k))
+    forward = Group([symbol] + ([extra_outputs] if extra_outputs else [])
+                    + [Symbol([e]) for e in saved_entries])
+    return Differentiated(forward=forward, backward=Symbol(backward_outputs), wrt=list(wrt),
+                          head_names=head_names,
+                          saved_names=[saved_vars[(id(n), k)].name for n, k in saved_entries],
+                          num_outputs=len(symbol._outputs) + (len(extra_outputs) if extra_outputs
+                                                              else 0))

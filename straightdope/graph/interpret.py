@@ -1,0 +1,41 @@
+"""The reference executor: walk the graph and run each op's NumPy forward.
+
+Slow but obviously right; every other executor is tested against it.
+`STRAIGHTDOPE_EXECUTOR=numpy` makes hybridized blocks use it.
+"""
+from __future__ import annotations
+
+from .ir import Graph
+
+
+def run_reference(graph: Graph, inputs: list, is_train: bool = False) -> list:
+    """Evaluate `graph` on NumPy arrays given in `graph.input_names` order."""
+    values = {}
+    feeds = iter(inputs)
+    for node in graph.nodes:
+        if node.is_var:
+            values[(node.id, 0)] = next(feeds)
+            continue
+        results = node.op.run(node.attrs, [values[tuple(e)] for e in node.inputs], is_train)
+        for k, r in enumerate(results):
+            values[(node.id, k)] = r
+    return [values[tuple(e)] for e in graph.outputs]
+
+
+class ReferenceExecutable:
+    """What an executor backend's compile() returns: run(inputs) -> outputs."""
+
+    def __init__(self, graph: Graph, is_train: bool):
+        self.graph, self.is_train = graph, is_train
+        self.stages = {"graph": graph}
+
+    def run(self, inputs: list) -> list:
+        return run_reference(self.graph, inputs, self.is_train)
+
+
+class ReferenceBackend:
+    name = "numpy"
+
+    def compile(self, graph: Graph, is_train: bool = False, static_alloc: bool = False,
+                static_shape: bool = False) -> ReferenceExecutable:
+        return ReferenceExecutable(graph, is_train)

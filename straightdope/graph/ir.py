@@ -1,0 +1,234 @@
+"""The graph IR that the compiler passes, the executors and the widgets all share.
+
+A `Graph` is a flat list of `Node`s in topological order (inputs first), built
+from a Symbol. Values are named by (node id, output index). Passes return new
+Graphs (or annotate copies): nothing here is redrawn for display; `str(graph)`
+and `graph.to_dot()` show the very object that runs.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ops import Op
+
+# The attributes worth showing in a node's label (`FullyConnected 256`).
+KEY_ATTRS = {
+    "FullyConnected": ("num_hidden",), "Activation": ("act_type",),
+    "LeakyReLU": ("act_type",), "Convolution": ("num_filter", "kernel"),
+    "Pooling": ("pool_type", "kernel"), "Dropout": ("p",), "reshape": ("shape",),
+    "softmax": ("axis",), "log_softmax": ("axis",), "sum": ("axis",), "mean": ("axis",),
+    "concat": ("dim",), "split": ("num_outputs",), "slice_axis": ("axis", "begin", "end"),
+    "transpose": ("axes",), "Embedding": ("output_dim",), "clip": ("a_min", "a_max"),
+}
+
+
+@dataclass
+class Node:
+    id: int
+    name: str
+    op: Op | None                       # None: a variable (data, parameter or aux state)
+    attrs: dict = field(default_factory=dict)
+    inputs: list = field(default_factory=list)     # [(node id, output index)]
+    num_outputs: int = 1
+    var_attrs: dict = field(default_factory=dict)
+    kind: str = "op"                    # op | data | param | aux
+    shapes: list | None = None          # filled by infer_shapes
+    dtypes: list | None = None
+
+    @property
+    def is_var(self):
+        return self.op is None
+
+    @property
+    def label(self):
+        if self.op is None:
+            return self.name
+        keys = KEY_ATTRS.get(self.op.name, ("scalar",) if "scalar" in self.attrs else ())
+        bits = []
+        for k in keys:
+            v = self.attrs.get(k)
+            if v is None or v == ():
+                continue
+            if isinstance(v, tuple):
+                v = "x".join(map(str, v))
+            bits.append(f"{v:g}" if isinstance(v, float) else str(v))
+        return " ".join([self.op.name] + bits)
+
+
+class Graph:
+    """Nodes in topological order plus the list of output values."""
+
+    def __init__(self, nodes: list[Node], outputs: list[tuple[int, int]]):
+        self.nodes = nodes
+        self.outputs = list(outputs)
+
+    # ---------------------------------------------------------- construction
+    @classmethod
+    def from_symbol(cls, symbol, data_names=()) -> "Graph":
+        from ..symbol.symbol import _topo
+        order = _topo(symbol._outputs)
+        ids = {id(n): k for k, n in enumerate(order)}
+        aux = set(symbol.list_auxiliary_states()) if any(
+            n.op is not None and n.op.aux_inputs for n in order) else set()
+        nodes = []
+        for k, n in enumerate(order):
+            if n.is_var:
+                kind = "aux" if n.name in aux else ("data" if n.name in data_names else "param")
+            else:
+                kind = "op"
+            nodes.append(Node(k, n.name, n.op, dict(n.attrs),
+                              [(ids[id(c)], i) for c, i in n.inputs], n.num_outputs(),
+                              dict(n.var_attrs), kind))
+        return cls(nodes, [(ids[id(n)], i) for n, i in symbol._outputs])
+
+    def to_symbol(self):
+        from ..symbol.symbol import Symbol, _Node
+        built = []
+        for n in self.nodes:
+            built.append(_Node(n.op, n.name, dict(n.attrs),
+                               [(built[s], i) for s, i in n.inputs], dict(n.var_attrs)))
+        return Symbol([(built[s], i) for s, i in self.outputs])
+
+    def copy(self) -> "Graph":
+        return copy.deepcopy(self)
+
+    def __deepcopy__(self, memo):
+        nodes = [Node(n.id, n.name, n.op, dict(n.attrs), list(n.inputs), n.num_outputs,
+                      dict(n.var_attrs), n.kind, None if n.shapes is None else list(n.shapes),
+                      None if n.dtypes is None else list(n.dtypes)) for n in self.nodes]
+        return Graph(nodes, list(self.outputs))
+
+    # -------------------------------------------------------------- queries
+    @property
+    def var_ids(self) -> list[int]:
+        return [n.id for n in self.nodes if n.is_var]
+
+    @property
+    def input_names(self) -> list[str]:
+        """The names an executor expects its inputs under, in this order."""
+        return [n.name for n in self.nodes if n.is_var]
+
+    @property
+    def op_nodes(self) -> list[Node]:
+        return [n for n in self.nodes if not n.is_var]
+
+    def consumers(self) -> dict[tuple[int, int], list[int]]:
+        users: dict = {}
+        for n in self.nodes:
+            for entry in n.inputs:
+                users.setdefault(tuple(entry), []).append(n.id)
+        return users
+
+    def shape_of(self, entry) -> tuple | None:
+        node = self.nodes[entry[0]]
+        return None if node.shapes is None else node.shapes[entry[1]]
+
+    def dtype_of(self, entry):
+        node = self.nodes[entry[0]]
+        return None if node.dtypes is None else node.dtypes[entry[1]]
+
+    def num_params(self, node: Node) -> int:
+        """Parameter elements that feed an op node directly (for labels and summaries)."""
+        total = 0
+        for s, i in node.inputs:
+            child = self.nodes[s]
+            if child.kind in ("param", "aux") and child.shapes and child.shapes[0]:
+                total += int(np.prod(child.shapes[0]))
+        return total
+
+    # ------------------------------------------------------------- printing
+    def _value(self, entry):
+        node = self.nodes[entry[0]]
+        suffix = f".{entry[1]}" if node.num_outputs > 1 else ""
+        return f"%{entry[0]}{suffix}"
+
+    def _type(self, node, k=0):
+        if node.shapes is None or node.shapes[k] is None:
+            return ""
+        dt = node.dtypes[k] if node.dtypes else None
+        return f"{tuple(node.shapes[k])}" + (f" {np.dtype(dt).name}" if dt is not None else "")
+
+    def __str__(self):
+        lines = []
+        for n in self.nodes:
+            if n.is_var:
+                lines.append(f"  %{n.id} = {n.kind} {n.name!r}  {self._type(n)}".rstrip())
+                continue
+            args = ", ".join(self._value(e) for e in n.inputs)
+            attrs = ", ".join(f"{k}={v}" for k, v in n.attrs.items()
+                              if v != n.op.attrs[k].default)
+            call = f"{n.op.name}({args}{'; ' + attrs if attrs else ''})"
+            types = ", ".join(filter(None, (self._type(n, k) for k in range(n.num_outputs))))
+            lines.append(f"  %{n.id} = {call}  # {n.name}" + (f"  -> {types}" if types else ""))
+        outs = ", ".join(self._value(e) for e in self.outputs)
+        return "graph {\n" + "\n".join(lines) + f"\n  return {outs}\n}}"
+
+    __repr__ = __str__
+
+    def to_dot(self, hide_params=False, clusters=None, colors=None, title=None) -> str:
+        """Graphviz DOT source of this graph. `clusters` maps node id -> group name (fused
+        groups are drawn as boxes around their nodes); `colors` maps node id -> a colour
+        (e.g. one per memory buffer)."""
+        def q(text):
+            text = str(text).replace("\\", "\\\\").replace('"', '\\"')
+            return '"' + text.replace("\n", "\\n") + '"'
+
+        lines = ["digraph G {", "  rankdir=BT;", '  node [fontname="Helvetica", fontsize=11];',
+                 '  edge [fontname="Helvetica", fontsize=9, color="#555555"];']
+        if title:
+            lines.append(f"  label={q(title)}; labelloc=t;")
+        hidden = {n.id for n in self.nodes if hide_params and n.kind in ("param", "aux")}
+        outputs = {e[0] for e in self.outputs}
+        body = {}
+        for n in self.nodes:
+            if n.id in hidden:
+                continue
+            if n.is_var:
+                style = {"data": 'shape=oval, style=filled, fillcolor="#cfe8ff"',
+                         "param": 'shape=oval, style=filled, fillcolor="#eeeeee", fontsize=9',
+                         "aux": 'shape=oval, style="filled,dashed", fillcolor="#eeeeee", '
+                                'fontsize=9'}[n.kind]
+                label = n.name + (f"\n{tuple(n.shapes[0])}" if n.shapes and n.shapes[0] else "")
+            else:
+                fill = (colors or {}).get(n.id, "#fff2cc")
+                style = f'shape=box, style="rounded,filled", fillcolor="{fill}"'
+                if n.id in outputs:
+                    style += ", penwidth=2.5"
+                label = n.label
+                params = self.num_params(n)
+                if params:
+                    label += f"\n{params:,} params"
+            body.setdefault((clusters or {}).get(n.id), []).append(
+                f"  n{n.id} [label={q(label)}, "
+                f"{style}, tooltip={q(n.name)}];")
+        for index, (group, node_lines) in enumerate(body.items()):
+            if group is None:
+                lines.extend(node_lines)
+            else:
+                lines.append(f"  subgraph cluster_{index} {{")
+                lines.append(f'    label={q(group)}; style="dashed"; color="#cc6600";')
+                lines.extend("  " + ln for ln in node_lines)
+                lines.append("  }")
+        for n in self.nodes:
+            if n.id in hidden:
+                continue
+            for s, i in n.inputs:
+                if s in hidden:
+                    continue
+                src = self.nodes[s]
+                label = ""
+                if src.shapes is not None and src.shapes[i] is not None:
+                    label = "x".join(map(str, src.shapes[i])) or "()"
+                    if src.dtypes:
+                        label += f" {np.dtype(src.dtypes[i]).name}"
+                lines.append(f"  n{s} -> n{n.id} [label={q(label)}];")
+        for k, (s, i) in enumerate(self.outputs):
+            if s in hidden:
+                continue
+            lines.append(f'  out{k} [label="output {k}", shape=plaintext];')
+            lines.append(f"  n{s} -> out{k} [style=bold];")
+        lines.append("}")
+        return "\n".join(lines)

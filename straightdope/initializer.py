@@ -1,0 +1,167 @@
+"""Initializers: how a Parameter gets its first values.
+
+As in MXNet, an initializer looks at the parameter's name: `..._weight` gets
+the initializer's own rule, `..._bias` and `..._beta` zeros, `..._gamma` ones,
+running means zeros and running variances ones (unless it is told otherwise).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+
+class InitDesc(str):
+    """A parameter name that carries extra attributes (e.g. a per-parameter init)."""
+
+    def __new__(cls, name, attrs=None, global_init=None):
+        obj = super().__new__(cls, name)
+        obj.attrs = attrs or {}
+        obj.global_init = global_init
+        return obj
+
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(cls):
+    _REGISTRY[cls.__name__.lower()] = cls
+    return cls
+
+
+def create(init):
+    """An Initializer from an instance, a class name ('xavier') or None (the default)."""
+    if init is None:
+        return Uniform()
+    if isinstance(init, Initializer):
+        return init
+    if isinstance(init, str):
+        name = init.lower()
+        aliases = {"zeros": "zero", "ones": "one"}
+        name = aliases.get(name, name)
+        if name not in _REGISTRY:
+            raise ValueError(f"unknown initializer {init!r}; known: {sorted(_REGISTRY)}")
+        return _REGISTRY[name]()
+    raise TypeError(f"an initializer must be an Initializer or a name, got {init!r}")
+
+
+class Initializer:
+    def __init__(self, **kwargs):
+        self._kwargs = kwargs
+
+    def dumps(self):
+        """JSON string used in a symbol variable's __init__ attribute."""
+        return json.dumps([type(self).__name__.lower(), self._kwargs])
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return f"{type(self).__name__}({args})"
+
+    def __call__(self, desc, arr):
+        name = str(desc)
+        if name.endswith(("bias", "beta", "running_mean", "moving_mean")):
+            self._init_zero(name, arr)
+        elif name.endswith(("gamma", "running_var", "moving_var")):
+            self._init_one(name, arr)
+        else:
+            self._init_weight(name, arr)
+
+    def _fill(self, arr, values):
+        arr._data[...] = np.asarray(values, dtype=arr._data.dtype).reshape(arr.shape)
+
+    def _init_zero(self, name, arr):
+        self._fill(arr, np.zeros(arr.shape))
+
+    def _init_one(self, name, arr):
+        self._fill(arr, np.ones(arr.shape))
+
+    def _init_weight(self, name, arr):
+        raise NotImplementedError(f"{type(self).__name__} must define _init_weight")
+
+
+@register
+class Zero(Initializer):
+    def _init_weight(self, name, arr):
+        self._init_zero(name, arr)
+
+    def __call__(self, desc, arr):
+        self._init_zero(str(desc), arr)
+
+
+@register
+class One(Initializer):
+    def _init_weight(self, name, arr):
+        self._init_one(name, arr)
+
+    def __call__(self, desc, arr):
+        self._init_one(str(desc), arr)
+
+
+@register
+class Constant(Initializer):
+    def __init__(self, value=0.0):
+        super().__init__(value=value)
+        self.value = value
+
+    def __call__(self, desc, arr):
+        self._fill(arr, np.broadcast_to(np.asarray(self.value), arr.shape))
+
+
+@register
+class Uniform(Initializer):
+    """Uniform in [-scale, scale]; Gluon's default with scale=0.07."""
+
+    def __init__(self, scale=0.07):
+        super().__init__(scale=scale)
+        self.scale = scale
+
+    def _init_weight(self, name, arr):
+        self._fill(arr, np.random.uniform(-self.scale, self.scale, arr.shape))
+
+
+@register
+class Normal(Initializer):
+    """Normal with mean 0 and standard deviation sigma."""
+
+    def __init__(self, sigma=0.01):
+        super().__init__(sigma=sigma)
+        self.sigma = sigma
+
+    def _init_weight(self, name, arr):
+        self._fill(arr, np.random.normal(0, self.sigma, arr.shape))
+
+
+def _fans(shape):
+    if len(shape) < 2:
+        raise ValueError(f"Xavier/MSRA need a weight with at least 2 dimensions, got {shape}")
+    receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1
+    return shape[1] * receptive, shape[0] * receptive
+
+
+@register
+class Xavier(Initializer):
+    """Glorot: keep the variance of activations about the same from layer to layer."""
+
+    def __init__(self, rnd_type="uniform", factor_type="avg", magnitude=3):
+        super().__init__(rnd_type=rnd_type, factor_type=factor_type, magnitude=magnitude)
+        if rnd_type not in ("uniform", "gaussian") or factor_type not in ("avg", "in", "out"):
+            raise ValueError("Xavier: rnd_type is 'uniform' or 'gaussian', factor_type is "
+                             "'avg', 'in' or 'out'")
+        self.rnd_type, self.factor_type, self.magnitude = rnd_type, factor_type, magnitude
+
+    def _init_weight(self, name, arr):
+        fan_in, fan_out = _fans(arr.shape)
+        factor = {"avg": (fan_in + fan_out) / 2.0, "in": fan_in, "out": fan_out}[self.factor_type]
+        scale = np.sqrt(self.magnitude / factor)
+        if self.rnd_type == "uniform":
+            self._fill(arr, np.random.uniform(-scale, scale, arr.shape))
+        else:
+            self._fill(arr, np.random.normal(0, scale, arr.shape))
+
+
+@register
+class MSRAPrelu(Xavier):
+    """He initialisation (for ReLU networks)."""
+
+    def __init__(self, factor_type="avg", slope=0.25):
+        super().__init__("gaussian", factor_type, 2.0 / (1 + slope ** 2))

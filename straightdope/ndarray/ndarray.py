@@ -1,0 +1,317 @@
+"""NDArray: a NumPy array that remembers how it was computed.
+
+Every operation goes through `invoke`, which runs the op's NumPy forward from
+the registry and, while `autograd.record()` is on, leaves a node on the tape.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import autograd
+from ..context import Context, current_context
+from ..ops import OpError, get_op
+from ..ops.elemwise import OPERATORS
+
+DEFAULT_DTYPE = np.float32
+
+
+class NDArray:
+    """An n-dimensional array on the CPU (`straightdope.cpu()`), float32 by default."""
+    __slots__ = ("_data", "_grad", "_grad_req", "_tape", "_ctx", "__weakref__")
+    __array_priority__ = 1000.0       # numpy scalars defer to our operators
+
+    def __init__(self, data: np.ndarray, ctx: Context | None = None):
+        self._data = data
+        self._grad = None
+        self._grad_req = "null"
+        self._tape = None             # (TapeNode, output index) when recorded
+        self._ctx = ctx
+
+    # ------------------------------------------------------------ properties
+    @property
+    def shape(self):
+        return self._data.shape
+
+    @property
+    def dtype(self):
+        return self._data.dtype.type
+
+    @property
+    def size(self):
+        return self._data.size
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def context(self):
+        return self._ctx or current_context()
+
+    ctx = context
+    device = context
+
+    @property
+    def stype(self):
+        return "default"
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @property
+    def grad_req(self):
+        return self._grad_req
+
+    # ------------------------------------------------------------ conversion
+    def asnumpy(self) -> np.ndarray:
+        """A NumPy copy of the values."""
+        return self._data.copy()
+
+    def asscalar(self):
+        if self.size != 1:
+            raise ValueError(f"asscalar() needs an array with one element, this one has shape "
+                             f"{self.shape}")
+        return self._data.reshape(()).item() if self.dtype != np.float32 else \
+            np.float32(self._data.reshape(())).item()
+
+    def item(self):
+        return self.asscalar()
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def astype(self, dtype, copy=True):
+        dtype = np.dtype(dtype)
+        if not copy and dtype == self._data.dtype:
+            return self
+        return invoke("Cast", [self], {"dtype": dtype.name})
+
+    def copy(self):
+        return invoke("_copy", [self], {})
+
+    def copyto(self, other):
+        if isinstance(other, NDArray):
+            other._data[...] = self._data
+            return other
+        return NDArray(self._data.copy(), other)
+
+    def as_in_context(self, context):
+        return self
+
+    as_in_ctx = as_in_context
+    to_device = as_in_context
+
+    def detach(self):
+        return NDArray(self._data, self._ctx)
+
+    def wait_to_read(self):
+        """Nothing to wait for: straightdope computes eagerly on the CPU."""
+
+    def tolist(self):
+        return self._data.tolist()
+
+    # --------------------------------------------------------------- autograd
+    def attach_grad(self, grad_req="write", stype=None):
+        """Ask for this array's gradient; backward() writes it into `.grad`."""
+        if grad_req not in ("write", "add", "null"):
+            raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
+        grad = NDArray(np.zeros_like(self._data), self._ctx)
+        autograd.mark_variables([self], [grad], grad_req)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        autograd.backward([self], [out_grad] if out_grad is not None else None,
+                          retain_graph=retain_graph, train_mode=train_mode)
+
+    # ------------------------------------------------------------ reshaping
+    def reshape(self, *shape, **kwargs):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = kwargs.pop("shape", shape)
+        return invoke("reshape", [self], {"shape": tuple(shape), **kwargs})
+
+    def reshape_like(self, other):
+        return invoke("reshape_like", [self, other], {})
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return invoke("transpose", [self], {"axes": tuple(axes)})
+
+    def flatten(self):
+        return invoke("Flatten", [self], {})
+
+    def expand_dims(self, axis):
+        return invoke("expand_dims", [self], {"axis": axis})
+
+    def broadcast_to(self, shape):
+        return invoke("broadcast_to", [self], {"shape": tuple(shape)})
+
+    def broadcast_like(self, other):
+        return invoke("broadcast_like", [self, other], {})
+
+    def zeros_like(self):
+        return invoke("zeros_like", [self], {})
+
+    def ones_like(self):
+        return invoke("ones_like", [self], {})
+
+    # -------------------------------------------------------------- indexing
+    def __getitem__(self, key):
+        if isinstance(key, NDArray):
+            key = key._data.astype(np.int64)
+        if not isinstance(key, tuple):
+            key = (key,)
+        basic = all(isinstance(k, (int, np.integer, slice)) or k is Ellipsis for k in key)
+        if not basic:       # fancy indexing: values only, no gradient
+            return NDArray(np.ascontiguousarray(self._data[key]), self._ctx)
+        if Ellipsis in key:
+            at = key.index(Ellipsis)
+            key = key[:at] + (slice(None),) * (self.ndim - len(key) + 1) + key[at + 1:]
+        if len(key) > self.ndim:
+            raise IndexError(f"too many indices ({len(key)}) for an array of shape {self.shape}")
+        begin, end, step, squeeze = [], [], [], []
+        for axis, k in enumerate(key):
+            if isinstance(k, slice):
+                begin.append(k.start); end.append(k.stop); step.append(k.step)
+            else:
+                k = int(k)
+                n = self.shape[axis]
+                if not -n <= k < n:
+                    raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
+                k %= n
+                begin.append(k); end.append(k + 1); step.append(None)
+                squeeze.append(axis)
+        out = invoke("slice", [self], {"begin": tuple(begin), "end": tuple(end),
+                                       "step": tuple(step)})
+        if squeeze:
+            shape = tuple(d for i, d in enumerate(out.shape) if i not in squeeze)
+            out = out.reshape(shape if shape else ())
+        return out
+
+    def __setitem__(self, key, value):
+        if isinstance(key, NDArray):
+            key = key._data.astype(np.int64)
+        self._data[key] = value._data if isinstance(value, NDArray) else value
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError(f"The truth value of an NDArray with {self.size} elements is "
+                             f"ambiguous; use (x > 0).sum() or similar")
+        return bool(self._data.reshape(()))
+
+    def __float__(self):
+        return float(self.asscalar())
+
+    def __int__(self):
+        return int(self.asscalar())
+
+    def __index__(self):
+        return int(self.asscalar())
+
+    __hash__ = object.__hash__
+
+    # --------------------------------------------------------------- printing
+    def __repr__(self):
+        shape = "x".join(str(d) for d in self.shape) or "1"
+        body = str(self._data) if self.ndim else str(self._data.reshape(1))
+        return f"\n{body}\n<NDArray {shape} @{self.context}>"
+
+    __str__ = __repr__
+
+    # ------------------------------------------------------------- in place
+    def _inplace(self, name, other):
+        result = _binary(name, self, other)
+        self._data[...] = result._data
+        return self
+
+    def __iadd__(self, other):
+        return self._inplace("add", other)
+
+    def __isub__(self, other):
+        return self._inplace("sub", other)
+
+    def __imul__(self, other):
+        return self._inplace("mul", other)
+
+    def __itruediv__(self, other):
+        return self._inplace("truediv", other)
+
+    def __neg__(self):
+        return invoke("negative", [self], {})
+
+    def __abs__(self):
+        return invoke("abs", [self], {})
+
+
+def _binary(name, lhs, rhs, reflected=False):
+    """`x OP y` with arrays or Python numbers, looked up in the OPERATORS table."""
+    array_op, scalar_op, rscalar_op = OPERATORS[name]
+    if isinstance(rhs, NDArray):
+        return invoke(array_op, [rhs, lhs] if reflected else [lhs, rhs], {})
+    if isinstance(rhs, np.ndarray):
+        other = NDArray(rhs.astype(lhs._data.dtype, copy=False))
+        return invoke(array_op, [other, lhs] if reflected else [lhs, other], {})
+    if isinstance(rhs, (int, float, np.number, bool)):
+        return invoke(rscalar_op if reflected else scalar_op, [lhs], {"scalar": float(rhs)})
+    return NotImplemented
+
+
+def _install_operators():
+    for name in OPERATORS:
+        if name in ("maximum", "minimum"):
+            continue
+        setattr(NDArray, f"__{name}__", lambda self, o, _n=name: _binary(_n, self, o))
+        if name in ("add", "sub", "mul", "truediv", "pow"):
+            setattr(NDArray, f"__r{name}__",
+                    lambda self, o, _n=name: _binary(_n, self, o, reflected=True))
+
+
+_install_operators()
+
+
+def invoke(op_name, inputs, attrs, parsed=False):
+    """Run one op now: NumPy forward, running-stat updates, and a tape node when recording."""
+    op = get_op(op_name)
+    if not parsed:
+        attrs = op.parse_attrs(attrs)
+    arrays = [x._data for x in inputs]
+    is_train = autograd.is_training()
+    try:
+        results = op.run(attrs, arrays, is_train)
+    except OpError:
+        raise
+    except (ValueError, IndexError, TypeError) as err:
+        # Shape inference explains a failure better than NumPy's message does.
+        op.shapes(attrs, [a.shape for a in arrays])
+        raise OpError(f"{op.name} failed on inputs of shapes {[a.shape for a in arrays]}: "
+                      f"{err}") from None
+    ctx = inputs[0]._ctx if inputs else None
+    outputs = [NDArray(r, ctx) for r in results]
+    for out_index, in_index in op.aux_writeback.items():
+        inputs[in_index]._data[...] = results[out_index]
+    if autograd.is_recording():
+        def backward_fn(out_grads, _op=op, _attrs=attrs, _ins=inputs, _outs=outputs,
+                        _train=is_train):
+            return _op.backward(_module(), _attrs, _ins, _outs, out_grads, is_train=_train)
+        autograd.record_node(inputs, outputs, backward_fn, op.name)
+    visible = outputs[:op.visible_count(attrs)]
+    return visible[0] if len(visible) == 1 else visible
+
+
+def _module():
+    from .. import ndarray
+    return ndarray

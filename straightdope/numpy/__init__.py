@@ -1,0 +1,150 @@
+"""`straightdope.np`: the MXNet 2.0 / NumPy-style front end over the same registry.
+
+Each function looks at its arguments: given NDArrays it computes now (like
+`nd`), given Symbols it adds a graph node (like `sym`). That is how a 2.0-style
+`forward(self, x)` written with `np.dot` can be traced by `hybridize()`.
+The arrays are the same NDArray type as `nd`'s, so both styles mix freely.
+"""
+import numpy as _onp
+
+from .. import ndarray as _nd
+from .. import symbol as _sym
+from ..ndarray import NDArray as ndarray  # noqa: F401
+from ..symbol import Symbol as _Symbol
+from . import random  # noqa: F401
+
+float16, float32, float64 = _onp.float16, _onp.float32, _onp.float64
+int8, int32, int64, uint8, bool_ = _onp.int8, _onp.int32, _onp.int64, _onp.uint8, _onp.bool_
+pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None
+
+
+def _world(*args):
+    """`sym` if any argument is a Symbol (we are being traced), else `nd`."""
+    return _sym if any(isinstance(a, _Symbol) for a in args) else _nd
+
+
+def _dispatching(op_name, doc=None):
+    def function(*args, **kwargs):
+        return getattr(_world(*args, *kwargs.values()), op_name)(*args, **kwargs)
+    function.__name__ = op_name
+    function.__doc__ = doc or f"NumPy-style `{op_name}` (computes on NDArrays, traces on Symbols)."
+    return function
+
+
+def array(object, dtype=None, ctx=None, device=None):
+    return _nd.array(object, ctx=ctx or device, dtype=dtype)
+
+
+def asarray(object, dtype=None):
+    return object if isinstance(object, ndarray) and dtype is None else array(object, dtype)
+
+
+def zeros(shape, dtype=None, order="C", ctx=None, device=None):
+    return _nd.zeros(shape, ctx=ctx or device, dtype=dtype)
+
+
+def ones(shape, dtype=None, order="C", ctx=None, device=None):
+    return _nd.ones(shape, ctx=ctx or device, dtype=dtype)
+
+
+def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
+    return _nd.full(shape, fill_value, ctx=ctx or device, dtype=dtype)
+
+
+def empty(shape, dtype=None, order="C", ctx=None, device=None):
+    return zeros(shape, dtype)
+
+
+def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
+    return _nd.arange(start, stop, step, dtype=dtype or "float32")
+
+
+def dot(a, b, out=None):
+    return _world(a, b).dot(a, b)
+
+
+def matmul(a, b):
+    if isinstance(a, ndarray) and a.ndim == 3:
+        return _world(a, b).batch_dot(a, b)
+    return dot(a, b)
+
+
+def add(x1, x2):
+    return x1 + x2
+
+
+def subtract(x1, x2):
+    return x1 - x2
+
+
+def multiply(x1, x2):
+    return x1 * x2
+
+
+def divide(x1, x2):
+    return x1 / x2
+
+
+true_divide = divide
+
+
+def power(x1, x2):
+    return x1 ** x2
+
+
+def maximum(x1, x2):
+    return _world(x1, x2).maximum(x1, x2)
+
+
+def minimum(x1, x2):
+    return _world(x1, x2).minimum(x1, x2)
+
+
+def sum(a, axis=None, dtype=None, keepdims=False):
+    return _world(a).sum(a, axis=axis, keepdims=keepdims)
+
+
+def mean(a, axis=None, dtype=None, keepdims=False):
+    return _world(a).mean(a, axis=axis, keepdims=keepdims)
+
+
+def max(a, axis=None, keepdims=False):
+    return _world(a).max(a, axis=axis, keepdims=keepdims)
+
+
+def min(a, axis=None, keepdims=False):
+    return _world(a).min(a, axis=axis, keepdims=keepdims)
+
+
+def reshape(a, newshape, order="C"):
+    return _world(a).reshape(a, shape=newshape)
+
+
+def transpose(a, axes=None):
+    return _world(a).transpose(a, axes=axes or ())
+
+
+def expand_dims(a, axis):
+    return _world(a).expand_dims(a, axis=axis)
+
+
+def concatenate(seq, axis=0):
+    return _world(*seq).concat(*seq, dim=axis)
+
+
+def stack(arrays, axis=0):
+    return _world(*arrays).stack(*arrays, axis=axis)
+
+
+def where(condition, x, y):
+    return _world(condition, x, y).where(condition, x, y)
+
+
+def clip(a, a_min, a_max):
+    return _world(a).clip(a, a_min=a_min, a_max=a_max)
+
+
+for _name in ("exp", "log", "sqrt", "square", "abs", "tanh", "sign", "sin", "cos",
+              "negative", "zeros_like", "ones_like"):
+    globals()[_name] = _dispatching(_name)
+absolute = globals()["abs"]

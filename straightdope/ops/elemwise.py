@@ -1,0 +1,328 @@
+"""Elementwise ops: unary maths, activations, broadcasting binary ops, scalar forms.
+
+These are the ops the compiler *fuses*: each carries `scalar_expr`, the formula
+for one element, written with `{0}`, `{1}` for its inputs and `{name}` for its
+(numeric) attributes. A chain such as `relu(x * 2 + b)` becomes one loop.
+
+Gradients are written with `F` and ordinary operators on purpose: the same
+lines run imperatively (F = nd) and build the backward graph (F = sym).
+"""
+import numpy as np
+from scipy import special
+
+from .registry import Attr, Choice, Float, OpError, alias, register
+
+
+def _known(*shapes):
+    return all(s is not None for s in shapes)
+
+
+def same_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    return in_shapes, [s]
+
+
+def broadcast_shapes(attrs, in_shapes):
+    a, b = in_shapes
+    if not _known(a, b):
+        return in_shapes, [None]
+    try:
+        return in_shapes, [tuple(np.broadcast_shapes(a, b))]
+    except ValueError:
+        raise OpError(f"shapes {a} and {b} cannot be broadcast together: each dimension must "
+                      f"match or be 1 (use reshape/expand_dims to line them up)") from None
+
+
+# --------------------------------------------------------------- unary ops
+# name: (numpy forward, scalar expression, gradient(F, x, y, og))
+UNARY = {
+    "negative": (np.negative, "(-{0})", lambda F, x, y, og: -og),
+    "abs": (np.abs, "abs({0})", lambda F, x, y, og: og * F.sign(x)),
+    "sign": (np.sign, "np.sign({0})", None),
+    "exp": (np.exp, "np.exp({0})", lambda F, x, y, og: og * y),
+    "log": (np.log, "np.log({0})", lambda F, x, y, og: og / x),
+    "sqrt": (np.sqrt, "np.sqrt({0})", lambda F, x, y, og: og / (y * 2.0)),
+    "square": (np.square, "({0} * {0})", lambda F, x, y, og: og * x * 2.0),
+    "sin": (np.sin, "np.sin({0})", lambda F, x, y, og: og * F.cos(x)),
+    "cos": (np.cos, "np.cos({0})", lambda F, x, y, og: -og * F.sin(x)),
+    "relu": (lambda x: np.maximum(x, 0), "max({0}, 0.0)",
+             lambda F, x, y, og: og * F._greater_scalar(x, scalar=0.0)),
+    "sigmoid": (lambda x: special.expit(x), "(1.0 / (1.0 + np.exp(-{0})))",
+                lambda F, x, y, og: og * y * (1.0 - y)),
+    "tanh": (np.tanh, "np.tanh({0})", lambda F, x, y, og: og * (1.0 - y * y)),
+    "softrelu": (lambda x: np.logaddexp(0, x), "np.logaddexp(0.0, {0})",
+                 lambda F, x, y, og: og * F.sigmoid(x)),
+    "softsign": (lambda x: x / (1 + np.abs(x)), "({0} / (1.0 + abs({0})))",
+                 lambda F, x, y, og: og / F.square(F.abs(x) + 1.0)),
+}
+
+
+def _unary_gradient(rule):
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        return [rule(F, inputs[0], outputs[0], out_grads[0])]
+    return gradient
+
+
+def _unary_forward(fn):
+    def forward(attrs, x):
+        return fn(x).astype(x.dtype, copy=False)
+    return forward
+
+
+for _name, (_fn, _expr, _rule) in UNARY.items():
+    register(_name, forward=_unary_forward(_fn), infer_shape=same_shape,
+             gradient=_unary_gradient(_rule) if _rule else None,
+             scalar_expr=_expr, elementwise=True, doc=f"Elementwise {_name}.")
+
+register("_copy", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
+         gradient=lambda F, a, i, o, og: [og[0]], scalar_expr="{0}", elementwise=True,
+         doc="Identity (a copy).")
+alias("identity", "_copy")
+register("BlockGrad", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
+         gradient=lambda F, a, i, o, og: [None], scalar_expr="{0}", elementwise=True,
+         doc="Identity whose gradient is zero (stop_gradient).")
+alias("stop_gradient", "BlockGrad")
+
+# Activation(act_type) dispatches to the unary table: one op in MXNet's JSON.
+ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")
+
+
+def _activation_forward(attrs, x):
+    return _unary_forward(UNARY[attrs["act_type"]][0])(attrs, x)
+
+
+def _activation_gradient(F, attrs, inputs, outputs, out_grads):
+    return [UNARY[attrs["act_type"]][2](F, inputs[0], outputs[0], out_grads[0])]
+
+
+register("Activation", attrs={"act_type": Choice(*ACT_TYPES)},
+         forward=_activation_forward, infer_shape=same_shape, gradient=_activation_gradient,
+         scalar_expr=lambda attrs: UNARY[attrs["act_type"]][1], elementwise=True,
+         doc="Activation(data, act_type='relu'|'sigmoid'|'tanh'|'softrelu'|'softsign').")
+
+# LeakyReLU(act_type): leaky / elu / gelu, with slope.
+_SQRT2 = float(np.sqrt(2.0))
+_INV_SQRT2PI = float(1.0 / np.sqrt(2.0 * np.pi))
+
+
+def _leaky_forward(attrs, x):
+    kind, slope = attrs["act_type"], attrs["slope"]
+    if kind == "leaky":
+        y = np.where(x > 0, x, slope * x)
+    elif kind == "elu":
+        y = np.where(x > 0, x, slope * np.expm1(np.minimum(x, 0)))
+    else:  # gelu, exact form with erf as in MXNet
+        y = 0.5 * x * (1.0 + special.erf(x / _SQRT2))
+    return y.astype(x.dtype, copy=False)
+
+
+_LEAKY_EXPR = {
+    "leaky": "({0} if {0} > 0 else {slope} * {0})",
+    "elu": "({0} if {0} > 0 else {slope} * (np.exp({0}) - 1.0))",
+    "gelu": "(0.5 * {0} * (1.0 + math.erf({0} / 1.4142135623730951)))",
+}
+register("LeakyReLU", attrs={"act_type": Choice("leaky", "elu", "gelu"), "slope": Float(0.25)},
+         forward=_leaky_forward, infer_shape=same_shape,
+         gradient=lambda F, attrs, i, o, og: [F._leaky_relu_grad(og[0], i[0], **attrs)],
+         scalar_expr=lambda attrs: _LEAKY_EXPR[attrs["act_type"]], elementwise=True,
+         doc="LeakyReLU(data, act_type='leaky'|'elu'|'gelu', slope=0.25).")
+
+
+def _leaky_grad_forward(attrs, og, x):
+    kind, slope = attrs["act_type"], attrs["slope"]
+    if kind == "leaky":
+        d = np.where(x > 0, 1.0, slope)
+    elif kind == "elu":
+        d = np.where(x > 0, 1.0, slope * np.exp(np.minimum(x, 0)))
+    else:
+        d = 0.5 * (1.0 + special.erf(x / _SQRT2)) + x * np.exp(-0.5 * x * x) * _INV_SQRT2PI
+    return (og * d).astype(og.dtype, copy=False)
+
+
+_LEAKY_GRAD_EXPR = {
+    "leaky": "({0} if {1} > 0 else {slope} * {0})",
+    "elu": "({0} if {1} > 0 else {slope} * np.exp({1}) * {0})",
+    "gelu": "({0} * (0.5 * (1.0 + math.erf({1} / 1.4142135623730951)) "
+            "+ {1} * np.exp(-0.5 * {1} * {1}) * 0.3989422804014327))",
+}
+register("_leaky_relu_grad", inputs=("out_grad", "data"),
+         attrs={"act_type": Choice("leaky", "elu", "gelu"), "slope": Float(0.25)},
+         forward=_leaky_grad_forward, infer_shape=same_shape,
+         scalar_expr=lambda attrs: _LEAKY_GRAD_EXPR[attrs["act_type"]], elementwise=True,
+         doc="Gradient of LeakyReLU (an op of its own so that the compiler can fuse it).")
+
+
+def _clip_forward(attrs, x):
+    return np.clip(x, attrs["a_min"], attrs["a_max"]).astype(x.dtype, copy=False)
+
+
+register("clip", attrs={"a_min": Attr("float", required=True), "a_max": Attr("float", required=True)},
+         forward=_clip_forward, infer_shape=same_shape,
+         gradient=lambda F, attrs, i, o, og: [
+             og[0] * F._greater_equal_scalar(i[0], scalar=attrs["a_min"])
+             * F._lesser_equal_scalar(i[0], scalar=attrs["a_max"])],
+         scalar_expr="min(max({0}, {a_min}), {a_max})", elementwise=True,
+         doc="clip(data, a_min, a_max).")
+
+
+# -------------------------------------------------------------- binary ops
+def _sum_to(F, grad, like):
+    """Undo broadcasting: sum `grad` down to the shape of `like`."""
+    return F._sum_to_like(grad, like)
+
+
+BINARY = {
+    # name: (numpy, scalar expression, grad wrt lhs, grad wrt rhs)
+    "broadcast_add": (np.add, "({0} + {1})",
+                      lambda F, a, b, y, og: og, lambda F, a, b, y, og: og),
+    "broadcast_sub": (np.subtract, "({0} - {1})",
+                      lambda F, a, b, y, og: og, lambda F, a, b, y, og: -og),
+    "broadcast_mul": (np.multiply, "({0} * {1})",
+                      lambda F, a, b, y, og: og * b, lambda F, a, b, y, og: og * a),
+    "broadcast_div": (np.divide, "({0} / {1})",
+                      lambda F, a, b, y, og: og / b, lambda F, a, b, y, og: -og * y / b),
+    "broadcast_power": (np.power, "({0} ** {1})",
+                        lambda F, a, b, y, og: og * b * a ** (b - 1.0),
+                        lambda F, a, b, y, og: og * y * F.log(a)),
+    "broadcast_maximum": (np.maximum, "max({0}, {1})",
+                          lambda F, a, b, y, og: og * F.broadcast_greater_equal(a, b),
+                          lambda F, a, b, y, og: og * F.broadcast_lesser(a, b)),
+    "broadcast_minimum": (np.minimum, "min({0}, {1})",
+                          lambda F, a, b, y, og: og * F.broadcast_lesser_equal(a, b),
+                          lambda F, a, b, y, og: og * F.broadcast_greater(a, b)),
+}
+COMPARE = {
+    "equal": (np.equal, "=="), "not_equal": (np.not_equal, "!="),
+    "greater": (np.greater, ">"), "greater_equal": (np.greater_equal, ">="),
+    "lesser": (np.less, "<"), "lesser_equal": (np.less_equal, "<="),
+}
+
+
+def _binary_forward(fn):
+    def forward(attrs, a, b):
+        return np.asarray(fn(a, b)).astype(np.result_type(a, b), copy=False)
+    return forward
+
+
+def _binary_gradient(ga, gb):
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        a, b = inputs
+        y, og = outputs[0], out_grads[0]
+        return [_sum_to(F, ga(F, a, b, y, og), a), _sum_to(F, gb(F, a, b, y, og), b)]
+    return gradient
+
+
+for _name, (_fn, _expr, _ga, _gb) in BINARY.items():
+    register(_name, inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
+             infer_shape=broadcast_shapes, gradient=_binary_gradient(_ga, _gb),
+             scalar_expr=_expr, elementwise=True, doc=f"{_name}(lhs, rhs) with broadcasting.")
+for _name, (_fn, _sym) in COMPARE.items():
+    register(f"broadcast_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
+             infer_shape=broadcast_shapes, gradient=lambda F, a, i, o, og: [None, None],
+             scalar_expr=f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", elementwise=True,
+             doc=f"1 where lhs {_sym} rhs, else 0 (with broadcasting); no gradient.")
+for _old, _new in [("elemwise_add", "broadcast_add"), ("elemwise_sub", "broadcast_sub"),
+                   ("elemwise_mul", "broadcast_mul"), ("elemwise_div", "broadcast_div"),
+                   ("broadcast_plus", "broadcast_add"), ("broadcast_minus", "broadcast_sub"),
+                   ("maximum", "broadcast_maximum"), ("minimum", "broadcast_minimum"),
+                   ("power", "broadcast_power")]:
+    alias(_old, _new)
+
+
+# -------------------------------------------------------------- scalar ops
+# x OP scalar, where scalar is a Python number kept as an attribute.
+SCALAR = {
+    "_plus_scalar": (lambda x, s: x + s, "({0} + {scalar})", lambda F, x, y, og, s: og),
+    "_minus_scalar": (lambda x, s: x - s, "({0} - {scalar})", lambda F, x, y, og, s: og),
+    "_rminus_scalar": (lambda x, s: s - x, "({scalar} - {0})", lambda F, x, y, og, s: -og),
+    "_mul_scalar": (lambda x, s: x * s, "({0} * {scalar})", lambda F, x, y, og, s: og * s),
+    "_div_scalar": (lambda x, s: x / s, "({0} / {scalar})", lambda F, x, y, og, s: og / s),
+    "_rdiv_scalar": (lambda x, s: s / x, "({scalar} / {0})",
+                     lambda F, x, y, og, s: -og * y / x),
+    "_power_scalar": (lambda x, s: x ** s, "({0} ** {scalar})",
+                      lambda F, x, y, og, s: og * s * x ** (s - 1.0)),
+    "_rpower_scalar": (lambda x, s: s ** x, "({scalar} ** {0})",
+                       lambda F, x, y, og, s: og * y * float(np.log(s))),
+    "_maximum_scalar": (np.maximum, "max({0}, {scalar})",
+                        lambda F, x, y, og, s: og * F._greater_equal_scalar(x, scalar=s)),
+    "_minimum_scalar": (np.minimum, "min({0}, {scalar})",
+                        lambda F, x, y, og, s: og * F._lesser_equal_scalar(x, scalar=s)),
+}
+
+
+def _scalar_forward(fn):
+    def forward(attrs, x):
+        return np.asarray(fn(x, attrs["scalar"])).astype(x.dtype, copy=False)
+    return forward
+
+
+def _scalar_gradient(rule):
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        return [rule(F, inputs[0], outputs[0], out_grads[0], attrs["scalar"])]
+    return gradient
+
+
+for _name, (_fn, _expr, _rule) in SCALAR.items():
+    register(_name, attrs={"scalar": Float(0.0)}, forward=_scalar_forward(_fn),
+             infer_shape=same_shape, gradient=_scalar_gradient(_rule),
+             scalar_expr=_expr, elementwise=True, doc=f"{_name}(data, scalar).")
+for _name, (_fn, _sym) in COMPARE.items():
+    register(f"_{_name}_scalar", attrs={"scalar": Float(0.0)},
+             forward=_scalar_forward(_fn), infer_shape=same_shape,
+             gradient=lambda F, a, i, o, og: [None],
+             scalar_expr=f"(1.0 if {{0}} {_sym} {{scalar}} else 0.0)", elementwise=True,
+             doc=f"1 where data {_sym} scalar, else 0; no gradient.")
+
+
+# ------------------------------------------------------------------- where
+def _where_shape(attrs, in_shapes):
+    cond, x, y = in_shapes
+    if not _known(cond, x, y):
+        return in_shapes, [x if x is not None else y]
+    if x != y or cond != x:
+        raise OpError(f"where: condition {cond}, x {x} and y {y} must have the same shape")
+    return in_shapes, [x]
+
+
+register("where", inputs=("condition", "x", "y"),
+         forward=lambda attrs, c, x, y: np.where(c != 0, x, y).astype(x.dtype, copy=False),
+         infer_shape=_where_shape,
+         gradient=lambda F, a, i, o, og: [None, F.where(i[0], og[0], F.zeros_like(og[0])),
+                                          F.where(i[0], F.zeros_like(og[0]), og[0])],
+         scalar_expr="({1} if {0} != 0 else {2})", elementwise=True,
+         doc="where(condition, x, y): x where condition is non-zero, else y. The graph-safe "
+             "replacement for a Python `if` on a tensor.")
+
+
+def _add_n_shape(attrs, in_shapes):
+    known = [s for s in in_shapes if s is not None]
+    if len(known) < len(in_shapes):
+        return in_shapes, [known[0] if known else None]
+    if any(s != known[0] for s in known):
+        raise OpError(f"add_n: all inputs must have the same shape, got {known}")
+    return in_shapes, [known[0]]
+
+
+register("add_n", variadic=True, forward=lambda attrs, *xs: sum(xs[1:], xs[0].copy()),
+         infer_shape=_add_n_shape, gradient=lambda F, a, i, o, og: [og[0]] * len(i),
+         elementwise=True, doc="add_n(*arrays): the sum of same-shaped arrays.")
+alias("ElementWiseSum", "add_n")
+
+
+# Python operators map onto ops: (array OP array, array OP scalar, scalar OP array).
+# NDArray and Symbol both read this table, so `x + 1` means the same in both worlds.
+OPERATORS = {
+    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
+    "sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+    "mul": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
+    "truediv": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
+    "pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
+    "eq": ("broadcast_equal", "_equal_scalar", "_equal_scalar"),
+    "ne": ("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar"),
+    "gt": ("broadcast_greater", "_greater_scalar", "_lesser_scalar"),
+    "ge": ("broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar"),
+    "lt": ("broadcast_lesser", "_lesser_scalar", "_greater_scalar"),
+    "le": ("broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar"),
+    "maximum": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar"),
+    "minimum": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar"),
+}

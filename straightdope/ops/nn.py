@@ -1,0 +1,518 @@
+"""Neural-network ops: dot products, FullyConnected, Convolution, Pooling,
+BatchNorm, LayerNorm and Dropout.
+
+The NumPy forwards here are the reference that every other path (the
+generated Numba code, the plain interpreter) is checked against.
+Each heavy gradient is an op of its own (`_conv_grad_data`, ...), so that the
+backward graph the compiler builds has the same kind of nodes as the forward.
+"""
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .registry import Bool, Choice, Float, Int, OpError, Shape, register
+from .reduce import norm_axes
+
+
+# -------------------------------------------------------------------- dot
+DOT_ATTRS = {"transpose_a": Bool(False), "transpose_b": Bool(False)}
+
+
+def _t(x, flag, batch=False):
+    if not flag:
+        return x
+    return np.swapaxes(x, -1, -2) if batch else x.T
+
+
+def _dot_forward(attrs, a, b):
+    a, b = _t(a, attrs["transpose_a"]), _t(b, attrs["transpose_b"])
+    if a.ndim > 2 or b.ndim > 2:
+        return np.tensordot(a, b, axes=1).astype(a.dtype, copy=False)
+    return np.dot(a, b)
+
+
+def _dot_shape(attrs, in_shapes, batch=False):
+    a, b = in_shapes
+    if a is None or b is None:
+        return in_shapes, [None]
+    ta = a[::-1] if attrs["transpose_a"] and not batch else a
+    tb = b[::-1] if attrs["transpose_b"] and not batch else b
+    if batch:
+        if len(a) != 3 or len(b) != 3 or a[0] != b[0]:
+            raise OpError(f"batch_dot: needs two 3-D arrays with the same batch size, got {a} "
+                          f"and {b}")
+        ta = a[:1] + (a[1:][::-1] if attrs["transpose_a"] else a[1:])
+        tb = b[:1] + (b[1:][::-1] if attrs["transpose_b"] else b[1:])
+        if ta[2] != tb[1]:
+            raise OpError(f"batch_dot: inner dimensions differ: {ta} x {tb}")
+        return in_shapes, [(ta[0], ta[1], tb[2])]
+    inner_a = ta[-1]
+    inner_b = tb[0]
+    if inner_a != inner_b:
+        raise OpError(f"dot: shapes {a} and {b} are not aligned: {inner_a} (last axis of the "
+                      f"first{', transposed' if attrs['transpose_a'] else ''}) != {inner_b} "
+                      f"(first axis of the second{', transposed' if attrs['transpose_b'] else ''})")
+    return in_shapes, [tuple(ta[:-1]) + tuple(tb[1:])]
+
+
+def _dot_grad_rule(F, op, attrs, a, b, og):
+    """The four transpose cases of d(op(A) op(B)), written with the same dot op."""
+    ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+    if not ta and not tb:
+        return op(og, b, transpose_b=True), op(a, og, transpose_a=True)
+    if ta and not tb:
+        return op(b, og, transpose_b=True), op(a, og)
+    if not ta and tb:
+        return op(og, b), op(og, a, transpose_a=True)
+    return op(b, og, transpose_a=True, transpose_b=True), op(og, a, transpose_a=True,
+                                                             transpose_b=True)
+
+
+def _dot_grad(F, attrs, inputs, outputs, out_grads):
+    return list(_dot_grad_rule(F, F.dot, attrs, inputs[0], inputs[1], out_grads[0]))
+
+
+def _batch_dot_grad(F, attrs, inputs, outputs, out_grads):
+    return list(_dot_grad_rule(F, F.batch_dot, attrs, inputs[0], inputs[1], out_grads[0]))
+
+
+register("dot", inputs=("lhs", "rhs"), attrs=dict(DOT_ATTRS), forward=_dot_forward,
+         infer_shape=_dot_shape, gradient=_dot_grad,
+         doc="dot(lhs, rhs, transpose_a=False, transpose_b=False): matrix product.")
+register("batch_dot", inputs=("lhs", "rhs"), attrs=dict(DOT_ATTRS),
+         forward=lambda attrs, a, b: np.matmul(_t(a, attrs["transpose_a"], True),
+                                               _t(b, attrs["transpose_b"], True)),
+         infer_shape=lambda attrs, s: _dot_shape(attrs, s, batch=True), gradient=_batch_dot_grad,
+         doc="batch_dot(lhs, rhs): a matrix product per batch element (3-D inputs).")
+
+
+# --------------------------------------------------------- FullyConnected
+FC_ATTRS = {"num_hidden": Int(required=True), "no_bias": Bool(False), "flatten": Bool(True)}
+
+
+def _fc_inputs(attrs):
+    return ("data", "weight") if attrs["no_bias"] else ("data", "weight", "bias")
+
+
+def _fc_shape(attrs, in_shapes):
+    data = in_shapes[0]
+    hidden = attrs["num_hidden"]
+    if data is None:
+        return in_shapes, [None]
+    in_units = int(np.prod(data[1:])) if attrs["flatten"] else data[-1]
+    weight = (hidden, in_units)
+    if in_shapes[1] is not None and tuple(in_shapes[1]) != weight:
+        raise OpError(f"FullyConnected: data of shape {data} needs a weight of shape {weight} "
+                      f"(num_hidden, in_units), but the weight has shape {in_shapes[1]}. "
+                      f"Check in_units, or leave it out to infer it from the data.")
+    shapes = [data, weight] + ([] if attrs["no_bias"] else [(hidden,)])
+    out = (data[0], hidden) if attrs["flatten"] else tuple(data[:-1]) + (hidden,)
+    return shapes, [out]
+
+
+def _fc_forward(attrs, x, w, b=None):
+    x2 = x.reshape(x.shape[0], -1) if attrs["flatten"] else x
+    y = x2 @ w.T
+    if b is not None:
+        y += b
+    return y
+
+
+def _fc_grad(F, attrs, inputs, outputs, out_grads):
+    x, w = inputs[0], inputs[1]
+    og = out_grads[0]
+    if attrs["flatten"]:
+        x2, og2 = F.Flatten(x), og
+        dx = F.reshape_like(F.dot(og, w), x)
+    else:
+        x2, og2 = F._flatten_leading(x), F._flatten_leading(og)
+        dx = F.dot(og, w)
+    grads = [dx, F.dot(og2, x2, transpose_a=True)]
+    if not attrs["no_bias"]:
+        grads.append(F.sum(og2, axis=0))
+    return grads
+
+
+register("FullyConnected", inputs=("data", "weight", "bias"), attrs=dict(FC_ATTRS),
+         optional_inputs=_fc_inputs, forward=_fc_forward, infer_shape=_fc_shape,
+         gradient=_fc_grad,
+         doc="FullyConnected(data, weight, bias, num_hidden): data . weight^T + bias "
+             "(data flattened to 2-D unless flatten=False).")
+
+
+# ------------------------------------------------------------ convolution
+CONV_ATTRS = {"kernel": Shape(required=True), "stride": Shape(()), "dilate": Shape(()),
+              "pad": Shape(()), "num_filter": Int(required=True), "num_group": Int(1),
+              "no_bias": Bool(False), "layout": Choice("NCHW", "None"),
+              "workspace": Int(1024), "cudnn_tune": Choice("None", "off", "limited_workspace",
+                                                           "fastest"),
+              "cudnn_off": Bool(False)}
+
+
+def conv_params(attrs, nd=2):
+    def get(name, default):
+        v = attrs.get(name) or ()
+        return tuple(v) if v else (default,) * nd
+    kernel = tuple(attrs["kernel"])
+    if len(kernel) != nd:
+        raise OpError(f"only 2-D kernels are supported, got kernel={kernel}")
+    return kernel, get("stride", 1), get("pad", 0), get("dilate", 1)
+
+
+def conv_out_size(n, k, s, p, d, ceil=False):
+    span = d * (k - 1) + 1
+    num = n + 2 * p - span
+    if num < 0:
+        raise OpError(f"the window ({span} wide after dilation) is larger than the padded "
+                      f"input ({n} + 2*{p})")
+    return (-(-num // s) if ceil else num // s) + 1
+
+
+def _conv_inputs(attrs):
+    return ("data", "weight") if attrs["no_bias"] else ("data", "weight", "bias")
+
+
+def _conv_shape(attrs, in_shapes):
+    data = in_shapes[0]
+    if data is None:
+        return in_shapes, [None]
+    if len(data) != 4:
+        raise OpError(f"Convolution: data must be 4-D (batch, channels, height, width), got "
+                      f"{data}")
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = conv_params(attrs)
+    groups, filters = attrs["num_group"], attrs["num_filter"]
+    if data[1] % groups:
+        raise OpError(f"Convolution: {data[1]} input channels do not split into "
+                      f"{groups} groups")
+    weight = (filters, data[1] // groups, kh, kw)
+    if in_shapes[1] is not None and tuple(in_shapes[1]) != weight:
+        raise OpError(f"Convolution: data {data} needs a weight of shape {weight}, got "
+                      f"{in_shapes[1]}")
+    out = (data[0], filters, conv_out_size(data[2], kh, sh, ph, dh),
+           conv_out_size(data[3], kw, sw, pw, dw))
+    return [data, weight] + ([] if attrs["no_bias"] else [(filters,)]), [out]
+
+
+def _windows(x, kernel, stride, pad, dilate, fill=0.0, extra=(0, 0)):
+    """(N, C, OH, OW, kh, kw) view of the padded input: the im2col matrix, unfolded."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, pad, dilate
+    if ph or pw or extra[0] or extra[1]:
+        x = np.pad(x, ((0, 0), (0, 0), (ph, ph + extra[0]), (pw, pw + extra[1])),
+                   constant_values=fill)
+    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
+    win = sliding_window_view(x, (span_h, span_w), axis=(2, 3))
+    return win[:, :, ::sh, ::sw, ::dh, ::dw]
+
+
+def _conv_forward(attrs, x, w, b=None):
+    kernel, stride, pad, dilate = conv_params(attrs)
+    cols = _windows(x, kernel, stride, pad, dilate)
+    g = attrs["num_group"]
+    cin, fout = x.shape[1] // g, w.shape[0] // g
+    outs = []
+    for k in range(g):
+        part = cols[:, k * cin:(k + 1) * cin]
+        outs.append(np.tensordot(part, w[k * fout:(k + 1) * fout], axes=([1, 4, 5], [1, 2, 3])))
+    y = np.concatenate(outs, axis=3) if g > 1 else outs[0]   # (N, OH, OW, F)
+    y = np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1)
+    return y.astype(x.dtype, copy=False)
+
+
+def _conv_grad_data_forward(attrs, og, w, x):
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = conv_params(attrs)
+    g = attrs["num_group"]
+    cin, fout = x.shape[1] // g, w.shape[0] // g
+    n, _, oh, ow = og.shape
+    padded = np.zeros((n, x.shape[1], x.shape[2] + 2 * ph, x.shape[3] + 2 * pw), dtype=og.dtype)
+    for k in range(g):
+        # (N, OH, OW, cin, kh, kw): how much each output pulls on each window element
+        pulls = np.tensordot(og[:, k * fout:(k + 1) * fout], w[k * fout:(k + 1) * fout],
+                             axes=([1], [0])).transpose(0, 3, 1, 2, 4, 5)
+        for i in range(kh):
+            for j in range(kw):
+                padded[:, k * cin:(k + 1) * cin,
+                       i * dh:i * dh + sh * (oh - 1) + 1:sh,
+                       j * dw:j * dw + sw * (ow - 1) + 1:sw] += pulls[..., i, j]
+    return np.ascontiguousarray(padded[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]])
+
+
+def _conv_grad_weight_forward(attrs, og, x, w):
+    kernel, stride, pad, dilate = conv_params(attrs)
+    cols = _windows(x, kernel, stride, pad, dilate)
+    g = attrs["num_group"]
+    cin, fout = x.shape[1] // g, w.shape[0] // g
+    parts = [np.tensordot(og[:, k * fout:(k + 1) * fout], cols[:, k * cin:(k + 1) * cin],
+                          axes=([0, 2, 3], [0, 2, 3])) for k in range(g)]
+    return np.concatenate(parts, axis=0).astype(w.dtype, copy=False)
+
+
+def _conv_grad(F, attrs, inputs, outputs, out_grads):
+    x, w = inputs[0], inputs[1]
+    og = out_grads[0]
+    grads = [F._conv_grad_data(og, w, x, **attrs), F._conv_grad_weight(og, x, w, **attrs)]
+    if not attrs["no_bias"]:
+        grads.append(F.sum(og, axis=(0, 2, 3)))
+    return grads
+
+
+register("Convolution", inputs=("data", "weight", "bias"), attrs=dict(CONV_ATTRS),
+         optional_inputs=_conv_inputs, forward=_conv_forward, infer_shape=_conv_shape,
+         gradient=_conv_grad,
+         doc="Convolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
+             "num_group): 2-D cross-correlation, NCHW.")
+register("_conv_grad_data", inputs=("out_grad", "weight", "data"), attrs=dict(CONV_ATTRS),
+         forward=_conv_grad_data_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
+         doc="Gradient of Convolution wrt its data (a transposed convolution).")
+register("_conv_grad_weight", inputs=("out_grad", "data", "weight"), attrs=dict(CONV_ATTRS),
+         forward=_conv_grad_weight_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
+         doc="Gradient of Convolution wrt its weight.")
+
+
+# ---------------------------------------------------------------- pooling
+POOL_ATTRS = {"kernel": Shape(()), "stride": Shape(()), "pad": Shape(()),
+              "pool_type": Choice("max", "avg", "sum"), "global_pool": Bool(False),
+              "pooling_convention": Choice("valid", "full"), "count_include_pad": Bool(True),
+              "layout": Choice("NCHW", "None"), "cudnn_off": Bool(False)}
+
+
+def pool_params(attrs, shape):
+    if attrs["global_pool"]:
+        return (shape[2], shape[3]), (1, 1), (0, 0), (1, 1), (0, 0)
+    if len(attrs["kernel"]) != 2:
+        raise OpError(f"Pooling: needs a 2-D kernel (or global_pool=True), got "
+                      f"kernel={attrs['kernel']}")
+    kernel, stride, pad, dilate = conv_params(attrs)
+    extra = (0, 0)
+    if attrs["pooling_convention"] == "full":
+        extra = tuple((conv_out_size(shape[2 + a], kernel[a], stride[a], pad[a], 1, ceil=True) - 1)
+                      * stride[a] + kernel[a] - shape[2 + a] - 2 * pad[a] for a in range(2))
+        extra = tuple(max(e, 0) for e in extra)
+    return kernel, stride, pad, (1, 1), extra
+
+
+def _pool_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    if len(s) != 4:
+        raise OpError(f"Pooling: data must be 4-D (batch, channels, height, width), got {s}")
+    kernel, stride, pad, _, _ = pool_params(attrs, s)
+    ceil = attrs["pooling_convention"] == "full" and not attrs["global_pool"]
+    return in_shapes, [(s[0], s[1]) + tuple(conv_out_size(s[2 + a], kernel[a], stride[a], pad[a],
+                                                          1, ceil) for a in range(2))]
+
+
+def _pool_counts(attrs, x, kernel, stride, pad, extra):
+    if attrs["count_include_pad"] or not any(pad + extra):
+        return float(kernel[0] * kernel[1])
+    ones = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
+    return _windows(ones, kernel, stride, pad, (1, 1), 0.0, extra).sum(axis=(-1, -2))
+
+
+def _pool_forward(attrs, x):
+    kernel, stride, pad, dilate, extra = pool_params(attrs, x.shape)
+    kind = attrs["pool_type"]
+    fill = -np.inf if kind == "max" else 0.0
+    win = _windows(x, kernel, stride, pad, dilate, fill, extra)
+    if kind == "max":
+        return np.ascontiguousarray(win.max(axis=(-1, -2)))
+    total = win.sum(axis=(-1, -2))
+    if kind == "sum":
+        return total.astype(x.dtype)
+    return (total / _pool_counts(attrs, x, kernel, stride, pad, extra)).astype(x.dtype)
+
+
+def _pool_grad_forward(attrs, og, x, y):
+    kernel, stride, pad, _, extra = pool_params(attrs, x.shape)
+    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pad
+    n, c, oh, ow = og.shape
+    shape = (n, c, x.shape[2] + 2 * ph + extra[0], x.shape[3] + 2 * pw + extra[1])
+    grad = np.zeros(shape, dtype=og.dtype)
+    kind = attrs["pool_type"]
+    if kind == "max":
+        padded = np.pad(x, ((0, 0), (0, 0), (ph, ph + extra[0]), (pw, pw + extra[1])),
+                        constant_values=-np.inf)
+        taken = np.zeros(og.shape, dtype=bool)   # the first maximum of a window gets it all
+    else:
+        share = og / _pool_counts(attrs, x, kernel, stride, pad, extra) if kind == "avg" else og
+    for i in range(kh):
+        for j in range(kw):
+            rows = slice(i, i + sh * (oh - 1) + 1, sh)
+            cols = slice(j, j + sw * (ow - 1) + 1, sw)
+            if kind == "max":
+                hit = (padded[:, :, rows, cols] == y) & ~taken
+                taken |= hit
+                grad[:, :, rows, cols] += np.where(hit, og, 0)
+            else:
+                grad[:, :, rows, cols] += share
+    return np.ascontiguousarray(grad[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]])
+
+
+register("Pooling", attrs=dict(POOL_ATTRS), forward=_pool_forward, infer_shape=_pool_shape,
+         gradient=lambda F, a, i, o, og: [F._pool_grad(og[0], i[0], o[0], **a)],
+         doc="Pooling(data, kernel, stride, pad, pool_type='max'|'avg'|'sum', global_pool).")
+register("_pool_grad", inputs=("out_grad", "data", "out"), attrs=dict(POOL_ATTRS),
+         forward=_pool_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of Pooling.")
+
+
+# -------------------------------------------------------------- BatchNorm
+BN_ATTRS = {"eps": Float(1e-3), "momentum": Float(0.9), "fix_gamma": Bool(True),
+            "use_global_stats": Bool(False), "output_mean_var": Bool(False), "axis": Int(1),
+            "cudnn_off": Bool(False), "min_calib_range": Float(None),
+            "max_calib_range": Float(None)}
+
+
+def _bn_layout(attrs, x):
+    axis = attrs["axis"] % x.ndim
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    return axis, tuple(a for a in range(x.ndim) if a != axis), tuple(shape)
+
+
+def _bn_shape(attrs, in_shapes):
+    data = in_shapes[0]
+    if data is None:
+        return in_shapes, [None, None, None]
+    channels = (data[attrs["axis"] % len(data)],)
+    for name, s in zip(("gamma", "beta", "moving_mean", "moving_var"), in_shapes[1:]):
+        if s is not None and tuple(s) != channels:
+            raise OpError(f"BatchNorm: {name} has shape {s} but data {data} has {channels[0]} "
+                          f"channels on axis {attrs['axis']}")
+    return [data] + [channels] * 4, [data, channels, channels]
+
+
+def _bn_forward(attrs, x, gamma, beta, mean, var, is_train=False):
+    axis, reduce_axes, bshape = _bn_layout(attrs, x)
+    if attrs["fix_gamma"]:
+        gamma = np.ones_like(gamma)
+    if is_train and not attrs["use_global_stats"]:
+        batch_mean = x.mean(axis=reduce_axes)
+        batch_var = x.var(axis=reduce_axes)
+        m = attrs["momentum"]
+        new_mean = (mean * m + batch_mean * (1 - m)).astype(mean.dtype)
+        new_var = (var * m + batch_var * (1 - m)).astype(var.dtype)
+        use_mean, use_var = batch_mean, batch_var
+    else:
+        new_mean, new_var = mean.copy(), var.copy()
+        use_mean, use_var = mean, var
+    inv = 1.0 / np.sqrt(use_var + attrs["eps"])
+    scale = (gamma * inv).reshape(bshape)
+    shift = (beta - use_mean * gamma * inv).reshape(bshape)
+    return (x * scale + shift).astype(x.dtype, copy=False), new_mean, new_var
+
+
+def _bn_grad_forward(attrs, og, x, gamma, mean, var):
+    axis, reduce_axes, bshape = _bn_layout(attrs, x)
+    if attrs["fix_gamma"]:
+        gamma = np.ones_like(gamma)
+    dbeta = og.sum(axis=reduce_axes)
+    if attrs["training"] and not attrs["use_global_stats"]:
+        mu = x.mean(axis=reduce_axes)
+        inv = 1.0 / np.sqrt(x.var(axis=reduce_axes) + attrs["eps"])
+        xhat = (x - mu.reshape(bshape)) * inv.reshape(bshape)
+        dgamma = (og * xhat).sum(axis=reduce_axes)
+        m = x.size / x.shape[axis]
+        dx = (gamma * inv).reshape(bshape) / m * (
+            m * og - dbeta.reshape(bshape) - xhat * dgamma.reshape(bshape))
+    else:
+        inv = 1.0 / np.sqrt(var + attrs["eps"])
+        xhat = (x - mean.reshape(bshape)) * inv.reshape(bshape)
+        dgamma = (og * xhat).sum(axis=reduce_axes)
+        dx = og * (gamma * inv).reshape(bshape)
+    if attrs["fix_gamma"]:
+        dgamma = np.zeros_like(dgamma)
+    return dx.astype(x.dtype, copy=False), dgamma.astype(x.dtype), dbeta.astype(x.dtype)
+
+
+def _bn_grad(F, attrs, inputs, outputs, out_grads, is_train=False):
+    x, gamma, beta, mean, var = inputs
+    dx, dgamma, dbeta = F._batchnorm_grad(out_grads[0], x, gamma, mean, var,
+                                          training=is_train, **attrs)
+    return [dx, dgamma, dbeta, None, None]
+
+
+register("BatchNorm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+         attrs=dict(BN_ATTRS), forward=_bn_forward, infer_shape=_bn_shape, gradient=_bn_grad,
+         num_outputs=3, num_visible_outputs=1, aux_inputs=("moving_mean", "moving_var"),
+         aux_writeback={1: 3, 2: 4}, needs_train_flag=True,
+         output_names=("output", "mean", "var"),
+         doc="BatchNorm(data, gamma, beta, moving_mean, moving_var): normalise each channel "
+             "with the batch statistics while training (and update the running ones), with "
+             "the running statistics otherwise.")
+register("_batchnorm_grad", inputs=("out_grad", "data", "gamma", "moving_mean", "moving_var"),
+         attrs={**BN_ATTRS, "training": Bool(False)}, forward=_bn_grad_forward,
+         infer_shape=lambda attrs, s: (s, [s[1], s[2], s[2]]), num_outputs=3,
+         doc="Gradient of BatchNorm: (d data, d gamma, d beta).")
+
+
+# -------------------------------------------------------------- LayerNorm
+LN_ATTRS = {"axis": Int(-1), "eps": Float(1e-5), "output_mean_var": Bool(False)}
+
+
+def _ln_shape(attrs, in_shapes):
+    data = in_shapes[0]
+    if data is None:
+        return in_shapes, [None]
+    channels = (data[attrs["axis"] % len(data)],)
+    return [data, channels, channels], [data]
+
+
+def _ln_stats(attrs, x):
+    axis = attrs["axis"] % x.ndim
+    bshape = [1] * x.ndim
+    bshape[axis] = x.shape[axis]
+    mu = x.mean(axis=axis, keepdims=True)
+    inv = 1.0 / np.sqrt(x.var(axis=axis, keepdims=True) + attrs["eps"])
+    return axis, tuple(bshape), (x - mu) * inv, inv
+
+
+def _ln_forward(attrs, x, gamma, beta):
+    axis, bshape, xhat, _ = _ln_stats(attrs, x)
+    return (xhat * gamma.reshape(bshape) + beta.reshape(bshape)).astype(x.dtype, copy=False)
+
+
+def _ln_grad_forward(attrs, og, x, gamma):
+    axis, bshape, xhat, inv = _ln_stats(attrs, x)
+    other = tuple(a for a in range(x.ndim) if a != axis)
+    dgamma = (og * xhat).sum(axis=other)
+    dbeta = og.sum(axis=other)
+    g = og * gamma.reshape(bshape)
+    n = x.shape[axis]
+    dx = inv / n * (n * g - g.sum(axis=axis, keepdims=True)
+                    - xhat * (g * xhat).sum(axis=axis, keepdims=True))
+    return dx.astype(x.dtype, copy=False), dgamma.astype(x.dtype), dbeta.astype(x.dtype)
+
+
+register("LayerNorm", inputs=("data", "gamma", "beta"), attrs=dict(LN_ATTRS),
+         forward=_ln_forward, infer_shape=_ln_shape,
+         gradient=lambda F, a, i, o, og: list(F._layernorm_grad(og[0], i[0], i[1], **a)),
+         doc="LayerNorm(data, gamma, beta, axis=-1): normalise along one axis per sample.")
+register("_layernorm_grad", inputs=("out_grad", "data", "gamma"), attrs=dict(LN_ATTRS),
+         forward=_ln_grad_forward, infer_shape=lambda attrs, s: (s, [s[1], s[2], s[2]]),
+         num_outputs=3, doc="Gradient of LayerNorm: (d data, d gamma, d beta).")
+
+
+# ---------------------------------------------------------------- Dropout
+def _dropout_forward(attrs, x, is_train=False):
+    p = attrs["p"]
+    if not (is_train or attrs["mode"] == "always") or p == 0:
+        return x.copy(), np.ones_like(x)
+    if not 0 <= p < 1:
+        raise OpError(f"Dropout: p must be in [0, 1), got {p}")
+    shape = list(x.shape)
+    for a in attrs["axes"]:
+        shape[a] = 1            # one mask value shared along these axes
+    mask = ((np.random.random_sample(shape) >= p) / (1.0 - p)).astype(x.dtype)
+    return x * mask, np.ascontiguousarray(np.broadcast_to(mask, x.shape))
+
+
+register("Dropout", attrs={"p": Float(0.5), "mode": Choice("training", "always"),
+                           "axes": Shape(()), "cudnn_off": Bool(False)},
+         forward=_dropout_forward, infer_shape=lambda attrs, s: (s, [s[0], s[0]]),
+         gradient=lambda F, a, i, o, og, is_train=False: [og[0] * o[1]],
+         num_outputs=2, num_visible_outputs=1, needs_train_flag=True, is_random=True,
+         output_names=("output", "mask"),
+         doc="Dropout(data, p=0.5): while training, zero each element with probability p "
+             "and scale the rest by 1/(1-p); identity otherwise.")

@@ -1,0 +1,280 @@
+"""Reductions, softmax and the losses built on them.
+
+A reduction's gradient must spread the output gradient back over the reduced
+axes. With symbols the shapes are not known when the backward graph is built,
+so helper ops (`_unreduce`, `_sum_to_like`) take the original input along and
+read its shape when they run.
+"""
+import numpy as np
+from scipy import special
+
+from .registry import Bool, Choice, Float, Int, OpError, OptShape, register
+
+
+def norm_axes(axis, ndim, exclude=False):
+    if axis is None:
+        axes = tuple(range(ndim))
+    else:
+        axes = tuple(sorted({a + ndim if a < 0 else a for a in axis}))
+        for a in axes:
+            if not 0 <= a < ndim:
+                raise OpError(f"axis {axis} is out of range for an array with {ndim} dimensions")
+    if exclude:
+        axes = tuple(a for a in range(ndim) if a not in axes)
+    return axes
+
+
+def reduced_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    out = tuple(d for i, d in enumerate(shape) if i not in axes)
+    return out
+
+
+def _reduce_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    axes = norm_axes(attrs["axis"], len(s), attrs["exclude"])
+    return in_shapes, [reduced_shape(s, axes, attrs["keepdims"])]
+
+
+REDUCE_ATTRS = {"axis": OptShape(None), "keepdims": Bool(False), "exclude": Bool(False)}
+
+
+def _reducer(fn):
+    def forward(attrs, x):
+        axes = norm_axes(attrs["axis"], x.ndim, attrs["exclude"])
+        return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"])).astype(x.dtype)
+    return forward
+
+
+def _sum_grad(F, attrs, inputs, outputs, out_grads):
+    return [F._unreduce(out_grads[0], inputs[0], **attrs)]
+
+
+def _mean_grad(F, attrs, inputs, outputs, out_grads):
+    return [F._unreduce(out_grads[0], inputs[0], mean=True, **attrs)]
+
+
+def _extreme_grad(F, attrs, inputs, outputs, out_grads):
+    x = inputs[0]
+    picked = F.broadcast_equal(x, F._unreduce(outputs[0], x, **attrs))
+    return [F._unreduce(out_grads[0], x, **attrs) * picked]
+
+
+for _name, _fn, _grad in [("sum", np.sum, _sum_grad), ("mean", np.mean, _mean_grad),
+                          ("max", np.max, _extreme_grad), ("min", np.min, _extreme_grad),
+                          ("prod", np.prod, None)]:
+    register(_name, attrs=dict(REDUCE_ATTRS), forward=_reducer(_fn),
+             infer_shape=_reduce_shape, gradient=_grad,
+             doc=f"{_name}(data, axis=None, keepdims=False, exclude=False).")
+
+
+def _unreduce_forward(attrs, g, x):
+    axes = norm_axes(attrs["axis"], x.ndim, attrs["exclude"])
+    g = g.reshape(reduced_shape(x.shape, axes, True))
+    out = np.broadcast_to(g, x.shape)
+    if attrs["mean"]:
+        count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+        out = out / count
+    return np.ascontiguousarray(out, dtype=g.dtype)
+
+
+register("_unreduce", inputs=("out_grad", "data"),
+         attrs={**REDUCE_ATTRS, "mean": Bool(False)},
+         forward=_unreduce_forward,
+         infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Spread a reduced gradient back over the shape of `data` (divided by the "
+             "count when mean=True).")
+
+
+def _sum_to_like_forward(attrs, g, like):
+    if g.shape == like.shape:
+        return g.copy()
+    extra = g.ndim - like.ndim
+    axes = tuple(range(extra)) + tuple(
+        i + extra for i, d in enumerate(like.shape) if d == 1 and g.shape[i + extra] != 1)
+    return np.sum(g, axis=axes, keepdims=True).reshape(like.shape).astype(g.dtype, copy=False)
+
+
+register("_sum_to_like", inputs=("data", "like"), forward=_sum_to_like_forward,
+         infer_shape=lambda attrs, s: (s, [s[1]]),
+         gradient=lambda F, a, i, o, og: [F.broadcast_like(og[0], i[0]), None],
+         doc="Sum `data` down to the shape of `like`: the gradient of broadcasting.")
+
+
+# ------------------------------------------------------------------ softmax
+SOFTMAX_ATTRS = {"axis": Int(-1), "temperature": Float(1.0)}
+
+
+def _softmax_forward(attrs, x):
+    z = x / attrs["temperature"] if attrs["temperature"] != 1.0 else x
+    return special.softmax(z, axis=attrs["axis"]).astype(x.dtype, copy=False)
+
+
+def _log_softmax_forward(attrs, x):
+    z = x / attrs["temperature"] if attrs["temperature"] != 1.0 else x
+    return special.log_softmax(z, axis=attrs["axis"]).astype(x.dtype, copy=False)
+
+
+def _softmax_grad(F, attrs, inputs, outputs, out_grads):
+    y, og = outputs[0], out_grads[0]
+    g = y * (og - F.sum(og * y, axis=attrs["axis"], keepdims=True))
+    return [g / attrs["temperature"] if attrs["temperature"] != 1.0 else g]
+
+
+def _log_softmax_grad(F, attrs, inputs, outputs, out_grads):
+    y, og = outputs[0], out_grads[0]
+    g = og - F.exp(y) * F.sum(og, axis=attrs["axis"], keepdims=True)
+    return [g / attrs["temperature"] if attrs["temperature"] != 1.0 else g]
+
+
+def _axis_checked_same_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is not None:
+        norm_axes((attrs["axis"],), len(s))
+    return in_shapes, [s]
+
+
+register("softmax", attrs=dict(SOFTMAX_ATTRS), forward=_softmax_forward,
+         infer_shape=_axis_checked_same_shape, gradient=_softmax_grad,
+         doc="softmax(data, axis=-1): exp(x) / sum(exp(x)) along `axis`.")
+register("log_softmax", attrs=dict(SOFTMAX_ATTRS), forward=_log_softmax_forward,
+         infer_shape=_axis_checked_same_shape, gradient=_log_softmax_grad,
+         doc="log_softmax(data, axis=-1), computed stably.")
+
+
+# ------------------------------------------------------------- pick, one_hot
+def _pick_index(attrs, x, index):
+    axis = attrs["axis"] % x.ndim
+    idx = np.clip(index.astype(np.int64), 0, x.shape[axis] - 1)
+    return axis, np.expand_dims(idx.reshape(x.shape[:axis] + x.shape[axis + 1:]), axis)
+
+
+def _pick_forward(attrs, x, index):
+    axis, idx = _pick_index(attrs, x, index)
+    out = np.take_along_axis(x, idx, axis=axis)
+    return out if attrs["keepdims"] else np.squeeze(out, axis=axis)
+
+
+def _pick_shape(attrs, in_shapes):
+    x, index = in_shapes
+    if x is None:
+        return in_shapes, [None]
+    axis = attrs["axis"] % len(x)
+    rest = x[:axis] + x[axis + 1:]
+    if index is not None and int(np.prod(index)) != int(np.prod(rest)):
+        raise OpError(f"pick: index shape {index} does not match data {x} without axis {axis}")
+    out = x[:axis] + ((1,) if attrs["keepdims"] else ()) + x[axis + 1:]
+    return [x, index if index is not None else rest], [out]
+
+
+def _pick_grad_forward(attrs, og, x, index):
+    axis, idx = _pick_index(attrs, x, index)
+    out = np.zeros_like(x)
+    np.put_along_axis(out, idx, og.reshape(idx.shape), axis=axis)
+    return out
+
+
+PICK_ATTRS = {"axis": Int(-1), "keepdims": Bool(False)}
+register("pick", inputs=("data", "index"), attrs=dict(PICK_ATTRS), forward=_pick_forward,
+         infer_shape=_pick_shape,
+         gradient=lambda F, a, i, o, og: [F._pick_grad(og[0], i[0], i[1], **a), None],
+         doc="pick(data, index, axis=-1): data[..., index[...], ...] along `axis`.")
+register("_pick_grad", inputs=("out_grad", "data", "index"), attrs=dict(PICK_ATTRS),
+         forward=_pick_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Scatter the gradient of pick back into a zero array shaped like data.")
+
+
+def _one_hot_forward(attrs, indices):
+    depth = attrs["depth"]
+    idx = indices.astype(np.int64)
+    out = np.full(indices.shape + (depth,), attrs["off_value"], dtype=attrs["dtype"])
+    valid = (idx >= 0) & (idx < depth)
+    np.put_along_axis(out, np.where(valid, idx, 0)[..., None],
+                      np.where(valid, attrs["on_value"], attrs["off_value"])[..., None].astype(
+                          attrs["dtype"]), axis=-1)
+    return out
+
+
+register("one_hot", inputs=("indices",),
+         attrs={"depth": Int(required=True), "on_value": Float(1.0), "off_value": Float(0.0),
+                "dtype": Choice("float32", "float64", "int32", "int64")},
+         forward=_one_hot_forward,
+         infer_shape=lambda attrs, s: (s, [None if s[0] is None else s[0] + (attrs["depth"],)]),
+         gradient=lambda F, a, i, o, og: [None],
+         doc="one_hot(indices, depth): a row of zeros with a one at each index.")
+
+
+# ------------------------------------------------------- softmax losses
+def _softmax_output_forward(attrs, x, label):
+    return special.softmax(x, axis=-1 if not attrs["multi_output"] else 1).astype(x.dtype)
+
+
+def _softmax_output_grad_forward(attrs, y, label):
+    axis = 1 if attrs["multi_output"] else -1
+    moved = np.moveaxis(y, axis, -1)
+    lab = label.reshape(moved.shape[:-1]).astype(np.int64)
+    grad = moved.copy()
+    onehot = np.zeros_like(grad)
+    np.put_along_axis(onehot, np.clip(lab, 0, grad.shape[-1] - 1)[..., None], 1.0, axis=-1)
+    grad -= onehot
+    if attrs["use_ignore"]:
+        grad[lab == int(attrs["ignore_label"])] = 0.0
+    scale = attrs["grad_scale"]
+    if attrs["normalization"] == "batch":
+        scale /= y.shape[0]
+    elif attrs["normalization"] == "valid":
+        valid = (lab != int(attrs["ignore_label"])).sum() if attrs["use_ignore"] else lab.size
+        scale /= max(int(valid), 1)
+    return np.moveaxis(grad * scale, -1, axis).astype(y.dtype, copy=False)
+
+
+SOFTMAX_OUTPUT_ATTRS = {"grad_scale": Float(1.0), "ignore_label": Float(-1.0),
+                        "use_ignore": Bool(False), "multi_output": Bool(False),
+                        "normalization": Choice("null", "batch", "valid")}
+register("SoftmaxOutput", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
+         forward=_softmax_output_forward,
+         infer_shape=lambda attrs, s: ([s[0], s[1] if s[1] is not None or s[0] is None
+                                        else s[0][:-1]], [s[0]]),
+         gradient=lambda F, a, i, o, og: [F._softmax_output_grad(o[0], i[1], **a), None],
+         doc="SoftmaxOutput(data, label): softmax forward; its backward is softmax - one_hot "
+             "(the cross-entropy gradient), ignoring the incoming gradient like MXNet.")
+register("_softmax_output_grad", inputs=("out", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
+         forward=_softmax_output_grad_forward, infer_shape=lambda attrs, s: (s, [s[0]]),
+         doc="Gradient of SoftmaxOutput.")
+register("Softmax", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
+         forward=_softmax_output_forward,
+         infer_shape=lambda attrs, s: (s, [s[0]]),
+         gradient=lambda F, a, i, o, og: [F._softmax_output_grad(o[0], i[1], **a), None],
+         doc="Old name of SoftmaxOutput.")
+
+
+def _softmax_ce_forward(attrs, x, label):
+    logp = special.log_softmax(x, axis=-1)
+    idx = np.clip(label.astype(np.int64), 0, x.shape[-1] - 1)
+    return np.array([-np.take_along_axis(logp, idx[:, None], axis=-1).sum()], dtype=x.dtype)
+
+
+def _softmax_ce_shape(attrs, in_shapes):
+    x, label = in_shapes
+    if x is not None and len(x) != 2:
+        raise OpError(f"softmax_cross_entropy: data must be 2-D (batch, classes), got {x}")
+    return [x, label if label is not None or x is None else x[:1]], [(1,)]
+
+
+def _softmax_ce_grad_forward(attrs, og, x, label):
+    p = special.softmax(x, axis=-1)
+    idx = np.clip(label.astype(np.int64), 0, x.shape[-1] - 1)
+    np.put_along_axis(p, idx[:, None], np.take_along_axis(p, idx[:, None], axis=-1) - 1, axis=-1)
+    return (p * og.reshape(())).astype(x.dtype, copy=False)
+
+
+register("softmax_cross_entropy", inputs=("data", "label"), forward=_softmax_ce_forward,
+         infer_shape=_softmax_ce_shape,
+         gradient=lambda F, a, i, o, og: [F._softmax_cross_entropy_grad(og[0], i[0], i[1]), None],
+         doc="softmax_cross_entropy(data, label): the summed cross entropy, shape (1,).")
+register("_softmax_cross_entropy_grad", inputs=("out_grad", "data", "label"),
+         forward=_softmax_ce_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of softmax_cross_entropy.")

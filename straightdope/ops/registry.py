@@ -1,0 +1,279 @@
+"""The op registry: the single source of truth for every operator.
+
+Each op is declared once, here in `ops/`, with
+  * its tensor inputs and typed attributes (with defaults and validation),
+  * shape inference          (used by `sym.infer_shape`, deferred init and the compiler),
+  * a NumPy forward          (what `nd.relu(x)` runs, and the reference executor),
+  * a gradient written with `F` ops, so the *same* rule builds imperative
+    gradients (`F` is `nd`) and the compiled backward graph (`F` is `sym`),
+  * optionally a scalar expression, which the compiler fuses into loops.
+
+`straightdope.nd`, `straightdope.sym` and `straightdope.np` are *generated* from
+this table (see `ndarray/register.py` and `symbol/register.py`). That is why
+`F.relu(x)` works whichever `F` a HybridBlock is handed.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+OPS: dict[str, "Op"] = {}
+
+
+class OpError(ValueError):
+    """A bad call of an operator: wrong attribute, wrong shapes, unknown op."""
+
+
+# ---------------------------------------------------------------- attributes
+# MXNet stores attributes as strings in its JSON ("num_hidden": "256",
+# "kernel": "(3, 3)"). Each attribute type parses either a Python value or such
+# a string, validates it, and prints it back the way MXNet writes it.
+
+@dataclass(frozen=True)
+class Attr:
+    kind: str                      # int, float, bool, shape, str, int_or_none, shape_or_none
+    default: Any = None
+    choices: tuple = ()
+    required: bool = False
+
+    def parse(self, op_name: str, attr_name: str, value: Any) -> Any:
+        def bad(why: str):
+            raise OpError(f"{op_name}: attribute '{attr_name}' {why}, got {value!r}")
+
+        if value is None or (isinstance(value, str) and value == "None"):
+            if self.kind.endswith("_or_none") or self.default is None and not self.required:
+                return None
+            bad("must not be None")
+        kind = self.kind.replace("_or_none", "")
+        if isinstance(value, str) and kind != "str":
+            try:
+                value = ast.literal_eval(value)   # literals only: never evaluates code
+            except (ValueError, SyntaxError):
+                if kind == "bool" and value.lower() in ("true", "false"):
+                    value = value.lower() == "true"
+                else:
+                    bad(f"must be a {kind}")
+        if kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                if isinstance(value, float) and value.is_integer():
+                    return int(value)
+                bad("must be an integer")
+            return int(value)
+        if kind == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                bad("must be a number")
+            return float(value)
+        if kind == "bool":
+            if isinstance(value, (bool, int)) and value in (0, 1):
+                return bool(value)
+            bad("must be True or False")
+        if kind == "shape":
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = (value,)
+            if not isinstance(value, (tuple, list)) or not all(
+                    isinstance(v, int) and not isinstance(v, bool) for v in value):
+                bad("must be a tuple of integers")
+            return tuple(int(v) for v in value)
+        if kind == "str":
+            value = str(value)
+            if self.choices and value not in self.choices:
+                bad(f"must be one of {list(self.choices)}")
+            return value
+        raise AssertionError(kind)
+
+    @staticmethod
+    def unparse(value: Any) -> str:
+        return str(value)
+
+
+def Int(default=None, required=False):
+    return Attr("int", default, required=required)
+
+
+def Float(default=None):
+    return Attr("float", default)
+
+
+def Bool(default=False):
+    return Attr("bool", default)
+
+
+def Shape(default=None, required=False):
+    return Attr("shape", default, required=required)
+
+
+def Choice(*choices, default=None):
+    return Attr("str", default if default is not None else choices[0], choices=tuple(choices))
+
+
+def OptInt(default=None):
+    return Attr("int_or_none", default)
+
+
+def OptShape(default=None):
+    return Attr("shape_or_none", default)
+
+
+def OptFloat(default=None):
+    return Attr("float_or_none", default)
+
+
+# ----------------------------------------------------------------------- ops
+
+@dataclass
+class Op:
+    """One operator. See the module docstring for what each field is for."""
+    name: str
+    inputs: tuple[str, ...] = ("data",)
+    attrs: dict[str, Attr] = field(default_factory=dict)
+    forward: Callable = None               # forward(attrs, *arrays, is_train=False) -> array | tuple
+    infer_shape: Callable = None           # infer_shape(attrs, in_shapes) -> (in_shapes, out_shapes)
+    gradient: Callable | None = None       # gradient(F, attrs, inputs, outputs, out_grads) -> [grad|None]
+    num_outputs: int = 1                   # -1: as many as the 'num_outputs' attribute says
+    num_visible_outputs: int | None = None  # extra outputs are internal (a mask, new running stats)
+    aux_inputs: tuple[str, ...] = ()       # inputs that are auxiliary states (BatchNorm's running stats)
+    aux_writeback: dict[int, int] = field(default_factory=dict)  # output index -> aux input index
+    variadic: bool = False                 # takes any number of inputs (concat, add_n)
+    optional_inputs: Callable | None = None  # attrs -> names actually used (FullyConnected no_bias)
+    scalar_expr: str | None = None         # elementwise: e.g. "max({0}, 0.0)"; fused by the compiler
+    elementwise: bool = False              # output[i] depends only on input[i] (after broadcasting)
+    needs_train_flag: bool = False         # Dropout, BatchNorm behave differently when training
+    is_random: bool = False
+    output_names: tuple[str, ...] = ("output",)
+    doc: str = ""
+    numba_kernel: Any = None               # filled in by straightdope.compiler.kernels
+
+    def __post_init__(self):
+        if self.num_visible_outputs is None:
+            self.num_visible_outputs = self.num_outputs
+
+    def output_count(self, attrs: dict) -> int:
+        return attrs["num_outputs"] if self.num_outputs == -1 else self.num_outputs
+
+    def visible_count(self, attrs: dict) -> int:
+        return self.output_count(attrs) if self.num_outputs == -1 else self.num_visible_outputs
+
+    def backward(self, F, attrs, inputs, outputs, out_grads, is_train=False) -> list:
+        """Gradients of the inputs, built with F ops (None where there is none)."""
+        if self.gradient is None:
+            raise OpError(f"{self.name} has no gradient: it cannot sit between a loss and a "
+                          f"parameter that needs one (wrap its input in BlockGrad/stop_gradient)")
+        if self.needs_train_flag:
+            return self.gradient(F, attrs, inputs, outputs, out_grads, is_train=is_train)
+        return self.gradient(F, attrs, inputs, outputs, out_grads)
+
+    def input_names(self, attrs: dict, n_given: int | None = None) -> tuple[str, ...]:
+        if self.variadic:
+            return tuple(f"arg{i}" for i in range(n_given or 0))
+        if self.optional_inputs is not None:
+            return tuple(self.optional_inputs(attrs))
+        return self.inputs
+
+    def parse_attrs(self, given: dict) -> dict:
+        """Validate user/JSON attributes and fill defaults; unknown names are an error."""
+        unknown = set(given) - set(self.attrs)
+        if unknown:
+            raise OpError(f"{self.name}: unknown attribute(s) {sorted(unknown)}; "
+                          f"it takes {sorted(self.attrs) or 'no attributes'}")
+        out = {}
+        for key, spec in self.attrs.items():
+            if key in given:
+                out[key] = spec.parse(self.name, key, given[key])
+            elif spec.required:
+                raise OpError(f"{self.name}: attribute '{key}' is required")
+            else:
+                out[key] = spec.default
+        return out
+
+    def run(self, attrs: dict, arrays, is_train: bool = False) -> tuple:
+        """Run the NumPy forward and always return a tuple of outputs."""
+        if self.needs_train_flag:
+            result = self.forward(attrs, *arrays, is_train=is_train)
+        else:
+            result = self.forward(attrs, *arrays)
+        return result if isinstance(result, tuple) else (result,)
+
+    def shapes(self, attrs: dict, in_shapes: list) -> tuple[list, list]:
+        """Shape inference with a clear error that names the op and the shapes."""
+        try:
+            return self.infer_shape(attrs, list(in_shapes))
+        except OpError:
+            raise
+        except (ValueError, IndexError, TypeError, ZeroDivisionError) as err:
+            names = self.input_names(attrs, len(in_shapes))
+            described = ", ".join(f"{n}={s}" for n, s in zip(names, in_shapes))
+            raise OpError(f"{self.name}: cannot infer shapes from inputs {described}: {err}") from None
+
+
+def register(name: str, **fields) -> Op:
+    """Declare an op. Called once per op in the `ops/*.py` family files."""
+    if name in OPS:
+        raise KeyError(f"op {name!r} registered twice")
+    op = Op(name=name, **fields)
+    OPS[name] = op
+    return op
+
+
+def alias(new: str, existing: str) -> None:
+    """A second name for an op (MXNet has several: broadcast_plus = broadcast_add)."""
+    OPS[new] = OPS[existing]
+
+
+def get_op(name: str) -> Op:
+    """Look an op up by name: the only way names from files reach code."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise OpError(f"unknown operator {name!r}: straightdope has no op of that name "
+                      f"(see straightdope.ops.list_ops())") from None
+
+
+def list_ops() -> list[str]:
+    return sorted(OPS)
+
+
+def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[list, dict, str | None]:
+    """Sort a Python call `op(*args, **kwargs)` into (tensor inputs, attributes, name).
+
+    Shared by `nd` and `sym`, so both accept exactly the same spellings:
+    positional tensors, tensors by input name (`data=x`), attributes by keyword.
+    """
+    kwargs = dict(kwargs)
+    name = kwargs.pop("name", None)
+    kwargs.pop("out", None)
+    kwargs.pop("ctx", None)
+    attr_kwargs = {k: v for k, v in kwargs.items() if k in op.attrs}
+    tensor_kwargs = {k: v for k, v in kwargs.items() if k not in op.attrs}
+    attrs = op.parse_attrs(attr_kwargs)
+    if op.variadic:
+        if tensor_kwargs:
+            raise OpError(f"{op.name} takes its arrays positionally, got keywords "
+                          f"{sorted(tensor_kwargs)}")
+        inputs = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        for k, x in enumerate(inputs):
+            if not is_tensor(x):
+                raise OpError(f"{op.name}: argument {k} must be an array, got {type(x).__name__}")
+        return inputs, attrs, name
+    names = op.input_names(attrs)
+    if len(args) > len(names):
+        raise OpError(f"{op.name} takes {len(names)} array argument(s) {list(names)}, "
+                      f"got {len(args)}; pass attributes by keyword")
+    unknown = set(tensor_kwargs) - set(op.inputs)
+    if unknown:
+        raise OpError(f"{op.name}: unknown argument(s) {sorted(unknown)}; arrays: "
+                      f"{list(op.inputs)}, attributes: {sorted(op.attrs)}")
+    inputs = list(args) + [None] * (len(names) - len(args))
+    for k, input_name in enumerate(names):
+        if input_name in tensor_kwargs:
+            if k < len(args):
+                raise OpError(f"{op.name}: '{input_name}' given twice")
+            inputs[k] = tensor_kwargs.pop(input_name)
+    for input_name, value in tensor_kwargs.items():
+        if value is not None:   # e.g. bias given while no_bias=True
+            raise OpError(f"{op.name}: '{input_name}' is not used with these attributes")
+    for input_name, x in zip(names, inputs):
+        if x is not None and not is_tensor(x):
+            raise OpError(f"{op.name}: '{input_name}' must be an array, got {type(x).__name__} "
+                          f"({x!r:.60})")
+    return inputs, attrs, name

@@ -1,0 +1,416 @@
+"""Ops that move data around: reshape, transpose, concat, split, slicing, casting,
+creation (zeros/ones) and embedding lookups.
+
+None of these is elementwise, so each one cuts a fusion group in the compiler.
+"""
+import numpy as np
+
+from .registry import Attr, Bool, Choice, Float, Int, OpError, OptInt, OptShape, Shape, alias, register
+from .elemwise import same_shape
+
+DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8", "bool")
+
+
+def mxnet_reshape(shape, spec, reverse=False):
+    """Resolve MXNet's reshape codes: 0 copy a dim, -1 infer one, -2 copy the rest,
+    -3 merge two dims, -4 split one dim in two (the next two numbers, one may be -1)."""
+    src, spec = list(shape), list(spec)
+    if reverse:
+        src, spec = src[::-1], spec[::-1]
+    out, i, j = [], 0, 0
+    while j < len(spec):
+        code = spec[j]
+        if code > 0:
+            out.append(code); i += 1
+        elif code == 0:
+            out.append(src[i]); i += 1
+        elif code == -1:
+            out.append(-1); i += 1
+        elif code == -2:
+            out.extend(src[i:]); i = len(src)
+        elif code == -3:
+            out.append(src[i] * src[i + 1]); i += 2
+        elif code == -4:
+            a, b = spec[j + 1], spec[j + 2]
+            if reverse:
+                a, b = b, a
+            if a == -1:
+                a = src[i] // b
+            if b == -1:
+                b = src[i] // a
+            out.extend([a, b]); i += 1; j += 2
+        else:
+            raise OpError(f"reshape: unknown code {code} in shape {tuple(spec)}")
+        j += 1
+    if reverse:
+        out = out[::-1]
+    total = int(np.prod(shape))
+    if out.count(-1) > 1:
+        raise OpError(f"reshape: only one -1 is allowed in {tuple(spec)}")
+    if -1 in out:
+        rest = int(np.prod([d for d in out if d != -1]))
+        if rest == 0 or total % rest:
+            raise OpError(f"reshape: cannot reshape {tuple(shape)} ({total} elements) into "
+                          f"{tuple(spec)}")
+        out[out.index(-1)] = total // rest
+    if int(np.prod(out)) != total:
+        raise OpError(f"reshape: cannot reshape {tuple(shape)} ({total} elements) into "
+                      f"{tuple(out)} ({int(np.prod(out))} elements)")
+    return tuple(int(d) for d in out)
+
+
+def _reshape_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    return in_shapes, [None if s is None else mxnet_reshape(s, attrs["shape"], attrs["reverse"])]
+
+
+register("reshape", attrs={"shape": Shape(required=True), "reverse": Bool(False)},
+         forward=lambda attrs, x: x.reshape(mxnet_reshape(x.shape, attrs["shape"],
+                                                           attrs["reverse"])).copy(),
+         infer_shape=_reshape_shape,
+         gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
+         doc="reshape(data, shape) with MXNet's codes (0 copy, -1 infer, -2 rest, -3 merge, -4 split).")
+alias("Reshape", "reshape")
+
+register("reshape_like", inputs=("lhs", "rhs"),
+         forward=lambda attrs, x, like: x.reshape(like.shape).copy(),
+         infer_shape=lambda attrs, s: (s, [s[1]]),
+         gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0]), None],
+         doc="reshape_like(lhs, rhs): lhs with the shape of rhs.")
+
+
+def _flatten_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    return in_shapes, [(s[0], int(np.prod(s[1:]))) if len(s) > 1 else (s[0], 1)]
+
+
+register("Flatten", forward=lambda attrs, x: x.reshape(x.shape[0], -1).copy(),
+         infer_shape=_flatten_shape,
+         gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
+         doc="Flatten(data): keep the batch axis, merge all the others.")
+alias("flatten", "Flatten")
+
+
+def _flatten_leading_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    return in_shapes, [None if s is None else (int(np.prod(s[:-1])), s[-1])]
+
+
+register("_flatten_leading", forward=lambda attrs, x: x.reshape(-1, x.shape[-1]).copy(),
+         infer_shape=_flatten_leading_shape,
+         gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
+         doc="Merge all axes but the last (used by FullyConnected(flatten=False)'s gradient).")
+
+
+def _transpose_axes(attrs, ndim):
+    axes = attrs["axes"]
+    if not axes:
+        return tuple(range(ndim))[::-1]
+    if sorted(a % ndim for a in axes) != list(range(ndim)):
+        raise OpError(f"transpose: axes {axes} is not a permutation of {ndim} dimensions")
+    return tuple(a % ndim for a in axes)
+
+
+def _transpose_grad(F, attrs, inputs, outputs, out_grads):
+    ndim_unknown = not attrs["axes"]
+    if ndim_unknown:
+        return [F.transpose(out_grads[0])]
+    inverse = tuple(int(i) for i in np.argsort(_transpose_axes(attrs, len(attrs["axes"]))))
+    return [F.transpose(out_grads[0], axes=inverse)]
+
+
+register("transpose", attrs={"axes": Shape(())},
+         forward=lambda attrs, x: np.ascontiguousarray(np.transpose(x, _transpose_axes(attrs, x.ndim))),
+         infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(
+             s[0][a] for a in _transpose_axes(attrs, len(s[0])))]),
+         gradient=_transpose_grad, doc="transpose(data, axes=()): reverse or permute axes.")
+
+
+def _expand_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    axis = attrs["axis"] if attrs["axis"] >= 0 else attrs["axis"] + len(s) + 1
+    return in_shapes, [s[:axis] + (1,) + s[axis:]]
+
+
+register("expand_dims", attrs={"axis": Int(required=True)},
+         forward=lambda attrs, x: np.expand_dims(x, attrs["axis"]).copy(),
+         infer_shape=_expand_shape,
+         gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
+         doc="expand_dims(data, axis): insert an axis of length 1.")
+
+
+# ----------------------------------------------------------- concat, split
+def _concat_shape(attrs, in_shapes):
+    if any(s is None for s in in_shapes):
+        return in_shapes, [None]
+    dim = attrs["dim"] % len(in_shapes[0])
+    first = in_shapes[0]
+    for s in in_shapes[1:]:
+        if len(s) != len(first) or any(a != b for k, (a, b) in enumerate(zip(s, first)) if k != dim):
+            raise OpError(f"concat: shapes {in_shapes} differ outside dim {dim}")
+    out = list(first)
+    out[dim] = sum(s[dim] for s in in_shapes)
+    return in_shapes, [tuple(out)]
+
+
+register("concat", variadic=True, attrs={"dim": Int(1), "num_args": OptInt(None)},
+         forward=lambda attrs, *xs: np.concatenate(xs, axis=attrs["dim"]),
+         infer_shape=_concat_shape,
+         gradient=lambda F, a, i, o, og: [F._concat_grad(og[0], *i, dim=a["dim"], index=k)
+                                          for k in range(len(i))],
+         doc="concat(*data, dim=1): join arrays along `dim`.")
+alias("Concat", "concat")
+
+
+def _concat_grad_forward(attrs, og, *xs):
+    dim, k = attrs["dim"] % og.ndim, attrs["index"]
+    start = sum(x.shape[dim] for x in xs[:k])
+    return np.ascontiguousarray(np.take(og, range(start, start + xs[k].shape[dim]), axis=dim))
+
+
+register("_concat_grad", variadic=True, attrs={"dim": Int(1), "index": Int(0)},
+         forward=_concat_grad_forward,
+         infer_shape=lambda attrs, s: (s, [s[1 + attrs["index"]]]),
+         doc="The slice of concat's gradient that belongs to input `index`.")
+
+
+def _split_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    n = attrs["num_outputs"]
+    if s is None:
+        return in_shapes, [None] * n
+    axis = attrs["axis"] % len(s)
+    if s[axis] % n:
+        raise OpError(f"split: axis {axis} of shape {s} has length {s[axis]}, which does not "
+                      f"split into {n} equal parts")
+    part = list(s)
+    part[axis] //= n
+    if attrs["squeeze_axis"]:
+        if part[axis] != 1:
+            raise OpError("split: squeeze_axis=True needs parts of length 1 along the axis")
+        del part[axis]
+    return in_shapes, [tuple(part)] * n
+
+
+def _split_forward(attrs, x):
+    parts = np.split(x, attrs["num_outputs"], axis=attrs["axis"])
+    if attrs["squeeze_axis"]:
+        parts = [np.squeeze(p, axis=attrs["axis"]) for p in parts]
+    return tuple(np.ascontiguousarray(p) for p in parts)
+
+
+def _split_grad(F, attrs, inputs, outputs, out_grads):
+    grads = [g if g is not None else F.zeros_like(o) for g, o in zip(out_grads, outputs)]
+    if attrs["squeeze_axis"]:
+        grads = [F.expand_dims(g, axis=attrs["axis"]) for g in grads]
+    return [F.concat(*grads, dim=attrs["axis"])]
+
+
+register("split", attrs={"num_outputs": Int(required=True), "axis": Int(1),
+                         "squeeze_axis": Bool(False)},
+         forward=_split_forward, infer_shape=_split_shape, gradient=_split_grad,
+         num_outputs=-1, doc="split(data, num_outputs, axis=1): equal parts along `axis`.")
+alias("SliceChannel", "split")
+
+
+def _slice_axis_range(attrs, n):
+    begin, end = attrs["begin"], attrs["end"]
+    begin = begin + n if begin < 0 else begin
+    end = n if end is None else (end + n if end < 0 else end)
+    if not 0 <= begin < end <= n:
+        raise OpError(f"slice_axis: [{attrs['begin']}, {attrs['end']}) is empty or outside "
+                      f"an axis of length {n}")
+    return begin, end
+
+
+def _slice_axis_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    axis = attrs["axis"] % len(s)
+    b, e = _slice_axis_range(attrs, s[axis])
+    return in_shapes, [s[:axis] + (e - b,) + s[axis + 1:]]
+
+
+def _slice_axis_forward(attrs, x):
+    axis = attrs["axis"] % x.ndim
+    b, e = _slice_axis_range(attrs, x.shape[axis])
+    return np.ascontiguousarray(np.take(x, range(b, e), axis=axis))
+
+
+def _slice_axis_grad_forward(attrs, og, x):
+    axis = attrs["axis"] % x.ndim
+    b, e = _slice_axis_range(attrs, x.shape[axis])
+    out = np.zeros_like(x)
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(b, e)
+    out[tuple(index)] = og
+    return out
+
+
+SLICE_AXIS_ATTRS = {"axis": Int(required=True), "begin": Int(required=True), "end": OptInt(None)}
+register("slice_axis", attrs=dict(SLICE_AXIS_ATTRS), forward=_slice_axis_forward,
+         infer_shape=_slice_axis_shape,
+         gradient=lambda F, a, i, o, og: [F._slice_axis_grad(og[0], i[0], **a)],
+         doc="slice_axis(data, axis, begin, end): the range [begin, end) of one axis.")
+register("_slice_axis_grad", inputs=("out_grad", "data"), attrs=dict(SLICE_AXIS_ATTRS),
+         forward=_slice_axis_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of slice_axis: the slice placed back into zeros.")
+
+
+def _slices(attrs, shape):
+    begin, end, step = attrs["begin"], attrs["end"], attrs["step"] or ()
+    out = []
+    for k in range(len(shape)):
+        b = begin[k] if k < len(begin) else None
+        e = end[k] if k < len(end) else None
+        s = step[k] if k < len(step) else None
+        out.append(slice(b, e, s))
+    return tuple(out)
+
+
+def _slice_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    out = tuple(len(range(*sl.indices(d))) for sl, d in zip(_slices(attrs, s), s))
+    return in_shapes, [out]
+
+
+def _slice_grad_forward(attrs, og, x):
+    out = np.zeros_like(x)
+    out[_slices(attrs, x.shape)] = og
+    return out
+
+
+class _SliceSpec(Attr):
+    """A tuple whose entries are ints or None, e.g. (0, None)."""
+
+    def parse(self, op_name, attr_name, value):
+        import ast
+        if isinstance(value, str):
+            try:
+                value = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise OpError(f"{op_name}: attribute '{attr_name}' must be a tuple of "
+                              f"integers or None, got {value!r}") from None
+        if value is None:
+            return ()
+        if isinstance(value, int):
+            value = (value,)
+        if not isinstance(value, (tuple, list)) or not all(
+                v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in value):
+            raise OpError(f"{op_name}: attribute '{attr_name}' must be a tuple of integers or "
+                          f"None, got {value!r}")
+        return tuple(value)
+
+
+SLICE_ATTRS = {"begin": _SliceSpec("slice", ()), "end": _SliceSpec("slice", ()),
+               "step": _SliceSpec("slice", ())}
+register("slice", attrs=dict(SLICE_ATTRS),
+         forward=lambda attrs, x: np.ascontiguousarray(x[_slices(attrs, x.shape)]),
+         infer_shape=_slice_shape,
+         gradient=lambda F, a, i, o, og: [F._slice_grad(og[0], i[0], **a)],
+         doc="slice(data, begin, end, step): basic slicing, e.g. x[1:3, ::2].")
+register("_slice_grad", inputs=("out_grad", "data"), attrs=dict(SLICE_ATTRS),
+         forward=_slice_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of slice.")
+
+
+# ----------------------------------------------------------- broadcasting
+def _broadcast_to_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    target = tuple(d if t == 0 else t for d, t in zip(s, attrs["shape"])) \
+        if len(attrs["shape"]) == len(s) else attrs["shape"]
+    try:
+        np.broadcast_shapes(s, target)
+    except ValueError:
+        raise OpError(f"broadcast_to: cannot broadcast {s} to {attrs['shape']}") from None
+    return in_shapes, [tuple(target)]
+
+
+register("broadcast_to", attrs={"shape": Shape(required=True)},
+         forward=lambda attrs, x: np.ascontiguousarray(
+             np.broadcast_to(x, _broadcast_to_shape(attrs, [x.shape])[1][0])),
+         infer_shape=_broadcast_to_shape,
+         gradient=lambda F, a, i, o, og: [F._sum_to_like(og[0], i[0])],
+         doc="broadcast_to(data, shape): repeat axes of length 1 (0 keeps a dim).")
+register("broadcast_like", inputs=("lhs", "rhs"),
+         forward=lambda attrs, x, like: np.ascontiguousarray(np.broadcast_to(x, like.shape)),
+         infer_shape=lambda attrs, s: (s, [s[1]]),
+         gradient=lambda F, a, i, o, og: [F._sum_to_like(og[0], i[0]), None],
+         doc="broadcast_like(lhs, rhs): lhs broadcast to the shape of rhs.")
+register("zeros_like", forward=lambda attrs, x: np.zeros_like(x), infer_shape=same_shape,
+         gradient=lambda F, a, i, o, og: [None], scalar_expr="0.0", elementwise=True,
+         doc="An array of zeros shaped like data.")
+register("ones_like", forward=lambda attrs, x: np.ones_like(x), infer_shape=same_shape,
+         gradient=lambda F, a, i, o, og: [None], scalar_expr="1.0", elementwise=True,
+         doc="An array of ones shaped like data.")
+
+
+def _creation(fill):
+    def forward(attrs):
+        return np.full(attrs["shape"], fill if fill is not None else attrs["value"],
+                       dtype=attrs["dtype"])
+    return forward
+
+
+CREATE_ATTRS = {"shape": Shape(required=True), "dtype": Choice(*DTYPES)}
+for _name, _fill in [("_zeros", 0.0), ("_ones", 1.0), ("_full", None)]:
+    attrs = dict(CREATE_ATTRS)
+    if _fill is None:
+        attrs["value"] = Float(0.0)
+    register(_name, inputs=(), attrs=attrs, forward=_creation(_fill),
+             infer_shape=lambda attrs, s: (s, [attrs["shape"]]),
+             gradient=lambda F, a, i, o, og: [], doc=f"{_name[1:]}(shape, dtype).")
+
+
+# ------------------------------------------------------------------ casting
+register("Cast", attrs={"dtype": Choice(*DTYPES)},
+         forward=lambda attrs, x: x.astype(attrs["dtype"]),
+         infer_shape=same_shape,
+         gradient=lambda F, a, i, o, og: [F._cast_like(og[0], i[0])],
+         doc="Cast(data, dtype): convert the element type.")
+alias("cast", "Cast")
+register("_cast_like", inputs=("data", "like"),
+         forward=lambda attrs, x, like: x.astype(like.dtype),
+         infer_shape=lambda attrs, s: (s, [s[0]]),
+         doc="Cast data to the element type of `like` (Cast's gradient).")
+
+
+# ---------------------------------------------------------------- embedding
+def _embedding_shape(attrs, in_shapes):
+    data, weight = in_shapes
+    w = (attrs["input_dim"], attrs["output_dim"])
+    if weight is not None and tuple(weight) != w:
+        raise OpError(f"Embedding: weight has shape {weight}, expected {w}")
+    return [data, w], [None if data is None else tuple(data) + (attrs["output_dim"],)]
+
+
+def _embedding_forward(attrs, data, weight):
+    idx = np.clip(data.astype(np.int64), 0, attrs["input_dim"] - 1)
+    return weight[idx]
+
+
+def _embedding_grad_forward(attrs, og, data, weight):
+    idx = np.clip(data.astype(np.int64), 0, attrs["input_dim"] - 1).reshape(-1)
+    out = np.zeros_like(weight)
+    np.add.at(out, idx, og.reshape(-1, weight.shape[1]))
+    return out
+
+
+EMBED_ATTRS = {"input_dim": Int(required=True), "output_dim": Int(required=True),
+               "dtype": Choice(*DTYPES), "sparse_grad": Bool(False)}
+register("Embedding", inputs=("data", "weight"), attrs=dict(EMBED_ATTRS),
+         forward=_embedding_forward, infer_shape=_embedding_shape,
+         gradient=lambda F, a, i, o, og: [None, F._embedding_grad(og[0], i[0], i[1], **a)],
+         doc="Embedding(data, weight, input_dim, output_dim): rows of weight picked by index.")
+register("_embedding_grad", inputs=("out_grad", "data", "weight"), attrs=dict(EMBED_ATTRS),
+         forward=_embedding_grad_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
+         doc="Gradient of Embedding wrt its weight (rows summed per index).")

@@ -1,0 +1,90 @@
+"""`straightdope.sym`: build graphs. Every op of the registry is a function here.
+
+    >>> import straightdope as mx
+    >>> x = mx.sym.var('data')
+    >>> y = mx.sym.relu(x - 2)      # nothing is computed: y is a node of a graph
+    >>> y.list_arguments()
+    ['data']
+
+The functions are *generated* from the op registry (`_make_function`), exactly
+as `straightdope.nd`'s are. That is why `F.relu` works for either `F`.
+"""
+from ..ops import OPS as _OPS, OpError
+from ..ops.registry import bind_call as _bind_call
+from .symbol import Group, Symbol, Variable, _create, var  # noqa: F401
+from .serialize import SymbolFileError, load, load_json  # noqa: F401
+
+
+def _make_function(op):
+    """A `sym.<op>` function: bind the call, add a node. Missing parameter inputs become
+    variables named after the node (`fc1_weight`), as in MXNet's symbol API."""
+    def function(*args, **kwargs):
+        inputs, attrs, name = _bind_call(op, args, kwargs, lambda x: isinstance(x, Symbol))
+        names = op.input_names(attrs, len(inputs))
+        if any(x is None for x in inputs):
+            from .. import name as _name
+            name = _name.current().get(name, op.name.lstrip("_"))
+            for k, (input_name, x) in enumerate(zip(names, inputs)):
+                if x is None:
+                    if k == 0:
+                        raise OpError(f"sym.{op.name}: the input '{input_name}' is missing")
+                    inputs[k] = var(f"{name}_{input_name}")
+        return _create(op.name, inputs, attrs, name=name, parsed=True)
+    function.__name__ = op.name
+    function.__qualname__ = op.name
+    function.__doc__ = op.doc
+    return function
+
+
+for _name, _op in _OPS.items():
+    globals()[_name] = _make_function(_op)
+
+
+def _scalar_or_symbol(key):
+    def function(lhs, rhs):
+        if isinstance(lhs, Symbol):
+            return lhs._binary(key, rhs)
+        return rhs._binary(key, lhs, reflected=True)
+    return function
+
+
+maximum = _scalar_or_symbol("maximum")
+minimum = _scalar_or_symbol("minimum")
+
+
+def zeros(shape, dtype="float32", **kwargs):
+    return globals()["_zeros"](shape=shape, dtype=dtype, **kwargs)
+
+
+def ones(shape, dtype="float32", **kwargs):
+    return globals()["_ones"](shape=shape, dtype=dtype, **kwargs)
+
+
+def full(shape, val, dtype="float32", **kwargs):
+    return globals()["_full"](shape=shape, value=val, dtype=dtype, **kwargs)
+
+
+def stack(*data, axis=0, **kwargs):
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        data = data[0]
+    return globals()["concat"](*[globals()["expand_dims"](d, axis=axis) for d in data], dim=axis)
+
+
+# Symbol methods that are just ops, e.g. s.reshape((0, -1)), s.sum(axis=1)
+for _name in ("sum", "mean", "max", "min", "exp", "log", "sqrt", "square", "abs", "relu",
+              "sigmoid", "tanh", "softmax", "log_softmax", "clip", "transpose", "flatten",
+              "expand_dims", "reshape_like", "broadcast_like", "zeros_like", "ones_like",
+              "slice_axis", "split", "pick", "one_hot", "dot", "astype"):
+    def _method(self, *args, _n=_name, **kwargs):
+        return globals()["Cast" if _n == "astype" else _n](self, *args, **kwargs)
+    setattr(Symbol, _name, _method)
+
+
+def _reshape(self, *shape, **kwargs):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return globals()["reshape"](self, shape=kwargs.pop("shape", shape), **kwargs)
+
+
+Symbol.reshape = _reshape
+Symbol.T = property(lambda self: globals()["transpose"](self))

@@ -1,0 +1,136 @@
+"""MXNet's JSON layout for graphs: `nodes` (op, name, attrs, inputs), `arg_nodes`, `heads`.
+
+Loading trusts nothing in the file: every op name is looked up in the registry,
+every attribute goes through the op's own parser (literals only, never `eval`),
+and every input must point at an earlier node. A bad file gets one clear
+`SymbolFileError` that says where it is wrong.
+"""
+from __future__ import annotations
+
+import json
+
+from ..ops import OpError, get_op
+from .symbol import Symbol, _Node, _topo
+
+MXNET_VERSION = 10901       # the layout of MXNet 1.9
+
+
+class SymbolFileError(ValueError):
+    """A symbol JSON file or string that cannot be turned into a graph."""
+
+
+def to_json(symbol: Symbol) -> str:
+    nodes = _topo(symbol._outputs)
+    index = {id(n): k for k, n in enumerate(nodes)}
+    out_nodes = []
+    for node in nodes:
+        entry = {"op": "null" if node.is_var else node.op.name, "name": node.name}
+        if node.is_var:
+            if node.var_attrs:
+                entry["attrs"] = dict(node.var_attrs)
+        else:
+            attrs = {k: str(v) for k, v in node.attrs.items()
+                     if v != node.op.attrs[k].default or node.op.attrs[k].required}
+            if attrs:
+                entry["attrs"] = attrs
+        entry["inputs"] = [[index[id(child)], i, 0] for child, i in node.inputs]
+        out_nodes.append(entry)
+    row_ptr = [0]
+    for node in nodes:
+        row_ptr.append(row_ptr[-1] + node.num_outputs())
+    doc = {
+        "nodes": out_nodes,
+        "arg_nodes": [k for k, n in enumerate(nodes) if n.is_var],
+        "node_row_ptr": row_ptr,
+        "heads": [[index[id(node)], i, 0] for node, i in symbol._outputs],
+        "attrs": {"mxnet_version": ["int", MXNET_VERSION]},
+    }
+    return json.dumps(doc, indent=2)
+
+
+def from_json(text: str, source: str = "<string>") -> Symbol:
+    def fail(why):
+        raise SymbolFileError(f"{source}: {why}")
+
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        fail(f"not valid JSON ({err}); is this a -symbol.json file written by export()?")
+    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) \
+            or not isinstance(doc.get("heads"), list):
+        fail("expected a JSON object with 'nodes' and 'heads' lists (MXNet's symbol layout)")
+    nodes = []
+    for k, raw in enumerate(doc["nodes"]):
+        where = f"node {k}"
+        if not isinstance(raw, dict):
+            fail(f"{where} is not an object")
+        op_name, name = raw.get("op"), raw.get("name")
+        if not isinstance(op_name, str) or not isinstance(name, str) or not name:
+            fail(f"{where} needs string 'op' and 'name' fields")
+        where = f"node {k} ({name!r})"
+        attrs = raw.get("attrs", raw.get("attr", raw.get("param", {}))) or {}
+        if not isinstance(attrs, dict) or not all(
+                isinstance(a, str) and isinstance(v, str) for a, v in attrs.items()):
+            fail(f"{where}: attributes must be a mapping of strings to strings")
+        inputs_raw = raw.get("inputs", [])
+        if not isinstance(inputs_raw, list):
+            fail(f"{where}: 'inputs' must be a list")
+        inputs = []
+        for entry in inputs_raw:
+            if not (isinstance(entry, list) and 2 <= len(entry) <= 3
+                    and all(isinstance(v, int) and not isinstance(v, bool) for v in entry)):
+                fail(f"{where}: each input must be [node, output, version] integers, got "
+                     f"{entry!r:.60}")
+            src, out = entry[0], entry[1]
+            if not 0 <= src < k:
+                fail(f"{where}: input refers to node {src}, but only nodes 0..{k - 1} come "
+                     f"before it")
+            if not 0 <= out < nodes[src].num_outputs():
+                fail(f"{where}: input refers to output {out} of node {src} "
+                     f"({nodes[src].name!r}), which has {nodes[src].num_outputs()}")
+            inputs.append((nodes[src], out))
+        if op_name == "null":
+            if inputs:
+                fail(f"{where}: a variable cannot have inputs")
+            nodes.append(_Node(None, name, var_attrs=dict(attrs)))
+            continue
+        try:
+            op = get_op(op_name)
+            parsed = op.parse_attrs({a: v for a, v in attrs.items() if not a.startswith("__")})
+        except OpError as err:
+            fail(f"{where}: {err}")
+        if op.variadic:
+            expected = len(inputs)
+        else:
+            expected = len(op.input_names(parsed))
+        if len(inputs) != expected:
+            fail(f"{where}: {op_name} takes {expected} inputs, the file gives {len(inputs)}")
+        nodes.append(_Node(op, name, parsed, inputs))
+    heads = []
+    for entry in doc["heads"]:
+        if not (isinstance(entry, list) and len(entry) >= 2 and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in entry)):
+            fail(f"each head must be [node, output, version] integers, got {entry!r:.60}")
+        if not 0 <= entry[0] < len(nodes) or not 0 <= entry[1] < nodes[entry[0]].num_outputs():
+            fail(f"head {entry} points outside the graph")
+        heads.append((nodes[entry[0]], entry[1]))
+    if not heads:
+        fail("the graph has no outputs ('heads' is empty)")
+    return Symbol(heads)
+
+
+def load_json(json_str: str) -> Symbol:
+    return from_json(json_str)
+
+
+def load(fname) -> Symbol:
+    try:
+        with open(fname, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{fname}: no such symbol file") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SymbolFileError(f"{fname}: not a UTF-8 text file; a symbol file is JSON") from None
+    return from_json(text, source=str(fname))

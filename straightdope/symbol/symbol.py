@@ -1,0 +1,349 @@
+"""Symbol: a placeholder that records a graph instead of computing.
+
+`sym.relu(x)` does not touch any numbers: it adds a node to a graph and hands
+back a new Symbol that stands for the node's output. The graph can then be
+inspected (`list_arguments`, `infer_shape`, `tojson`), evaluated (`eval`) or
+compiled (what `hybridize()` does).
+
+Whatever needs a *value* (`if x > 0:`, `x.asnumpy()`, `x.shape` ...) fails here
+with an explanation, because a placeholder has no value yet.
+"""
+from __future__ import annotations
+
+import copy as _copy
+
+import numpy as np
+
+from .. import name as _name
+from ..base import NotImplementedForSymbol
+from ..ops import OpError, get_op
+from ..ops.elemwise import OPERATORS
+
+
+class _Node:
+    """A node of the symbol graph: an op applied to inputs, or a variable (op None)."""
+    __slots__ = ("op", "name", "attrs", "inputs", "var_attrs")
+
+    def __init__(self, op, name, attrs=None, inputs=(), var_attrs=None):
+        self.op = op
+        self.name = name
+        self.attrs = attrs or {}
+        self.inputs = list(inputs)          # [(node, output index)]
+        self.var_attrs = var_attrs or {}    # variables: "__shape__", "__init__", ...
+
+    @property
+    def is_var(self):
+        return self.op is None
+
+    def num_outputs(self):
+        return 1 if self.op is None else self.op.output_count(self.attrs)
+
+    def num_visible(self):
+        return 1 if self.op is None else self.op.visible_count(self.attrs)
+
+    def output_name(self, index):
+        if self.op is None:
+            return self.name
+        names = self.op.output_names
+        if self.num_outputs() == len(names):
+            return f"{self.name}_{names[index]}"
+        return f"{self.name}_output{index}" if self.num_outputs() > 1 else f"{self.name}_output"
+
+
+def _topo(outputs):
+    """Nodes reachable from `outputs`, inputs before the nodes that use them."""
+    order, seen = [], set()
+    for head, _ in outputs:
+        stack = [(head, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for child, _ in reversed(node.inputs):
+                if id(child) not in seen:
+                    stack.append((child, False))
+    return order
+
+
+def _no_value(what, instead):
+    def method(self, *args, **kwargs):
+        raise NotImplementedForSymbol(self.name or "group", what, instead)
+    return method
+
+
+class Symbol:
+    """One or more outputs of a graph under construction."""
+    __slots__ = ("_outputs",)
+
+    def __init__(self, outputs):
+        self._outputs = list(outputs)       # [(node, output index)]
+
+    # -------------------------------------------------------------- naming
+    @property
+    def name(self):
+        if len(self._outputs) != 1:
+            return None
+        node, _ = self._outputs[0]
+        return node.name
+
+    def __repr__(self):
+        if len(self._outputs) == 1:
+            return f"<Symbol {self.name}>"
+        return f"<Symbol group [{', '.join(n.name for n, _ in self._outputs)}]>"
+
+    __str__ = __repr__
+
+    def attr(self, key):
+        node = self._outputs[0][0]
+        value = node.var_attrs.get(key) if node.is_var else node.attrs.get(key)
+        return None if value is None else str(value)
+
+    def list_attr(self):
+        node = self._outputs[0][0]
+        return dict(node.var_attrs) if node.is_var else {k: str(v) for k, v in node.attrs.items()}
+
+    # ------------------------------------------------------------- structure
+    def _nodes(self):
+        return _topo(self._outputs)
+
+    def _aux_nodes(self):
+        aux = set()
+        for node in self._nodes():
+            if node.op is not None and node.op.aux_inputs:
+                names = node.op.input_names(node.attrs, len(node.inputs))
+                for input_name, (child, _) in zip(names, node.inputs):
+                    if input_name in node.op.aux_inputs and child.is_var:
+                        aux.add(id(child))
+        return aux
+
+    def list_arguments(self):
+        """Names of the variables (data and parameters) the graph reads, in order."""
+        aux = self._aux_nodes()
+        return [n.name for n in self._nodes() if n.is_var and id(n) not in aux]
+
+    def list_auxiliary_states(self):
+        """Variables that ops update rather than read only (BatchNorm's running stats)."""
+        aux = self._aux_nodes()
+        return [n.name for n in self._nodes() if n.is_var and id(n) in aux]
+
+    def list_inputs(self):
+        return [n.name for n in self._nodes() if n.is_var]
+
+    def list_outputs(self):
+        return [node.output_name(i) for node, i in self._outputs]
+
+    def get_internals(self):
+        """A group of every output of every node: pick inner layers by name."""
+        outs = []
+        for node in self._nodes():
+            outs.extend((node, i) for i in range(node.num_visible()))
+        return Symbol(outs)
+
+    def get_children(self):
+        node = self._outputs[0][0]
+        return Symbol(node.inputs) if node.inputs else None
+
+    def __len__(self):
+        return len(self._outputs)
+
+    def __iter__(self):
+        return (Symbol([o]) for o in self._outputs)
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            names = self.list_outputs()
+            if index not in names:
+                raise ValueError(f"no output named {index!r}; outputs are {names}")
+            index = names.index(index)
+        if not isinstance(index, int):
+            raise NotImplementedForSymbol(
+                self.name, f"indexing with {index!r}",
+                "x[i] on a Symbol selects output i of a group. To slice values use "
+                "F.slice_axis(x, axis, begin, end) or F.slice(x, begin, end).")
+        return Symbol([self._outputs[index]])
+
+    def __copy__(self):
+        return Symbol(list(self._outputs))
+
+    def __deepcopy__(self, memo):
+        return Symbol(_copy.deepcopy(self._outputs, memo))
+
+    # ------------------------------------------------------- shapes and types
+    def infer_shape(self, *args, **kwargs):
+        """(arg_shapes, out_shapes, aux_shapes) from some known input shapes."""
+        result = self.infer_shape_partial(*args, **kwargs)
+        if any(s is None for group in result for s in group):
+            return None, None, None
+        return result
+
+    def infer_shape_partial(self, *args, **kwargs):
+        from ..graph import Graph, infer_shapes
+        names = self.list_arguments()
+        if len(args) > len(names):
+            raise ValueError(f"infer_shape: {len(args)} shapes given for {len(names)} "
+                             f"arguments {names}")
+        known = dict(zip(names, args))
+        known.update(kwargs)
+        unknown = set(known) - set(self.list_inputs())
+        if unknown:
+            raise ValueError(f"infer_shape: {sorted(unknown)} are not inputs of this symbol; "
+                             f"its arguments are {names}")
+        graph = Graph.from_symbol(self)
+        shapes = infer_shapes(graph, {k: tuple(v) for k, v in known.items() if v is not None},
+                              partial=True)
+        by_name = {graph.nodes[i].name: shapes[(i, 0)] for i in graph.var_ids}
+        arg = [by_name[n] for n in names]
+        aux = [by_name[n] for n in self.list_auxiliary_states()]
+        out = [shapes[entry] for entry in graph.outputs]
+        return arg, out, aux
+
+    def infer_type(self, *args, **kwargs):
+        """(arg_types, out_types, aux_types): every value here is float32 unless a variable
+        declares another dtype."""
+        def dtype_of(node):
+            return np.dtype(node.var_attrs.get("__dtype__", "float32")).type
+        nodes = {n.name: n for n in self._nodes() if n.is_var}
+        first = np.dtype(args[0]).type if args else (
+            np.dtype(next(iter(kwargs.values()))).type if kwargs else np.float32)
+        return ([dtype_of(nodes[n]) for n in self.list_arguments()],
+                [first for _ in self._outputs],
+                [dtype_of(nodes[n]) for n in self.list_auxiliary_states()])
+
+    # -------------------------------------------------------------- running
+    def eval(self, ctx=None, **kwargs):
+        """Evaluate with NumPy, given every argument by name. Returns a list of NDArrays."""
+        from ..graph import Graph, run_reference
+        from ..ndarray import NDArray
+        graph = Graph.from_symbol(self)
+        missing = [n for n in graph.input_names if n not in kwargs]
+        if missing:
+            raise ValueError(f"eval: no value given for {missing}; pass every argument "
+                             f"by name, e.g. eval(data=nd.ones((1, 3)))")
+        values = [np.asarray(kwargs[n]._data if isinstance(kwargs[n], NDArray) else kwargs[n],
+                             dtype=np.float32 if not isinstance(kwargs[n], NDArray) else None)
+                  for n in graph.input_names]
+        outputs = run_reference(graph, values)
+        return [NDArray(v) for v in outputs]
+
+    # ------------------------------------------------------------------ JSON
+    def tojson(self, remove_amp_cast=True):
+        from .serialize import to_json
+        return to_json(self)
+
+    def save(self, fname, remove_amp_cast=True):
+        from ..serialization import atomic_write
+        text = self.tojson().encode("utf-8")
+        atomic_write(fname, lambda f: f.write(text))
+
+    # ------------------------------------------------------------ operators
+    def _binary(self, name, other, reflected=False):
+        array_op, scalar_op, rscalar_op = OPERATORS[name]
+        if isinstance(other, Symbol):
+            args = [other, self] if reflected else [self, other]
+            return _create(array_op, args, {})
+        if isinstance(other, (int, float, np.number, bool)):
+            return _create(rscalar_op if reflected else scalar_op, [self],
+                           {"scalar": float(other)})
+        return NotImplemented
+
+    def __neg__(self):
+        return _create("negative", [self], {})
+
+    def __abs__(self):
+        return _create("abs", [self], {})
+
+    # ------------------------------------------- what a placeholder cannot do
+    __bool__ = _no_value(
+        "Using it as a Python bool (`if`, `while`, `and`/`or`/`not`)",
+        "choose between values inside the graph with F.where(condition, x, y), or move "
+        "the Python control flow out of hybrid_forward (or do not hybridize this block).")
+    asnumpy = _no_value(
+        "Reading its values with .asnumpy()",
+        "return the Symbol from hybrid_forward and look at the output of net(x), or call "
+        "the block without hybridize() while debugging (then x is an NDArray).")
+    asscalar = item = __float__ = __int__ = __index__ = _no_value(
+        "Turning it into a Python number", "keep the computation in F.* ops.")
+    __array__ = _no_value("Converting it to a NumPy array",
+                          "use F.* ops inside hybrid_forward instead of NumPy functions.")
+    __setitem__ = _no_value("Assigning into it (x[...] = v)",
+                            "build a new value with F.where or F.concat instead of mutating.")
+    wait_to_read = _no_value("wait_to_read()", "nothing to wait for: a Symbol is not computed.")
+
+    @property
+    def shape(self):
+        raise NotImplementedForSymbol(
+            self.name, "Reading .shape",
+            "shapes are only known once data flows. Use shape-free ops: F.reshape with "
+            "0/-1 codes, F.reshape_like, F.broadcast_like, F.zeros_like.")
+
+    @property
+    def dtype(self):
+        raise NotImplementedForSymbol(self.name, "Reading .dtype",
+                                      "use infer_type() on the final symbol.")
+
+    def __hash__(self):
+        return id(self)
+
+
+def _install_operators():
+    for name in OPERATORS:
+        if name in ("maximum", "minimum"):
+            continue
+        setattr(Symbol, f"__{name}__", lambda self, o, _n=name: self._binary(_n, o))
+        if name in ("add", "sub", "mul", "truediv", "pow"):
+            setattr(Symbol, f"__r{name}__",
+                    lambda self, o, _n=name: self._binary(_n, o, reflected=True))
+
+
+_install_operators()
+
+
+def _create(op_name, inputs, attrs, name=None, parsed=False):
+    """Add one op node to the graph and return its visible output(s) as a Symbol."""
+    op = get_op(op_name)
+    if not parsed:
+        attrs = op.parse_attrs(attrs)
+    entries = []
+    for x in inputs:
+        if len(x._outputs) != 1:
+            raise OpError(f"{op.name}: an input is a group of {len(x._outputs)} outputs; "
+                          f"pick one with group[i]")
+        entries.append(x._outputs[0])
+    node_name = _name.current().get(name, op.name.lstrip("_"))
+    node = _Node(op, node_name, attrs, entries)
+    return Symbol([(node, i) for i in range(node.num_visible())])
+
+
+def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
+        stype=None, **kwargs):
+    """A named placeholder for data or a parameter."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"a variable needs a non-empty string name, got {name!r}")
+    var_attrs = {k: str(v) for k, v in (attr or {}).items()}
+    if shape is not None:
+        var_attrs["__shape__"] = str(tuple(shape))
+    if dtype is not None:
+        var_attrs["__dtype__"] = np.dtype(dtype).name
+    if lr_mult is not None:
+        var_attrs["__lr_mult__"] = str(lr_mult)
+    if wd_mult is not None:
+        var_attrs["__wd_mult__"] = str(wd_mult)
+    if init is not None:
+        var_attrs["__init__"] = init if isinstance(init, str) else init.dumps()
+    return Symbol([(_Node(None, name, var_attrs=var_attrs), 0)])
+
+
+Variable = var
+
+
+def Group(symbols):
+    """One Symbol with the outputs of several."""
+    outs = []
+    for s in symbols:
+        outs.extend(s._outputs)
+    return Symbol(outs)
