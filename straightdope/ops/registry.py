@@ -41,6 +41,8 @@ class Attr:
         def bad(why: str):
             raise OpError(f"{op_name}: attribute '{attr_name}' {why}, got {value!r}")
 
+        if self.kind == "str" and str(value) in self.choices:
+            return str(value)
         if value is None or (isinstance(value, str) and value == "None"):
             if self.kind.endswith("_or_none") or self.default is None and not self.required:
                 return None

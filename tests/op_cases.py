@@ -1,0 +1,263 @@
+"""One small example call per op: inputs, attributes, and which inputs get gradients.
+
+Shared by the op tests (imperative forward vs NumPy, gradients vs finite
+differences, symbol eval, JSON round trip) and by the compiler tests (Numba vs
+reference), so that every op is exercised the same way everywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Case:
+    op: str
+    make: object                       # rng -> list of input arrays (float64 unless said)
+    attrs: dict = field(default_factory=dict)
+    wrt: tuple = (0,)                  # inputs to check gradients for
+    train: bool = False                # run in training mode (BatchNorm)
+    expected: object = None            # optional: (inputs, attrs) -> expected outputs (NumPy)
+    label: str = ""
+
+    @property
+    def id(self):
+        return self.label or self.op + ("" if not self.attrs else "-" + "-".join(
+            f"{k}={v}" for k, v in self.attrs.items()))
+
+
+def away_from(values, points, gap=0.15):
+    """Push values away from kinks (relu at 0, clip at its bounds) for finite differences."""
+    for p in points:
+        close = np.abs(values - p) < gap
+        values = np.where(close, p + np.sign(values - p + 1e-12) * gap * 1.5, values)
+    return values
+
+
+def U(shape, low=-2.0, high=2.0, kinks=()):
+    def make(rng):
+        return away_from(rng.uniform(low, high, shape), kinks)
+    return make
+
+
+def inputs(*makers):
+    return lambda rng: [m(rng) for m in makers]
+
+
+def labels(shape, classes):
+    return lambda rng: rng.integers(0, classes, shape).astype(np.float64)
+
+
+def distinct(shape):
+    """Values with no ties (max/min/maximum gradients are only defined without ties)."""
+    def make(rng):
+        n = int(np.prod(shape))
+        return (rng.permutation(n).reshape(shape) * 0.37 - n * 0.15).astype(np.float64)
+    return make
+
+
+CASES: list[Case] = []
+add = CASES.append
+
+unary = {"negative": U((3, 4)), "abs": U((3, 4), kinks=(0,)), "exp": U((3, 4)),
+         "log": U((3, 4), 0.5, 3), "sqrt": U((3, 4), 0.5, 3), "square": U((3, 4)),
+         "sin": U((3, 4)), "cos": U((3, 4)), "relu": U((3, 4), kinks=(0,)),
+         "sigmoid": U((3, 4)), "tanh": U((3, 4)), "softrelu": U((3, 4)),
+         "softsign": U((3, 4), kinks=(0,)), "_copy": U((2, 3))}
+formulas = {"negative": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log,
+            "sqrt": np.sqrt, "square": np.square, "sin": np.sin, "cos": np.cos,
+            "relu": lambda x: np.maximum(x, 0), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+            "tanh": np.tanh, "softrelu": lambda x: np.log1p(np.exp(x)),
+            "softsign": lambda x: x / (1 + np.abs(x)), "_copy": lambda x: x}
+for name, make in unary.items():
+    add(Case(name, inputs(make), expected=lambda ins, a, f=formulas[name]: [f(ins[0])]))
+for act in ("relu", "sigmoid", "tanh", "softrelu", "softsign"):
+    add(Case("Activation", inputs(U((2, 5), kinks=(0,))), {"act_type": act},
+             expected=lambda ins, a, f=formulas[act]: [f(ins[0])]))
+add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "leaky", "slope": 0.1},
+         expected=lambda ins, a: [np.where(ins[0] > 0, ins[0], 0.1 * ins[0])]))
+add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "elu", "slope": 1.0},
+         expected=lambda ins, a: [np.where(ins[0] > 0, ins[0], np.expm1(ins[0]))]))
+add(Case("LeakyReLU", inputs(U((2, 5))), {"act_type": "gelu"}))
+add(Case("clip", inputs(U((3, 4), kinks=(-0.5, 0.8))), {"a_min": -0.5, "a_max": 0.8},
+         expected=lambda ins, a: [np.clip(ins[0], -0.5, 0.8)]))
+add(Case("BlockGrad", inputs(U((2, 2))), wrt=()))
+
+binary = {"broadcast_add": np.add, "broadcast_sub": np.subtract, "broadcast_mul": np.multiply,
+          "broadcast_div": np.divide, "broadcast_power": np.power,
+          "broadcast_maximum": np.maximum, "broadcast_minimum": np.minimum}
+for name, f in binary.items():
+    lo = 0.5 if name in ("broadcast_div", "broadcast_power") else -2.0
+    for sa, sb in [((3, 4), (3, 4)), ((3, 4), (1, 4)), ((2, 3, 4), (4,))]:
+        make_a = U(sa, lo, 2.0) if "imum" not in name else distinct(sa)
+        make_b = U(sb, lo, 2.0) if "imum" not in name else (
+            lambda rng, s=sb: distinct(s)(rng) + 0.05)
+        add(Case(name, inputs(make_a, make_b), wrt=(0, 1),
+                 expected=lambda ins, a, f=f: [f(ins[0], ins[1])],
+                 label=f"{name}-{sa}-{sb}"))
+COMPARE = {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+           "greater_equal": np.greater_equal, "lesser": np.less, "lesser_equal": np.less_equal}
+for name, f in COMPARE.items():
+    add(Case(f"broadcast_{name}", inputs(U((3, 4)), U((1, 4))), wrt=(),
+             expected=lambda ins, a, f=f: [f(ins[0], ins[1]).astype(np.float64)]))
+    add(Case(f"_{name}_scalar", inputs(lambda r: np.round(r.uniform(-2, 2, (3, 4)), 1)),
+             {"scalar": 0.5}, wrt=(),
+             expected=lambda ins, a, f=f: [f(ins[0], 0.5).astype(np.float64)]))
+
+scalar = {"_plus_scalar": lambda x, s: x + s, "_minus_scalar": lambda x, s: x - s,
+          "_rminus_scalar": lambda x, s: s - x, "_mul_scalar": lambda x, s: x * s,
+          "_div_scalar": lambda x, s: x / s, "_rdiv_scalar": lambda x, s: s / x,
+          "_power_scalar": lambda x, s: x ** s, "_rpower_scalar": lambda x, s: s ** x,
+          "_maximum_scalar": np.maximum, "_minimum_scalar": np.minimum}
+for name, f in scalar.items():
+    positive = name in ("_rdiv_scalar", "_power_scalar")
+    add(Case(name, inputs(U((3, 4), 0.5 if positive else -2, 2, kinks=(0.3,))),
+             {"scalar": 0.3 if "imum" in name else 1.7},
+             expected=lambda ins, a, f=f: [f(ins[0], a["scalar"])]))
+add(Case("sign", inputs(U((3, 4), kinks=(0,))), wrt=(), expected=lambda ins, a: [np.sign(ins[0])]))
+add(Case("prod", inputs(U((2, 3))), {"axis": 1}, wrt=(),
+         expected=lambda ins, a: [ins[0].prod(axis=1)]))
+add(Case("where", inputs(lambda r: (r.uniform(size=(3, 4)) > 0.5).astype(np.float64),
+                         U((3, 4)), U((3, 4))), wrt=(1, 2),
+         expected=lambda ins, a: [np.where(ins[0] != 0, ins[1], ins[2])]))
+add(Case("add_n", inputs(U((2, 3)), U((2, 3)), U((2, 3))), wrt=(0, 1, 2),
+         expected=lambda ins, a: [ins[0] + ins[1] + ins[2]]))
+
+for name, f in {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}.items():
+    maker = distinct((2, 3, 4)) if name in ("max", "min") else U((2, 3, 4))
+    for attrs in ({}, {"axis": 1}, {"axis": (0, 2), "keepdims": True}, {"axis": -1}):
+        add(Case(name, inputs(maker), attrs,
+                 expected=lambda ins, a, f=f: [f(ins[0], axis=a.get("axis"),
+                                                 keepdims=a.get("keepdims", False))]))
+add(Case("sum", inputs(U((2, 3, 4))), {"axis": 1, "exclude": True},
+         expected=lambda ins, a: [ins[0].sum(axis=(0, 2))]))
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+add(Case("softmax", inputs(U((3, 5))), expected=lambda ins, a: [_softmax(ins[0], -1)]))
+add(Case("softmax", inputs(U((3, 5))), {"axis": 0},
+         expected=lambda ins, a: [_softmax(ins[0], 0)]))
+add(Case("log_softmax", inputs(U((3, 5))),
+         expected=lambda ins, a: [np.log(_softmax(ins[0], -1))]))
+add(Case("pick", inputs(U((4, 5)), labels((4,), 5)),
+         expected=lambda ins, a: [ins[0][np.arange(4), ins[1].astype(int)]]))
+add(Case("one_hot", inputs(labels((4,), 5)), {"depth": 5}, wrt=(),
+         expected=lambda ins, a: [np.eye(5)[ins[0].astype(int)].astype(np.float32)]))
+for name in ("SoftmaxOutput", "Softmax"):
+    add(Case(name, inputs(U((4, 5)), labels((4,), 5)), wrt=(),
+             expected=lambda ins, a: [_softmax(ins[0], -1)]))
+add(Case("softmax_cross_entropy", inputs(U((4, 5)), labels((4,), 5)),
+         expected=lambda ins, a: [np.array([-np.log(_softmax(ins[0], -1)[
+             np.arange(4), ins[1].astype(int)]).sum()])]))
+
+for ta in (False, True):
+    for tb in (False, True):
+        sa, sb = ((4, 3) if ta else (3, 4)), ((5, 4) if tb else (4, 5))
+        add(Case("dot", inputs(U(sa), U(sb)), {"transpose_a": ta, "transpose_b": tb},
+                 wrt=(0, 1), expected=lambda ins, a: [
+                     (ins[0].T if a["transpose_a"] else ins[0])
+                     @ (ins[1].T if a["transpose_b"] else ins[1])]))
+add(Case("batch_dot", inputs(U((2, 3, 4)), U((2, 4, 5))), wrt=(0, 1),
+         expected=lambda ins, a: [ins[0] @ ins[1]]))
+add(Case("batch_dot", inputs(U((2, 3, 4)), U((2, 5, 4))), {"transpose_b": True}, wrt=(0, 1),
+         expected=lambda ins, a: [ins[0] @ ins[1].transpose(0, 2, 1)]))
+add(Case("FullyConnected", inputs(U((3, 2, 2)), U((5, 4)), U((5,))), {"num_hidden": 5},
+         wrt=(0, 1, 2),
+         expected=lambda ins, a: [ins[0].reshape(3, -1) @ ins[1].T + ins[2]]))
+add(Case("FullyConnected", inputs(U((2, 3, 4)), U((5, 4))),
+         {"num_hidden": 5, "no_bias": True, "flatten": False}, wrt=(0, 1),
+         expected=lambda ins, a: [ins[0] @ ins[1].T]))
+
+
+def _conv_ref(x, w, b, stride, pad, dilate, groups):
+    n, c, h, wd = x.shape
+    f, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (h + 2 * pad - dilate * (kh - 1) - 1) // stride + 1
+    ow = (wd + 2 * pad - dilate * (kw - 1) - 1) // stride + 1
+    out = np.zeros((n, f, oh, ow))
+    per = f // groups
+    for o in range(f):
+        g = o // per
+        for i in range(oh):
+            for j in range(ow):
+                patch = xp[:, g * cg:(g + 1) * cg, i * stride:i * stride + dilate * (kh - 1) + 1:dilate,
+                           j * stride:j * stride + dilate * (kw - 1) + 1:dilate]
+                out[:, o, i, j] = (patch * w[o]).sum(axis=(1, 2, 3))
+    return out + (0 if b is None else b.reshape(1, -1, 1, 1))
+
+
+for stride, pad, dilate, groups in [(1, 0, 1, 1), (2, 1, 1, 1), (1, 1, 2, 1), (1, 0, 1, 2)]:
+    add(Case("Convolution", inputs(U((2, 2, 5, 5)), U((4, 2 // groups, 3, 3)), U((4,))),
+             {"kernel": (3, 3), "num_filter": 4, "stride": (stride, stride), "pad": (pad, pad),
+              "dilate": (dilate, dilate), "num_group": groups}, wrt=(0, 1, 2),
+             expected=lambda ins, a, s=stride, p=pad, d=dilate, g=groups:
+             [_conv_ref(ins[0], ins[1], ins[2], s, p, d, g)],
+             label=f"Convolution-s{stride}-p{pad}-d{dilate}-g{groups}"))
+for attrs in ({"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"},
+              {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg"},
+              {"kernel": (2, 2), "pool_type": "sum"},
+              {"kernel": (3, 3), "stride": (2, 2), "pool_type": "max",
+               "pooling_convention": "full"},
+              {"pool_type": "avg", "global_pool": True}):
+    add(Case("Pooling", inputs(distinct((2, 2, 5, 5))), attrs))
+add(Case("Pooling", inputs(distinct((1, 2, 4, 4))), {"kernel": (2, 2), "stride": (2, 2)},
+         expected=lambda ins, a: [ins[0].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5))],
+         label="Pooling-max-reference"))
+add(Case("BatchNorm", inputs(U((4, 3, 2, 2)), U((3,), 0.5, 2), U((3,)), U((3,)),
+                             U((3,), 0.5, 2)), {"fix_gamma": False}, wrt=(0, 1, 2), train=True,
+         label="BatchNorm-train"))
+add(Case("BatchNorm", inputs(U((4, 3)), U((3,), 0.5, 2), U((3,)), U((3,)),
+                             U((3,), 0.5, 2)), {"fix_gamma": False}, wrt=(0, 1, 2),
+         expected=lambda ins, a: [(ins[0] - ins[3]) / np.sqrt(ins[4] + 1e-3) * ins[1] + ins[2]],
+         label="BatchNorm-inference"))
+add(Case("LayerNorm", inputs(U((3, 5)), U((5,), 0.5, 2), U((5,))), wrt=(0, 1, 2),
+         expected=lambda ins, a: [(ins[0] - ins[0].mean(-1, keepdims=True))
+                                  / np.sqrt(ins[0].var(-1, keepdims=True) + 1e-5)
+                                  * ins[1] + ins[2]]))
+add(Case("Dropout", inputs(U((3, 4))), {"p": 0.5}, wrt=(0,),
+         expected=lambda ins, a: [ins[0]], label="Dropout-inference"))
+
+add(Case("reshape", inputs(U((2, 3, 4))), {"shape": (0, -1)},
+         expected=lambda ins, a: [ins[0].reshape(2, 12)]))
+add(Case("reshape", inputs(U((2, 3, 4))), {"shape": (-3, 4)},
+         expected=lambda ins, a: [ins[0].reshape(6, 4)]))
+add(Case("reshape", inputs(U((2, 12))), {"shape": (0, -4, 3, -1)},
+         expected=lambda ins, a: [ins[0].reshape(2, 3, 4)]))
+add(Case("reshape_like", inputs(U((2, 6)), U((3, 4))), wrt=(0,),
+         expected=lambda ins, a: [ins[0].reshape(3, 4)]))
+add(Case("Flatten", inputs(U((2, 3, 2))), expected=lambda ins, a: [ins[0].reshape(2, 6)]))
+add(Case("transpose", inputs(U((2, 3, 4))), {"axes": (1, 0, 2)},
+         expected=lambda ins, a: [ins[0].transpose(1, 0, 2)]))
+add(Case("transpose", inputs(U((2, 3))), expected=lambda ins, a: [ins[0].T]))
+add(Case("expand_dims", inputs(U((2, 3))), {"axis": 1},
+         expected=lambda ins, a: [ins[0][:, None]]))
+add(Case("concat", inputs(U((2, 3)), U((2, 2))), {"dim": 1}, wrt=(0, 1),
+         expected=lambda ins, a: [np.concatenate(ins, axis=1)]))
+add(Case("split", inputs(U((2, 6))), {"num_outputs": 3, "axis": 1},
+         expected=lambda ins, a: np.split(ins[0], 3, axis=1)))
+add(Case("slice_axis", inputs(U((3, 5))), {"axis": 1, "begin": 1, "end": 4},
+         expected=lambda ins, a: [ins[0][:, 1:4]]))
+add(Case("slice", inputs(U((4, 5))), {"begin": (1, 0), "end": (3, None), "step": (None, 2)},
+         expected=lambda ins, a: [ins[0][1:3, ::2]]))
+add(Case("broadcast_to", inputs(U((1, 3))), {"shape": (4, 3)},
+         expected=lambda ins, a: [np.broadcast_to(ins[0], (4, 3))]))
+add(Case("broadcast_like", inputs(U((3, 1)), U((3, 4))), wrt=(0,),
+         expected=lambda ins, a: [np.broadcast_to(ins[0], (3, 4))]))
+add(Case("zeros_like", inputs(U((2, 3))), wrt=(), expected=lambda ins, a: [0 * ins[0]]))
+add(Case("ones_like", inputs(U((2, 3))), wrt=(), expected=lambda ins, a: [0 * ins[0] + 1]))
+add(Case("Embedding", inputs(labels((2, 3), 6), U((6, 4))),
+         {"input_dim": 6, "output_dim": 4}, wrt=(1,),
+         expected=lambda ins, a: [ins[1][ins[0].astype(int)]]))
+for name, fill in (("_zeros", 0.0), ("_ones", 1.0)):
+    add(Case(name, lambda rng: [], {"shape": (2, 3)}, wrt=(),
+             expected=lambda ins, a, v=fill: [np.full((2, 3), v, np.float32)]))
+add(Case("_full", lambda rng: [], {"shape": (2, 3), "value": 2.5}, wrt=(),
+         expected=lambda ins, a: [np.full((2, 3), 2.5, np.float32)]))
+add(Case("Cast", inputs(U((2, 3))), {"dtype": "float32"},
+         expected=lambda ins, a: [ins[0].astype(np.float32)], wrt=()))
