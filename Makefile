@@ -1,0 +1,84 @@
+# Two commands on a Debian machine with Python 3.11 and make:
+#   make book    build the HTML book (runs every notebook)
+#   make test    run the test suite (library, notebooks, book in a real browser)
+# Both create .venv and, as root, apt-install the system packages they need.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+# Extra arguments for pytest, e.g.  make test PYTEST_ARGS='-k environment -x'
+PYTEST_ARGS ?=
+
+# Debian packages: command -> package
+SYSDEPS := dot:graphviz chromium:chromium npm:npm
+
+.PHONY: help venv sysdeps book test lab demo clean distclean
+
+help:
+	@echo "make book       build the book into _build/html/ (creates .venv, installs system packages)"
+	@echo "make test       run the tests (same setup)"
+	@echo "make lab        open the notebooks in JupyterLab"
+	@echo "make demo       run python -m straightdope.demo"
+	@echo "make venv       create .venv and pip install -e '.[book,test]' (only when pyproject.toml changed)"
+	@echo "make sysdeps    apt-get install graphviz, chromium and npm if missing (root only)"
+	@echo "make clean      remove build outputs (keeps .venv);  make distclean: also .venv"
+
+venv: $(STAMP)
+
+$(VPY):
+	@test -n "$(PYTHON)" || { echo "make venv: no python3.11 or python3 on PATH" >&2; exit 1; }
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python >= 3.11 needed, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall only when pyproject.toml changed. editable_mode=compat puts the
+# repository root on sys.path (a .pth file) instead of a snapshot of the
+# packages that existed at install time, so packages and subpackages created
+# later (widgets/, straightdope/...) import without reinstalling.
+$(STAMP): pyproject.toml | $(VPY)
+	@start=$$(date +%s); \
+	$(VPY) -m pip install --config-settings editable_mode=compat -e '.[book,test]' && \
+	echo "==> pip install took $$(( $$(date +%s) - start )) s"
+	@touch $@
+
+sysdeps:
+	@missing=""; \
+	for pair in $(SYSDEPS); do \
+	    cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+	    command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	    echo "==> apt-get install -y$$missing"; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	else \
+	    echo "Missing system packages:$$missing" >&2; \
+	    echo "Install them once with:  sudo apt-get install -y$$missing" >&2; \
+	    echo "(graphviz provides 'dot' for graph drawings, chromium the browser for the tests," >&2; \
+	    echo " npm fetches require.js, the widget manager and MathJax so the book works offline)" >&2; \
+	    exit 1; \
+	fi
+
+book: venv sysdeps
+	bash scripts/build_book.sh
+
+test: venv sysdeps
+	STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra --durations=15 --timeout=1800 $(PYTEST_ARGS)
+
+lab: venv
+	$(VENV)/bin/jupyter lab book/ $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)
+
+demo: venv
+	$(VPY) -m straightdope.demo
+
+clean:
+	rm -rf _build build book/_build book/static_js artifacts .pytest_cache .hypothesis *.egg-info
+	rm -f book/*.params book/*-symbol.json
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)
