@@ -62,7 +62,7 @@ class CachedOp:
                     if child.is_var:
                         self._updates.append(((node, out_index), child.name))
         self.extra = Group([Symbol([e]) for e, _ in self._updates]) if self._updates else None
-        self.full = Group([symbol] + ([self.extra] if self.extra else []))
+        self.full = Group([symbol] + ([self.extra] if self.extra is not None else []))
         self.num_visible = len(symbol._outputs)
         self.input_names = Graph.from_symbol(self.full).input_names
         self.plans: dict = {}

@@ -28,7 +28,8 @@ class Differentiated:
 def differentiate(symbol: Symbol, wrt: list, is_train: bool = True,
                   extra_outputs: Symbol | None = None) -> Differentiated:
     from .. import symbol as sym
-    forward_nodes = _topo(symbol._outputs + (extra_outputs._outputs if extra_outputs else []))
+    extra = extra_outputs._outputs if extra_outputs is not None else []
+    forward_nodes = _topo(symbol._outputs + extra)
     forward_ids = {id(n) for n in forward_nodes}
     # Only values that depend on a variable in `wrt` need gradients.
     wanted = set(wrt)
@@ -95,10 +96,9 @@ def differentiate(symbol: Symbol, wrt: list, is_train: bool = True,
     for g in results:
         node, k = g._outputs[0]
         backward_outputs.append(entry_of(node, k))
-    forward = Group([symbol] + ([extra_outputs] if extra_outputs else [])
+    forward = Group([symbol] + ([extra_outputs] if extra_outputs is not None else [])
                     + [Symbol([e]) for e in saved_entries])
     return Differentiated(forward=forward, backward=Symbol(backward_outputs), wrt=list(wrt),
                           head_names=head_names,
                           saved_names=[saved_vars[(id(n), k)].name for n, k in saved_entries],
-                          num_outputs=len(symbol._outputs) + (len(extra_outputs) if extra_outputs
-                                                              else 0))
+                          num_outputs=len(symbol._outputs) + len(extra))

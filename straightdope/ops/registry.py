@@ -55,7 +55,9 @@ class Attr:
                 if kind == "bool" and value.lower() in ("true", "false"):
                     value = value.lower() == "true"
                 else:
-                    bad(f"must be a {kind}")
+                    bad({"int": "must be an integer", "float": "must be a number",
+                         "bool": "must be True or False",
+                         "shape": "must be a tuple of integers"}[kind])
         if kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 if isinstance(value, float) and value.is_integer():
@@ -200,8 +202,10 @@ class Op:
         """Shape inference with a clear error that names the op and the shapes."""
         try:
             return self.infer_shape(attrs, list(in_shapes))
-        except OpError:
-            raise
+        except OpError as err:
+            if str(err).startswith(self.name + ":"):
+                raise
+            raise OpError(f"{self.name}: {err}") from None
         except (ValueError, IndexError, TypeError, ZeroDivisionError) as err:
             names = self.input_names(attrs, len(in_shapes))
             described = ", ".join(f"{n}={s}" for n, s in zip(names, in_shapes))
