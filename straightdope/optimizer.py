@@ -1,0 +1,448 @@
+"""Optimizers: how a gradient turns into a change of the weights.
+
+Every optimizer has one method that matters, ``update(index, weight, grad, state)``: it
+changes ``weight`` in place, using ``grad`` and its own per-parameter ``state`` (momentum,
+running averages, ... created once by ``create_state``). ``index`` identifies the parameter,
+so that per-parameter settings (``lr_mult``, ``wd_mult``) and update counts can be looked up.
+
+Three settings are shared by all optimizers, as in MXNet:
+
+* ``rescale_grad`` multiplies the gradient first. ``gluon.Trainer.step(batch_size)`` sets it
+  to ``1/batch_size``, because the loss is usually summed over the batch by ``backward()``.
+* ``clip_gradient`` clips every element of the (rescaled) gradient to ``[-c, c]``.
+* ``wd`` (weight decay) adds ``wd * weight`` to the gradient: the gradient of an L2 penalty.
+
+The updates are plain NumPy on the arrays' values: updating weights is not part of any graph
+and is never recorded by autograd. ``np.asarray(ndarray)`` reads an NDArray's values without
+copying them; results are written back with ``weight[...] = new_values``.
+
+    opt = mx.optimizer.create('sgd', learning_rate=0.1, momentum=0.9)
+    updater = mx.optimizer.get_updater(opt)
+    updater(0, grad, weight)           # weight changes in place
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .ndarray import NDArray, zeros as _nd_zeros
+
+__all__ = ['Optimizer', 'SGD', 'NAG', 'Adam', 'RMSProp', 'AdaGrad', 'Updater', 'create',
+           'register', 'get_updater']
+
+
+def _values(x):
+    """The values of an NDArray (or NumPy array) as NumPy, without copying: read only!"""
+    return np.asarray(x)
+
+
+class Optimizer:
+    """Base class. Subclasses implement ``create_state`` and ``update``.
+
+    Parameters (shared by every optimizer)
+    ----------
+    learning_rate : float          step size (``None``: the optimizer's default)
+    rescale_grad : float           gradients are multiplied by this first
+    wd : float                     weight decay (L2 penalty strength)
+    clip_gradient : float or None  clip gradient elements to [-clip_gradient, clip_gradient]
+    lr_scheduler : LRScheduler     learning rate as a function of the update count
+    param_dict : {index: Parameter}  where ``lr_mult``/``wd_mult`` come from (the Trainer sets it)
+    """
+    opt_registry: dict[str, type] = {}
+    default_lr = 0.01
+
+    def __init__(self, rescale_grad=1., param_idx2name=None, wd=0., clip_gradient=None,
+                 learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
+                 multi_precision=False, param_dict=None):
+        self.rescale_grad = rescale_grad
+        self.lr = self.default_lr if learning_rate is None else learning_rate
+        self.lr_scheduler = lr_scheduler
+        if lr_scheduler is not None:
+            # As in MXNet: the optimizer's learning rate is the schedule's starting point.
+            lr_scheduler.base_lr = self.lr
+            lr_scheduler.warmup_final_lr = self.lr
+        self.wd = wd
+        self.clip_gradient = clip_gradient
+        self.multi_precision = multi_precision
+        self.begin_num_update = begin_num_update
+        self.num_update = begin_num_update
+        self._index_update_count: dict = {}
+        self.lr_mult: dict = {}
+        self.wd_mult: dict = {}
+        self.idx2name = dict(param_idx2name or {})
+        self.param_dict = dict(param_dict or {})
+        self.sym_info = sym
+        self.set_lr_mult({})
+        self.set_wd_mult({})
+
+    # ----------------------------------------------------------- registry
+    @staticmethod
+    def register(klass):
+        """Class decorator: make ``create('name')`` know an optimizer (lower-cased name)."""
+        name = klass.__name__.lower()
+        Optimizer.opt_registry[name] = klass
+        return klass
+
+    @staticmethod
+    def create_optimizer(name, **kwargs):
+        """An optimizer from its registered name, e.g. ``create_optimizer('adam', wd=1e-4)``."""
+        key = name.lower()
+        if key not in Optimizer.opt_registry:
+            raise ValueError(f"unknown optimizer {name!r}; known: "
+                             f"{sorted(Optimizer.opt_registry)}")
+        klass = Optimizer.opt_registry[key]
+        try:
+            return klass(**kwargs)
+        except TypeError as err:
+            raise TypeError(f"{klass.__name__}: {err}. Check the spelling of the optimizer "
+                            f"parameters (e.g. 'learning_rate', 'wd', 'momentum').") from None
+
+    # ------------------------------------------------------------- states
+    def create_state(self, index, weight):
+        """The per-parameter state (None, an NDArray or a tuple of NDArrays)."""
+        return None
+
+    def create_state_multi_precision(self, index, weight):
+        return self.create_state(index, weight)
+
+    def update(self, index, weight, grad, state):
+        raise NotImplementedError(f"{type(self).__name__} does not define update()")
+
+    def update_multi_precision(self, index, weight, grad, state):
+        # float32 everywhere in straightdope: no float16 master copies to keep.
+        self.update(index, weight, grad, state)
+
+    # ------------------------------------------------------- learning rate
+    @property
+    def learning_rate(self):
+        """The current learning rate (the schedule's value when there is a schedule)."""
+        if self.lr_scheduler is not None:
+            return self.lr_scheduler(self.num_update)
+        return self.lr
+
+    def set_learning_rate(self, lr):
+        if self.lr_scheduler is not None:
+            raise UserWarning("This optimizer has an lr_scheduler: it decides the learning "
+                              "rate, so set_learning_rate() would have no effect. Change "
+                              "lr_scheduler.base_lr instead, or create the optimizer "
+                              "without a scheduler.")
+        self.lr = lr
+
+    def set_lr_mult(self, args_lr_mult):
+        """Per-parameter learning-rate multipliers by name (Module-style); Gluon Parameters
+        carry their own ``lr_mult`` instead, read through ``param_dict``."""
+        self.lr_mult = dict(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult):
+        """Per-parameter weight-decay multipliers by name. As in MXNet, parameters known by
+        name that are not weights or gammas (biases, betas) get no weight decay."""
+        self.wd_mult = {n: 0.0 for n in self.idx2name.values()
+                        if not (n.endswith('_weight') or n.endswith('_gamma'))}
+        self.wd_mult.update(args_wd_mult)
+
+    def _update_count(self, index):
+        """Count one more update of `index`; num_update is the largest count (the step)."""
+        indices = index if isinstance(index, (list, tuple)) else [index]
+        for idx in indices:
+            count = self._index_update_count.get(idx, self.begin_num_update) + 1
+            self._index_update_count[idx] = count
+            self.num_update = max(count, self.num_update)
+
+    def _get_lr(self, index):
+        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        if index in self.param_dict:
+            return lr * self.param_dict[index].lr_mult
+        if index in self.lr_mult:
+            return lr * self.lr_mult[index]
+        if index in self.idx2name:
+            return lr * self.lr_mult.get(self.idx2name[index], 1.0)
+        return lr
+
+    def _get_wd(self, index):
+        wd = self.wd
+        if index in self.param_dict:
+            return wd * self.param_dict[index].wd_mult
+        if index in self.wd_mult:
+            return wd * self.wd_mult[index]
+        if index in self.idx2name:
+            return wd * self.wd_mult.get(self.idx2name[index], 1.0)
+        return wd
+
+    def _grad(self, grad, weight=None, wd=0.0):
+        """rescale -> (+ wd * weight, for optimizers that decay before clipping) -> clip."""
+        g = self.rescale_grad * _values(grad)
+        if weight is not None and wd:
+            g = g + wd * _values(weight)
+        if self.clip_gradient is not None:
+            g = np.clip(g, -self.clip_gradient, self.clip_gradient)
+        return g
+
+    def __repr__(self):
+        return f"{type(self).__name__}(learning_rate={self.learning_rate}, wd={self.wd})"
+
+
+register = Optimizer.register
+create = Optimizer.create_optimizer
+
+
+def _zeros_like(weight):
+    return _nd_zeros(weight.shape, dtype=weight.dtype)
+
+
+@register
+class SGD(Optimizer):
+    """Stochastic gradient descent, with optional momentum.
+
+        without momentum:  weight = weight - lr * (grad + wd * weight)
+        with momentum:     mom = momentum * mom - lr * (grad + wd * weight)
+                           weight = weight + mom
+
+    Momentum keeps a running direction: steps along a consistent direction grow, steps
+    that flip sign from batch to batch cancel out.
+    """
+
+    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+        self.lazy_update = lazy_update      # sparse gradients only: nothing to do here
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        g = self._grad(grad)
+        w = _values(weight)
+        if state is None:
+            weight[...] = (1.0 - lr * wd) * w - lr * g
+        else:
+            state[...] = self.momentum * _values(state) - lr * wd * w - lr * g
+            weight[...] = w + _values(state)
+
+
+@register
+class NAG(Optimizer):
+    """Nesterov accelerated gradient: SGD that looks ahead along the momentum.
+
+        g = grad + wd * weight
+        mom = momentum * mom + g
+        weight = weight - lr * (g + momentum * mom)
+    """
+
+    def __init__(self, momentum=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum = momentum
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        g = self._grad(grad) + wd * _values(weight)
+        if state is None:
+            weight[...] = _values(weight) - lr * g
+            return
+        state[...] = self.momentum * _values(state) + g
+        weight[...] = _values(weight) - lr * (g + self.momentum * _values(state))
+
+
+@register
+class Adam(Optimizer):
+    """Adam: momentum (mean of gradients) divided by the root mean square of gradients.
+
+        g = grad + wd * weight
+        mean = beta1 * mean + (1 - beta1) * g
+        var  = beta2 * var  + (1 - beta2) * g**2
+        weight = weight - lr_t * mean / (sqrt(var) + epsilon)
+
+    with ``lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)`` at the t-th update: the averages
+    start at zero, and this factor corrects for that bias in the first steps.
+    """
+    default_lr = 0.001
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 lazy_update=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.lazy_update = lazy_update
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))     # mean, variance
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        g = self._grad(grad, weight, wd)
+        mean, var = state
+        mean[...] = self.beta1 * _values(mean) + (1.0 - self.beta1) * g
+        var[...] = self.beta2 * _values(var) + (1.0 - self.beta2) * np.square(g)
+        weight[...] = _values(weight) - lr * _values(mean) / (np.sqrt(_values(var)) +
+                                                              self.epsilon)
+
+
+@register
+class RMSProp(Optimizer):
+    """RMSProp: divide the gradient by a running root mean square of recent gradients.
+
+        g = grad + wd * weight
+        n = gamma1 * n + (1 - gamma1) * g**2
+        weight = weight - lr * g / sqrt(n + epsilon)
+
+    ``centered=True`` (Graves' variant) also tracks the mean gradient m and divides by
+    ``sqrt(n - m**2 + epsilon)`` (an estimate of the variance), with momentum ``gamma2``.
+    ``clip_weights`` clips the weights to ``[-clip_weights, clip_weights]`` after the update.
+    """
+    default_lr = 0.001
+
+    def __init__(self, learning_rate=0.001, gamma1=0.9, gamma2=0.9, epsilon=1e-8,
+                 centered=False, clip_weights=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.gamma1, self.gamma2, self.epsilon = gamma1, gamma2, epsilon
+        self.centered = centered
+        self.clip_weights = clip_weights
+
+    def create_state(self, index, weight):
+        if self.centered:
+            return (_zeros_like(weight), _zeros_like(weight), _zeros_like(weight))  # n, m, delta
+        return _zeros_like(weight)                                                 # n
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        g = self._grad(grad, weight, wd)
+        g1 = self.gamma1
+        if not self.centered:
+            n = state
+            n[...] = g1 * _values(n) + (1.0 - g1) * np.square(g)
+            weight[...] = _values(weight) - lr * g / np.sqrt(_values(n) + self.epsilon)
+        else:
+            n, m, delta = state
+            n[...] = g1 * _values(n) + (1.0 - g1) * np.square(g)
+            m[...] = g1 * _values(m) + (1.0 - g1) * g
+            delta[...] = self.gamma2 * _values(delta) - lr * g / np.sqrt(
+                _values(n) - np.square(_values(m)) + self.epsilon)
+            weight[...] = _values(weight) + _values(delta)
+        if self.clip_weights:
+            weight[...] = np.clip(_values(weight), -self.clip_weights, self.clip_weights)
+
+
+@register
+class AdaGrad(Optimizer):
+    """AdaGrad: each weight's step shrinks with the sum of its squared gradients so far.
+
+        history = history + grad**2
+        weight = weight - lr * (grad / sqrt(history + eps) + wd * weight)
+
+    Rarely-updated weights keep large steps; frequently-updated ones slow down.
+    """
+
+    def __init__(self, eps=1e-7, epsilon=None, **kwargs):
+        super().__init__(**kwargs)
+        self.float_stable_eps = eps if epsilon is None else epsilon
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight)          # history of squared gradients
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        g = self._grad(grad)
+        state[...] = _values(state) + np.square(g)
+        w = _values(weight)
+        weight[...] = w - lr * (g / np.sqrt(_values(state) + self.float_stable_eps) + wd * w)
+
+
+# --------------------------------------------------------------------- Updater
+class Updater:
+    """Keeps one optimizer's per-parameter states; ``updater(index, grad, weight)`` updates.
+
+    The Trainer uses one Updater. Its states can be saved as plain arrays
+    (``get_states``/``set_states``): no pickle, so a states file can only ever hold numbers.
+    """
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self.states: dict = {}
+        self.states_synced: dict = {}
+
+    def __call__(self, index, grad, weight):
+        if not isinstance(index, (list, tuple)):
+            index, grad, weight = [index], [grad], [weight]
+        for i, g, w in zip(index, grad, weight):
+            if i not in self.states:
+                self.states[i] = self.optimizer.create_state_multi_precision(i, w)
+                self.states_synced[i] = True
+            self.optimizer.update_multi_precision(i, w, g, self.states[i])
+
+    # ---------------------------------------------------------- save / load
+    def get_states(self, dump_optimizer=False):
+        """A dict of NumPy arrays: every state, the update counts and (with
+        ``dump_optimizer``) the optimizer's numeric settings (lr, wd, momentum, ...)."""
+        out = {}
+        for index, state in self.states.items():
+            key = f"state:{index}"
+            if state is None:
+                out[f"{key}:len"] = np.array(0)
+            elif isinstance(state, NDArray):
+                out[f"{key}:len"] = np.array(-1)          # a single array, not a tuple
+                out[key] = state.asnumpy()
+            else:
+                out[f"{key}:len"] = np.array(len(state))
+                for k, part in enumerate(state):
+                    out[f"{key}:{k}"] = part.asnumpy()
+        opt = self.optimizer
+        out["optimizer:name"] = np.array(type(opt).__name__.lower())
+        out["optimizer:num_update"] = np.array(opt.num_update)
+        for index, count in opt._index_update_count.items():
+            out[f"count:{index}"] = np.array(count)
+        if dump_optimizer:
+            for attr, value in vars(opt).items():
+                if isinstance(value, (bool, int, float)) and not attr.startswith('_'):
+                    out[f"optimizer:{attr}"] = np.array(value)
+        return out
+
+    def set_states(self, arrays):
+        """Restore what ``get_states`` returned (states by parameter index)."""
+        opt = self.optimizer
+        saved_name = str(arrays.get("optimizer:name", type(opt).__name__.lower()))
+        if saved_name != type(opt).__name__.lower():
+            raise ValueError(f"these optimizer states were saved by {saved_name!r}, but this "
+                             f"optimizer is {type(opt).__name__.lower()!r}: create the Trainer "
+                             f"with the same optimizer before load_states()")
+        states = {}
+        for key, value in arrays.items():
+            if key.startswith("state:") and key.endswith(":len"):
+                index = _index(key[len("state:"):-len(":len")])
+                n = int(value)
+                if n == 0:
+                    states[index] = None
+                elif n == -1:
+                    states[index] = NDArray(np.array(arrays[f"state:{index}"]))
+                else:
+                    states[index] = tuple(NDArray(np.array(arrays[f"state:{index}:{k}"]))
+                                          for k in range(n))
+        self.states = states
+        self.states_synced = {i: False for i in states}
+        opt._index_update_count = {_index(k[len("count:"):]): int(v)
+                                   for k, v in arrays.items() if k.startswith("count:")}
+        for key, value in arrays.items():
+            if key.startswith("optimizer:") and key != "optimizer:name":
+                attr = key[len("optimizer:"):]
+                current = getattr(opt, attr, None)
+                kind = type(current) if isinstance(current, (bool, int, float)) else float
+                setattr(opt, attr, kind(value.item()))
+
+
+def _index(text):
+    """State keys hold the parameter index: an int for the Trainer, else a name."""
+    return int(text) if text.lstrip('-').isdigit() else text
+
+
+def get_updater(optimizer):
+    """An Updater for `optimizer` (MXNet's name for it)."""
+    return Updater(optimizer)
