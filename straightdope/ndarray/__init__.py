@@ -99,15 +99,32 @@ def load(fname):
 
 
 def _make_function(op):
-    """An `nd.<op>` function: bind the call, run the op now."""
+    """An `nd.<op>` function: bind the call, run the op now.
+
+    Binding a call is slow Python, so each call spelling (the keyword arguments) is
+    bound once and remembered: a training loop calls the same ops the same way."""
+    fast: dict = {}            # kwargs -> (attrs, number of array arguments)
+
     def function(*args, **kwargs):
+        try:
+            attrs, n_inputs = fast[tuple(kwargs.items())]
+            if len(args) == n_inputs and all(type(x) is NDArray for x in args):
+                return invoke(op, args, attrs, parsed=True)
+        except (KeyError, TypeError):
+            pass
         out = kwargs.get("out")
         inputs, attrs, _ = _bind_call(op, args, kwargs, lambda x: isinstance(x, NDArray))
         names = op.input_names(attrs, len(inputs))
         for name, x in zip(names, inputs):
             if x is None:
                 raise OpError(f"nd.{op.name}: the array argument '{name}' is missing")
-        result = invoke(op.name, inputs, attrs, parsed=True)
+        if out is None and not op.variadic and len(args) == len(names) and not (
+                op._input_set & kwargs.keys()):
+            try:
+                fast[tuple(kwargs.items())] = (attrs, len(names))
+            except TypeError:       # unhashable keyword value: no fast path for it
+                pass
+        result = invoke(op, inputs, attrs, parsed=True)
         if out is not None:
             out._data[...] = result._data
             return out

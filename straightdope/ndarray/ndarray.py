@@ -283,15 +283,18 @@ def _install_operators():
 _install_operators()
 
 
-def invoke(op_name, inputs, attrs, parsed=False):
-    """Run one op now: NumPy forward, running-stat updates, and a tape node when recording."""
-    op = get_op(op_name)
+def invoke(op, inputs, attrs, parsed=False):
+    """Run one op (an Op or its name) now: NumPy forward, running-stat updates, and a tape
+    node when recording. This is the hot path of imperative mode, so it stays lean."""
+    if isinstance(op, str):
+        op = get_op(op)
     if not parsed:
-        attrs = op.parse_attrs(attrs)
+        attrs = op.cached_attrs(attrs)
     arrays = [x._data for x in inputs]
-    is_train = autograd.is_training()
+    is_train = autograd.is_training() if op.needs_train_flag else False
     try:
-        results = op.run(attrs, arrays, is_train)
+        results = op.forward(attrs, *arrays, is_train=is_train) if op.needs_train_flag \
+            else op.forward(attrs, *arrays)
     except OpError:
         raise
     except (ValueError, IndexError, TypeError) as err:
@@ -300,14 +303,20 @@ def invoke(op_name, inputs, attrs, parsed=False):
         raise OpError(f"{op.name} failed on inputs of shapes {[a.shape for a in arrays]}: "
                       f"{err}") from None
     ctx = inputs[0]._ctx if inputs else None
-    outputs = [NDArray(r, ctx) for r in results]
-    for out_index, in_index in op.aux_writeback.items():
-        inputs[in_index]._data[...] = results[out_index]
-    if autograd.is_recording():
+    if type(results) is not tuple:
+        outputs = [NDArray(results, ctx)]
+    else:
+        outputs = [NDArray(r, ctx) for r in results]
+        for out_index, in_index in op.aux_writeback.items():
+            inputs[in_index]._data[...] = results[out_index]
+    if autograd._state.__dict__.get("recording") and any(
+            x._grad_req != "null" or x._tape is not None for x in inputs):
         def backward_fn(out_grads, _op=op, _attrs=attrs, _ins=inputs, _outs=outputs,
                         _train=is_train):
             return _op.backward(_module(), _attrs, _ins, _outs, out_grads, is_train=_train)
         autograd.record_node(inputs, outputs, backward_fn, op.name)
+    if len(outputs) == 1:
+        return outputs[0]
     visible = outputs[:op.visible_count(attrs)]
     return visible[0] if len(visible) == 1 else visible
 

@@ -87,8 +87,11 @@ alias("stop_gradient", "BlockGrad")
 ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")
 
 
+_UNARY_FORWARD = {name: _unary_forward(fn) for name, (fn, _, _) in UNARY.items()}
+
+
 def _activation_forward(attrs, x):
-    return _unary_forward(UNARY[attrs["act_type"]][0])(attrs, x)
+    return _UNARY_FORWARD[attrs["act_type"]](attrs, x)
 
 
 def _activation_gradient(F, attrs, inputs, outputs, out_grads):

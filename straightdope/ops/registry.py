@@ -151,6 +151,8 @@ class Op:
     def __post_init__(self):
         if self.num_visible_outputs is None:
             self.num_visible_outputs = self.num_outputs
+        self._input_set = frozenset(self.inputs)
+        self._attr_cache: dict = {}     # parsed attributes by call spelling (parsing is slow)
 
     def output_count(self, attrs: dict) -> int:
         return attrs["num_outputs"] if self.num_outputs == -1 else self.num_outputs
@@ -189,6 +191,20 @@ class Op:
             else:
                 out[key] = spec.default
         return out
+
+    def cached_attrs(self, given: dict) -> dict:
+        """parse_attrs, memoised: the same call spelling gives the same (read-only) dict."""
+        try:
+            key = tuple(sorted(given.items()))
+            return self._attr_cache[key]
+        except KeyError:
+            parsed = self.parse_attrs(given)
+            if len(self._attr_cache) > 1024:
+                self._attr_cache.clear()
+            self._attr_cache[key] = parsed
+            return parsed
+        except TypeError:               # an unhashable value (a list): parse every time
+            return self.parse_attrs(given)
 
     def run(self, attrs: dict, arrays, is_train: bool = False) -> tuple:
         """Run the NumPy forward and always return a tuple of outputs."""
@@ -244,14 +260,22 @@ def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[l
 
     Shared by `nd` and `sym`, so both accept exactly the same spellings:
     positional tensors, tensors by input name (`data=x`), attributes by keyword.
+    It runs on every imperative op call, so the common case is kept short.
     """
-    kwargs = dict(kwargs)
-    name = kwargs.pop("name", None)
-    kwargs.pop("out", None)
-    kwargs.pop("ctx", None)
-    attr_kwargs = {k: v for k, v in kwargs.items() if k in op.attrs}
-    tensor_kwargs = {k: v for k, v in kwargs.items() if k not in op.attrs}
-    attrs = op.parse_attrs(attr_kwargs)
+    name = None
+    tensor_kwargs = None
+    if kwargs:
+        kwargs = dict(kwargs)
+        name = kwargs.pop("name", None)
+        kwargs.pop("out", None)
+        kwargs.pop("ctx", None)
+        if not op._input_set.isdisjoint(kwargs):
+            tensor_kwargs = {k: kwargs.pop(k) for k in op.inputs if k in kwargs}
+        if not op.attrs.keys() >= kwargs.keys():
+            unknown = sorted(set(kwargs) - set(op.attrs))
+            raise OpError(f"{op.name}: unknown argument(s) {unknown}; arrays: "
+                          f"{list(op.inputs)}, attributes: {sorted(op.attrs)}")
+    attrs = op.cached_attrs(kwargs) if kwargs else op.cached_attrs({})
     if op.variadic:
         if tensor_kwargs:
             raise OpError(f"{op.name} takes its arrays positionally, got keywords "
@@ -265,19 +289,18 @@ def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[l
     if len(args) > len(names):
         raise OpError(f"{op.name} takes {len(names)} array argument(s) {list(names)}, "
                       f"got {len(args)}; pass attributes by keyword")
-    unknown = set(tensor_kwargs) - set(op.inputs)
-    if unknown:
-        raise OpError(f"{op.name}: unknown argument(s) {sorted(unknown)}; arrays: "
-                      f"{list(op.inputs)}, attributes: {sorted(op.attrs)}")
-    inputs = list(args) + [None] * (len(names) - len(args))
-    for k, input_name in enumerate(names):
-        if input_name in tensor_kwargs:
-            if k < len(args):
-                raise OpError(f"{op.name}: '{input_name}' given twice")
-            inputs[k] = tensor_kwargs.pop(input_name)
-    for input_name, value in tensor_kwargs.items():
-        if value is not None:   # e.g. bias given while no_bias=True
-            raise OpError(f"{op.name}: '{input_name}' is not used with these attributes")
+    inputs = list(args)
+    if len(inputs) < len(names):
+        inputs += [None] * (len(names) - len(inputs))
+    if tensor_kwargs:
+        for k, input_name in enumerate(names):
+            if input_name in tensor_kwargs:
+                if k < len(args):
+                    raise OpError(f"{op.name}: '{input_name}' given twice")
+                inputs[k] = tensor_kwargs.pop(input_name)
+        for input_name, value in tensor_kwargs.items():
+            if value is not None:   # e.g. bias given while no_bias=True
+                raise OpError(f"{op.name}: '{input_name}' is not used with these attributes")
     for input_name, x in zip(names, inputs):
         if x is not None and not is_tensor(x):
             raise OpError(f"{op.name}: '{input_name}' must be an array, got {type(x).__name__} "
