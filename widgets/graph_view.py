@@ -1,0 +1,349 @@
+"""GraphView: the graph that hybridize() traced, one compiler stage at a time.
+
+Nothing here re-draws a model from its Python code. The drawing comes from the very
+objects the executor runs: a hybridized block's cached graph (`block._cached_op`) and
+the stages its compiler kept (`block.compiled`: traced -> shapes -> fused -> memory ->
+source), each of which knows how to describe itself (`str`, `to_dot()`).
+
+    view = GraphView(net, x)            # hybridizes net if needed and calls it once
+    view = GraphView(sym_out, (1, 3))   # a plain Symbol plus the shapes of its data
+"""
+from __future__ import annotations
+
+import inspect
+import io
+import contextlib
+import re
+
+import ipywidgets as w
+import numpy as np
+
+from straightdope.graph import Graph, annotate
+from straightdope.symbol import Symbol
+
+from . import _style as st
+
+STAGE_ORDER = ("traced", "shapes", "fused", "memory", "source")
+STAGE_LABELS = {"traced": "traced", "shapes": "shapes inferred", "fused": "fused",
+                "memory": "memory planned", "source": "generated code"}
+
+
+# ------------------------------------------------------------ collecting the stages
+def _is_block(obj) -> bool:
+    return callable(obj) and hasattr(obj, "hybridize") and hasattr(obj, "collect_params")
+
+
+def _is_hybridized(block) -> bool:
+    # MXNet 1.x keeps the flag in `_active`; be tolerant of a public spelling too.
+    return bool(getattr(block, "_active", False) or getattr(block, "hybridized", False))
+
+
+def _as_ndarray(x):
+    from straightdope import nd
+    return x if isinstance(x, nd.NDArray) else nd.array(np.asarray(x, dtype=np.float32))
+
+
+def _shape_dtype(x):
+    """(shape, dtype) of an example input: an NDArray, a NumPy array, or just a shape."""
+    if isinstance(x, (tuple, list)) and all(isinstance(d, (int, np.integer)) for d in x):
+        return tuple(int(d) for d in x), np.dtype("float32")
+    data = getattr(x, "_data", x)
+    data = np.asarray(data)
+    return tuple(data.shape), data.dtype
+
+
+def _ordered(stages: dict) -> dict:
+    known = [k for k in STAGE_ORDER if k in stages]
+    return {k: stages[k] for k in known + [k for k in stages if k not in known]}
+
+
+def _merge_backend_stages(base: dict, backend_stages: dict) -> dict:
+    """The executor's own stages win; the reference executor calls its only stage 'graph'
+    (the annotated graph it runs), which is our 'shapes' stage."""
+    stages = dict(base)
+    for key, value in (backend_stages or {}).items():
+        stages["shapes" if key == "graph" else key] = value
+    return _ordered(stages)
+
+
+def symbol_stages(symbol, *example_inputs, data_names=None) -> dict:
+    """Stages for a plain Symbol: traced, and with example inputs (arrays or shapes) also
+    shapes inferred plus whatever the executor's compile() keeps (fused, memory, source).
+    The data variables are `data_names`, else the first arguments of the symbol."""
+    names = list(data_names) if data_names else symbol.list_arguments()[:len(example_inputs)]
+    traced = Graph.from_symbol(symbol, names)
+    if not example_inputs:
+        return {"traced": traced}
+    info = [_shape_dtype(x) for x in example_inputs]
+    shapes = {n: s for n, (s, _) in zip(names, info)}
+    dtypes = {n: d for n, (_, d) in zip(names, info)}
+    annotated = annotate(traced, shapes, dtypes)
+    from straightdope.cached_op import get_backend
+    executable = get_backend().compile(annotated)
+    return _merge_backend_stages({"traced": traced, "shapes": annotated},
+                                 getattr(executable, "stages", {}))
+
+
+def block_stages(block, *example_inputs) -> dict:
+    """Stages for a HybridBlock: hybridize it if needed, call it once on the examples,
+    then read what the call compiled."""
+    if not example_inputs:
+        raise ValueError("GraphView(block, x): give an example input, the graph is traced "
+                         "(and its shapes inferred) by calling the block on it")
+    if not _is_hybridized(block):
+        block.hybridize()
+    # Tracing runs the block's Python once, prints included; this view shows the graph,
+    # the TraceInspector shows the prints.
+    with contextlib.redirect_stdout(io.StringIO()):
+        block(*[_as_ndarray(x) for x in example_inputs])
+    op = getattr(block, "_cached_op", None)
+    compiled = getattr(block, "compiled", None) or {}
+    base = {}
+    if op is not None:
+        base["traced"] = Graph.from_symbol(op.symbol, op.data_names)
+        plan = op.last_plan
+        if plan is not None:
+            compiled = {**getattr(plan.forward, "stages", {}), **compiled}
+    if not base and not compiled:
+        raise ValueError(f"{type(block).__name__} has no cached graph after a hybridized "
+                         f"call: is it a HybridBlock?")
+    return _merge_backend_stages(base, compiled)
+
+
+def collect_stages(obj, *example_inputs, data_names=None) -> dict:
+    if isinstance(obj, Symbol):
+        return symbol_stages(obj, *example_inputs, data_names=data_names)
+    if isinstance(obj, Graph):
+        return {"shapes" if obj.nodes and obj.nodes[0].shapes else "traced": obj}
+    if _is_block(obj):
+        return block_stages(obj, *example_inputs)
+    raise TypeError(f"GraphView draws a HybridBlock, a Symbol or a Graph, "
+                    f"not {type(obj).__name__}")
+
+
+# ------------------------------------------------------------------- drawing a stage
+def graph_of(stage):
+    """The IR Graph a stage shows, if it has one (a Graph, or an object with `.graph`)."""
+    if isinstance(stage, Graph):
+        return stage
+    graph = getattr(stage, "graph", None)
+    return graph if isinstance(graph, Graph) else None
+
+
+def _stage_to_dot(stage, hide_params, title):
+    if isinstance(stage, Graph):
+        return stage.to_dot(hide_params=hide_params, title=title)
+    to_dot = getattr(stage, "to_dot", None)
+    if to_dot is None:
+        return None
+    try:
+        accepted = inspect.signature(to_dot).parameters
+    except (TypeError, ValueError):
+        accepted = {}
+    kwargs = {k: v for k, v in (("hide_params", hide_params), ("title", title))
+              if k in accepted}
+    return to_dot(**kwargs)
+
+
+def _highlight(dot: str, node_id) -> str:
+    """Re-state one node with a thick red border. DOT lets a later statement add
+    attributes to a node defined earlier (even inside a cluster)."""
+    if node_id is None or not re.search(rf"^\s*n{node_id} \[", dot, re.M):
+        return dot
+    end = dot.rstrip().rfind("}")
+    return dot[:end] + f'  n{node_id} [color="#d62728", penwidth=4];\n' + dot[end:]
+
+
+def stage_dot(stage, hide_params=False, highlight=None, title=None) -> str | None:
+    """DOT source for a stage, or None when the stage is text only (generated code)."""
+    dot = _stage_to_dot(stage, hide_params, title)
+    return None if dot is None else _highlight(dot, highlight)
+
+
+# --------------------------------------------------------------------- node details
+def _type_text(graph, entry):
+    shape, dtype = graph.shape_of(entry), graph.dtype_of(entry)
+    if shape is None:
+        return "shape not known yet"
+    return f"{tuple(shape)}" + (f" {np.dtype(dtype).name}" if dtype is not None else "")
+
+
+def _group_of(stage, node):
+    clusters = getattr(stage, "clusters", None)
+    if isinstance(clusters, dict):
+        return clusters.get(node.id, clusters.get(node.name))
+    return None
+
+
+def code_for(stages: dict, node) -> str | None:
+    """The generated code that computes `node`, when a stage can say so: a stage with
+    `code_for(node_id)`, else the lines of the generated source that mention the node."""
+    for stage in stages.values():
+        finder = getattr(stage, "code_for", None)
+        if callable(finder):
+            code = finder(node.id)
+            if code:
+                return str(code)
+    source = stages.get("source")
+    if source is None or node.is_var:
+        return None
+    lines = str(source).splitlines()
+    name = re.compile(rf"\b{re.escape(node.name)}\b")
+    hits = [k for k, line in enumerate(lines) if name.search(line)]
+    if not hits:
+        return None
+    keep = sorted({j for k in hits for j in range(max(0, k - 1), min(len(lines), k + 4))})
+    out, last = [], None
+    for j in keep:
+        if last is not None and j != last + 1:
+            out.append("...")
+        out.append(lines[j])
+        last = j
+    return "\n".join(out)
+
+
+def node_details_html(stages: dict, stage_key: str, node) -> str:
+    stage = stages[stage_key]
+    graph = graph_of(stage)
+    if node is None or graph is None:
+        return st.note("Pick a node to see its details.")
+    kind = node.kind if node.is_var else node.op.name
+    parts = [st.heading(f"{node.name}", size=16), st.note(kind)]
+    rows = []
+    if node.is_var:
+        rows.append(("role", {"data": "input data", "param": "parameter",
+                              "aux": "auxiliary state"}.get(node.kind, node.kind)))
+        rows.append(("value", _type_text(graph, (node.id, 0))))
+    else:
+        defaults = {k: a.default for k, a in node.op.attrs.items()}
+        for k, v in node.attrs.items():
+            if v != defaults.get(k) or k in ("num_hidden", "act_type"):
+                rows.append((k, v))
+        names = node.op.input_names(node.attrs, len(node.inputs))
+        for name, entry in zip(names, node.inputs):
+            rows.append((f"in: {name}", f"{graph.nodes[entry[0]].name}  "
+                                        f"{_type_text(graph, entry)}"))
+        for k in range(node.num_outputs):
+            rows.append((f"out {k}" if node.num_outputs > 1 else "out",
+                         _type_text(graph, (node.id, k))))
+        params = graph.num_params(node)
+        if params:
+            rows.append(("parameters", f"{params:,}"))
+    group = _group_of(stage, node)
+    if group is not None:
+        rows.append(("fused group", group))
+    parts.append(st.table(rows))
+    code = code_for(stages, node)
+    if code:
+        parts.append(st.note("generated code for it:"))
+        parts.append(st.pre(code))
+    return "".join(parts)
+
+
+# ------------------------------------------------------------------------ the widget
+class GraphView(w.VBox):
+    """The traced graph, stage by stage, with a node inspector at the side.
+
+    Attributes worth reading in tests or chapters: `stages` (dict of the stage objects),
+    `stage` (the key on show), `dot` and `svg` (what is drawn), `graph` (its IR Graph).
+    """
+
+    def __init__(self, block_or_symbol, *example_inputs, hide_params=False,
+                 data_names=None, stage=None, zoom=1.25):
+        self.stages = collect_stages(block_or_symbol, *example_inputs, data_names=data_names)
+        self.zoom = zoom
+        self.dot, self.svg = None, ""
+        if stage is None:
+            stage = "shapes" if "shapes" in self.stages else next(iter(self.stages))
+        self.stage_buttons = w.ToggleButtons(
+            options=[(STAGE_LABELS.get(k, k), k) for k in self.stages], value=stage,
+            tooltips=[f"show the '{k}' stage" for k in self.stages],
+            style={"button_width": "auto"})
+        self.hide_params = w.Checkbox(value=hide_params, description="hide parameters",
+                                      indent=False)
+        self.node_picker = w.Dropdown(description="node", layout=w.Layout(width="95%"))
+        self.graph_html = w.HTML(layout=w.Layout(flex="3 1 0%", overflow="auto"))
+        self.details_html = w.HTML(layout=w.Layout(width="100%"))
+        side = w.VBox([self.node_picker, self.details_html],
+                      layout=w.Layout(flex="2 1 0%", min_width="280px", padding="0 0 0 12px"))
+        header = w.HTML(st.CSS + st.heading("The graph hybridize() traced"))
+        super().__init__([header, w.HBox([self.stage_buttons, self.hide_params]),
+                          w.HBox([self.graph_html, side], layout=w.Layout(width="100%"))])
+        self.add_class("sd-widget")
+        self.stage_buttons.observe(self._on_stage, names="value")
+        self.hide_params.observe(lambda change: self._draw(), names="value")
+        self.node_picker.observe(self._on_node, names="value")
+        self._quiet = False
+        self._on_stage()
+
+    # ---------------------------------------------------------------- queries
+    @property
+    def stage(self) -> str:
+        return self.stage_buttons.value
+
+    @property
+    def graph(self):
+        """The IR Graph of the stage on show (the last one that had a graph, for text
+        stages such as the generated source)."""
+        keys = list(self.stages)
+        for key in reversed(keys[:keys.index(self.stage) + 1]):
+            graph = graph_of(self.stages[key])
+            if graph is not None:
+                return graph
+        return None
+
+    def _selected_node(self):
+        graph = self.graph
+        if graph is None or self.node_picker.value is None:
+            return None
+        return next((n for n in graph.nodes if n.name == self.node_picker.value), None)
+
+    # ---------------------------------------------------------------- drawing
+    def _on_stage(self, change=None):
+        graph = self.graph
+        previous = self.node_picker.value
+        options = []
+        if graph is not None:
+            # Ops first (what a student clicks on most), variables after.
+            ordered = graph.op_nodes + [n for n in graph.nodes if n.is_var]
+            options = [(f"{n.label if not n.is_var else n.name}  ({n.name})"
+                        if not n.is_var else f"{n.name}  ({n.kind})", n.name) for n in ordered]
+        names = [v for _, v in options]
+        self._quiet = True          # one redraw for the whole change, not one per trait
+        try:
+            self.node_picker.options = options
+            self.node_picker.value = previous if previous in names else (
+                names[0] if names else None)
+        finally:
+            self._quiet = False
+        self._draw()
+
+    def _on_node(self, change):
+        if not self._quiet:
+            self._draw()
+
+    def _draw(self):
+        stage = self.stages[self.stage]
+        node = self._selected_node()
+        title = f"stage: {STAGE_LABELS.get(self.stage, self.stage)}"
+        dot = stage_dot(stage, self.hide_params.value,
+                        node.id if node is not None and graph_of(stage) is not None else None,
+                        title)
+        self.dot = dot
+        if dot is None:
+            # A text stage (the generated source): show the text itself.
+            self.svg = ""
+            self.graph_html.value = st.pre(str(stage))
+        else:
+            self.svg = st.dot_to_svg(dot, self.zoom)
+            self.graph_html.value = f'<div style="text-align: center;">{self.svg}</div>'
+        self.details_html.value = node_details_html(
+            {**self.stages}, self.stage if graph_of(stage) is not None else
+            self._last_graph_stage(), node)
+
+    def _last_graph_stage(self):
+        keys = list(self.stages)
+        for key in reversed(keys[:keys.index(self.stage) + 1]):
+            if graph_of(self.stages[key]) is not None:
+                return key
+        return self.stage
