@@ -59,7 +59,7 @@ def _build_graph(symbol, shape, dtype):
 
 
 def _shape_label(shape):
-    # Like MXNet: the batch axis is the same on every edge, so leave it out.
+    # Like MXNet: the batch axis is the same on every data edge, so leave it out.
     dims = shape[1:] if len(shape) > 1 else shape
     return 'x'.join(str(d) for d in dims)
 
@@ -95,16 +95,21 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
                   edge_attr={'fontname': 'Helvetica', 'fontsize': '9'})
     hidden = {n.id for n in graph.nodes
               if hide_weights and n.kind in ('param', 'aux')}
+    outputs = {src for src, _ in graph.outputs}
     for node in graph.nodes:
         if node.id in hidden:
             continue
         if node.is_var:
             color = _DATA_COLOR if node.kind == 'data' else '#eeeeee'
             dot.node(f"n{node.id}", label=node.name, fillcolor=color, shape='oval',
-                     tooltip=node.name)
+                     fixedsize='false', tooltip=node.name)
         else:
             color = _COLORS.get(node.op.name, _DEFAULT_COLOR)
-            dot.node(f"n{node.id}", label=node.label, fillcolor=color, tooltip=node.name)
+            # 'FullyConnected 128' -> op name over its key attributes, to fit the box.
+            # (A backslash-n in DOT source is Graphviz's own line break.)
+            label = node.label.replace(' ', '\\n', 1)
+            extra = {'penwidth': '2.5'} if node.id in outputs else {}
+            dot.node(f"n{node.id}", label=label, fillcolor=color, tooltip=node.name, **extra)
     for node in graph.nodes:
         if node.id in hidden:
             continue
@@ -114,7 +119,9 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
             attrs = {'dir': 'back', 'arrowtail': 'open'}
             value_shape = graph.shape_of((src, index))
             if value_shape is not None:
-                attrs['label'] = _shape_label(value_shape)
+                is_param = graph.nodes[src].kind in ('param', 'aux')
+                attrs['label'] = ('x'.join(map(str, value_shape)) if is_param
+                                  else _shape_label(value_shape))
             # Edges point from an op to its input, drawn backwards: the data flows upwards.
             dot.edge(f"n{node.id}", f"n{src}", **attrs)
     return dot
@@ -139,6 +146,7 @@ def print_summary(symbol, shape=None, line_length=120, positions=(.44, .64, .74,
     print('_' * line_length)
     row(header)
     print('=' * line_length)
+    known = graph.nodes[0].shapes is not None
     total = 0
     shown = [n for n in graph.nodes if not n.is_var or n.kind == 'data']
     for k, node in enumerate(shown):
@@ -147,13 +155,14 @@ def print_summary(symbol, shape=None, line_length=120, positions=(.44, .64, .74,
         out_text = 'x'.join(map(str, out[1:] if len(out) > 1 else out)) if out else ''
         params = graph.num_params(node) if not node.is_var else 0
         total += params
+        params = params if known else ''
         previous = [graph.nodes[s].name for s, _ in node.inputs
                     if graph.nodes[s].kind not in ('param', 'aux')]
         row([f"{node.name}({kind})", out_text, params, previous[0] if previous else ''])
         for name in previous[1:]:
             row(['', '', '', name])
         print(('=' if k == len(shown) - 1 else '_') * line_length)
-    if graph.nodes[0].shapes is None:
+    if not known:
         print("Total params: unknown (give shape={'data': ...} to count them)")
         print('_' * line_length)
         return None
