@@ -1,0 +1,101 @@
+"""Part 3 and Part 4 of the book: every chapter notebook runs from top to bottom without an error.
+
+Each notebook is executed with nbclient in a fresh kernel whose working directory is a
+temporary directory (chapters that write files, e.g. `export`, write them there). On top of
+"no error output", chapter 21 is checked for the lesson it teaches: the prints inside
+`hybrid_forward` fire once, at trace time, with F = straightdope.symbol, and never again.
+"""
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+BOOK = Path(__file__).resolve().parent.parent / "book"
+
+NOTEBOOKS = [
+    "20_imperative_vs_symbolic",
+    "21_hybridblock",
+    "22_benchmarks",
+    "23_under_the_hood",
+    "24_export_and_import",
+    "25_pitfalls",
+    "30_training_lenet",
+]
+
+pytestmark = pytest.mark.slow
+
+_executed: dict[str, nbformat.NotebookNode] = {}
+
+
+def execute(name: str, tmp_path_factory) -> nbformat.NotebookNode:
+    """The executed notebook (run once per test session, shared by the tests below)."""
+    if name not in _executed:
+        from nbclient import NotebookClient
+        path = BOOK / f"{name}.ipynb"
+        if not path.exists():
+            pytest.skip(f"{path.name} is not written yet")
+        nb = nbformat.read(path, as_version=4)
+        cwd = tmp_path_factory.mktemp(name)
+        start = time.perf_counter()
+        NotebookClient(nb, timeout=600, kernel_name="python3",
+                       resources={"metadata": {"path": str(cwd)}}).execute()
+        nb.metadata["execution_seconds"] = time.perf_counter() - start
+        _executed[name] = nb
+    return _executed[name]
+
+
+def error_outputs(nb):
+    """(cell index, 'ename: evalue') for every error output of an executed notebook."""
+    return [(i, f"{out.get('ename')}: {out.get('evalue')}")
+            for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+            for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+
+
+def stdout_of(cell) -> str:
+    return "".join(out.get("text", "") for out in cell.get("outputs", [])
+                   if out.get("output_type") == "stream" and out.get("name") == "stdout")
+
+
+def cell_tagged(nb, tag):
+    cells = [c for c in nb.cells if tag in c.get("metadata", {}).get("tags", [])]
+    assert len(cells) == 1, f"expected one cell tagged {tag!r}, found {len(cells)}"
+    return cells[0]
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_committed_without_outputs(name):
+    path = BOOK / f"{name}.ipynb"
+    if not path.exists():
+        pytest.skip(f"{path.name} is not written yet")
+    nb = nbformat.read(path, as_version=4)
+    dirty = [i for i, c in enumerate(nb.cells)
+             if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count"))]
+    assert not dirty, f"{path.name}: cells {dirty} have outputs; clear them before committing"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_without_errors(name, tmp_path_factory):
+    nb = execute(name, tmp_path_factory)
+    print(f"{name}: executed in {nb.metadata['execution_seconds']:.1f} s")
+    assert not error_outputs(nb), error_outputs(nb)
+    # Stay in the book's time budget (generous: shared CI machines are slower).
+    assert nb.metadata["execution_seconds"] < 300
+
+
+def test_hybrid_forward_prints_fire_once(tmp_path_factory):
+    nb = execute("21_hybridblock", tmp_path_factory)
+    f_line = re.compile(r"^F:", re.MULTILINE)
+
+    imperative = stdout_of(cell_tagged(nb, "imperative-call"))
+    assert "F: <module 'straightdope.ndarray'" in imperative, imperative
+
+    first = stdout_of(cell_tagged(nb, "hybridized-first-call"))
+    assert first.count("F: <module 'straightdope.symbol'") == 1, first
+    assert len(f_line.findall(first)) == 1, first
+
+    second = stdout_of(cell_tagged(nb, "hybridized-second-call"))
+    assert not f_line.findall(second), second
