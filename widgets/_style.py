@@ -12,6 +12,8 @@ import contextlib
 import html
 import io
 import re
+import sys
+import threading
 
 FONT = "font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif; font-size: 15px;"
 MONO = "font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 14px;"
@@ -97,16 +99,68 @@ def figure_png(fig, dpi=100) -> bytes:
     return buf.getvalue()
 
 
+class _PerThreadStdout:
+    """sys.stdout that sends the writes of some threads to their own sinks.
+
+    `contextlib.redirect_stdout` swaps sys.stdout for the whole process: a benchmark
+    running in a background thread would swallow the notebook's prints too. This proxy
+    redirects only the threads that asked; every other thread writes where it did before.
+    """
+
+    def __init__(self, fallback):
+        self.fallback = fallback
+        self.sinks = {}
+
+    def _target(self):
+        return self.sinks.get(threading.get_ident(), self.fallback)
+
+    def write(self, text):
+        return self._target().write(text)
+
+    def flush(self):
+        return self._target().flush()
+
+    def __getattr__(self, name):
+        return getattr(self.fallback, name)
+
+
+_stdout_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def thread_stdout(sink):
+    """Inside the block, what *this thread* prints goes to `sink` (a StringIO, say)."""
+    ident = threading.get_ident()
+    with _stdout_lock:
+        proxy = sys.stdout
+        if not isinstance(proxy, _PerThreadStdout):
+            proxy = sys.stdout = _PerThreadStdout(sys.stdout)
+        previous = proxy.sinks.get(ident)
+        proxy.sinks[ident] = sink
+    try:
+        yield sink
+    finally:
+        with _stdout_lock:
+            if previous is None:
+                proxy.sinks.pop(ident, None)
+            else:
+                proxy.sinks[ident] = previous
+            # Put the original stream back once nobody needs the proxy, unless someone
+            # else has replaced sys.stdout meanwhile (then it is theirs to restore).
+            if not proxy.sinks and sys.stdout is proxy:
+                sys.stdout = proxy.fallback
+
+
 def call_capturing(fn, *args, **kwargs):
     """Run `fn(*args, **kwargs)` and return (result, printed text, exception or None).
 
-    What the function prints goes into a buffer instead of the notebook, so a widget can
-    show it in its own panel. An exception is returned, not raised: a widget shows the
-    message and keeps working.
+    What the function prints (in this thread) goes into a buffer instead of the notebook,
+    so a widget can show it in its own panel. An exception is returned, not raised: the
+    widget shows the message and keeps working.
     """
     buffer = io.StringIO()
     result, error = None, None
-    with contextlib.redirect_stdout(buffer):
+    with thread_stdout(buffer):
         try:
             result = fn(*args, **kwargs)
         except Exception as exc:   # noqa: BLE001 - shown to the student, not swallowed

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import io
-import contextlib
 import re
 
 import ipywidgets as w
@@ -94,7 +93,7 @@ def block_stages(block, *example_inputs) -> dict:
         block.hybridize()
     # Tracing runs the block's Python once, prints included; this view shows the graph,
     # the TraceInspector shows the prints.
-    with contextlib.redirect_stdout(io.StringIO()):
+    with st.thread_stdout(io.StringIO()):
         block(*[_as_ndarray(x) for x in example_inputs])
     op = getattr(block, "_cached_op", None)
     compiled = getattr(block, "compiled", None) or {}
@@ -136,13 +135,19 @@ def _stage_to_dot(stage, hide_params, title):
     to_dot = getattr(stage, "to_dot", None)
     if to_dot is None:
         return None
+    # Compiler stages title themselves ("3 steps, 2 fused loops", "4 buffers: ... bytes"),
+    # which says more than the stage's name: only pass what the method accepts.
     try:
         accepted = inspect.signature(to_dot).parameters
     except (TypeError, ValueError):
         accepted = {}
-    kwargs = {k: v for k, v in (("hide_params", hide_params), ("title", title))
-              if k in accepted}
-    return to_dot(**kwargs)
+    return to_dot(**({"hide_params": hide_params} if "hide_params" in accepted else {}))
+
+
+def _polish(dot: str) -> str:
+    """Graph-level defaults: Graphviz titles the drawing in Times by default."""
+    first = dot.index("{") + 1
+    return dot[:first] + '\n  graph [fontname="Helvetica", fontsize=15];' + dot[first:]
 
 
 def _highlight(dot: str, node_id) -> str:
@@ -157,7 +162,7 @@ def _highlight(dot: str, node_id) -> str:
 def stage_dot(stage, hide_params=False, highlight=None, title=None) -> str | None:
     """DOT source for a stage, or None when the stage is text only (generated code)."""
     dot = _stage_to_dot(stage, hide_params, title)
-    return None if dot is None else _highlight(dot, highlight)
+    return None if dot is None else _highlight(_polish(dot), highlight)
 
 
 # --------------------------------------------------------------------- node details
@@ -168,38 +173,75 @@ def _type_text(graph, entry):
     return f"{tuple(shape)}" + (f" {np.dtype(dtype).name}" if dtype is not None else "")
 
 
-def _group_of(stage, node):
+def _stage_rows(stage, graph, node):
+    """What a compiler stage knows about a node: its fused step (fusion), where each of
+    its outputs is stored (memory plan). Duck-typed on the stage objects' queries."""
+    rows = []
+    step_of, steps = getattr(stage, "step_of", None), getattr(stage, "steps", None)
+    if isinstance(step_of, dict) and node.id in step_of and steps is not None:
+        step = next((s for s in steps if s.id == step_of[node.id]), None)
+        if step is not None:
+            label = step.label(graph) if hasattr(step, "label") else str(step)
+            rows.append(("step", f"{step.id}: {label}"))
     clusters = getattr(stage, "clusters", None)
-    if isinstance(clusters, dict):
-        return clusters.get(node.id, clusters.get(node.name))
+    clusters = clusters() if callable(clusters) else clusters
+    if isinstance(clusters, dict) and node.id in clusters:
+        rows.append(("fused group", clusters[node.id]))
+    where, root = getattr(stage, "where", None), getattr(stage, "root", None)
+    if callable(where) and isinstance(root, dict):
+        buffer_of = getattr(stage, "buffer_of", {})
+        for k in range(node.num_outputs):
+            entry = (node.id, k)
+            if entry not in root:
+                continue
+            place = where(entry)
+            if place == "arena" and root[entry] in buffer_of:
+                place = f"buffer {buffer_of[root[entry]]} (reused memory)"
+            if root[entry] != entry:
+                place += f", a view of {graph._value(root[entry])}"
+            rows.append((f"stored ({k})" if node.num_outputs > 1 else "stored", place))
+    return rows
+
+
+def _step_of(stages: dict, node):
+    """The compiled step that computes `node` (its node id must be from the fused graph)."""
+    for stage in stages.values():
+        fused = stage if hasattr(stage, "step_of") else getattr(stage, "fused", None)
+        step_of = getattr(fused, "step_of", None)
+        if isinstance(step_of, dict) and graph_of(fused) is not None:
+            if node.id in step_of and graph_of(fused).nodes[node.id].name == node.name:
+                return step_of[node.id]
     return None
 
 
 def code_for(stages: dict, node) -> str | None:
-    """The generated code that computes `node`, when a stage can say so: a stage with
-    `code_for(node_id)`, else the lines of the generated source that mention the node."""
+    """The generated code that computes `node`, when the stages can say: a stage's own
+    `code_for(node_id)`, else the section of the generated source that the code generator
+    headed `# step <k>: ...` for the node's step (a fused loop, a kernel call)."""
     for stage in stages.values():
         finder = getattr(stage, "code_for", None)
         if callable(finder):
             code = finder(node.id)
             if code:
                 return str(code)
-    source = stages.get("source")
-    if source is None or node.is_var:
+    source, step = stages.get("source"), _step_of(stages, node)
+    if source is None or step is None:
         return None
     lines = str(source).splitlines()
-    name = re.compile(rf"\b{re.escape(node.name)}\b")
-    hits = [k for k, line in enumerate(lines) if name.search(line)]
-    if not hits:
-        return None
-    keep = sorted({j for k in hits for j in range(max(0, k - 1), min(len(lines), k + 4))})
-    out, last = [], None
-    for j in keep:
-        if last is not None and j != last + 1:
-            out.append("...")
-        out.append(lines[j])
-        last = j
-    return "\n".join(out)
+    head = re.compile(rf"^(\s*)# step {step}\b")
+    for k, line in enumerate(lines):
+        match = head.match(line)
+        if match is None:
+            continue
+        indent, section = len(match.group(1)), [line]
+        for nxt in lines[k + 1:]:
+            stripped = nxt.lstrip()
+            # The section ends at the next step's comment, or where the code dedents.
+            if stripped.startswith("# step ") or (stripped and len(nxt) - len(stripped) < indent):
+                break
+            section.append(nxt)
+        return "\n".join(section).rstrip()
+    return None
 
 
 def node_details_html(stages: dict, stage_key: str, node) -> str:
@@ -229,9 +271,7 @@ def node_details_html(stages: dict, stage_key: str, node) -> str:
         params = graph.num_params(node)
         if params:
             rows.append(("parameters", f"{params:,}"))
-    group = _group_of(stage, node)
-    if group is not None:
-        rows.append(("fused group", group))
+    rows.extend(_stage_rows(stage, graph, node))
     parts.append(st.table(rows))
     code = code_for(stages, node)
     if code:

@@ -1,0 +1,354 @@
+"""BenchmarkPlot: time one net imperatively and hybridized, and plot it as it runs.
+
+    bench = BenchmarkPlot(lambda width: make_mlp(width), (1, 512))
+    bench                      # sliders for batch size and width, Run / Stop
+    result = bench.run(repeats=50)   # or measure right now, and get plain numbers back
+
+The same net is measured both ways (same weights): first `repeats` imperative calls,
+then `hybridize()` and `repeats` hybridized calls. The very first hybridized call traces
+the Python and compiles the graph; it is a one-off cost, reported apart and kept out of
+the medians. Everything else is steady state: the time a training loop would see.
+
+The live version measures in a background thread so that the notebook stays responsive,
+and draws between calls (never during one) so that drawing does not skew the timings.
+`stop()` and `close()` join the thread: nothing keeps running behind your back.
+"""
+from __future__ import annotations
+
+import io
+import statistics
+import threading
+import time
+import warnings
+
+import ipywidgets as w
+import numpy as np
+
+from . import _style as st
+from .graph_view import _is_block
+
+MODES = ("imperative", "hybridized")
+COLORS = {"imperative": st.IMPERATIVE, "hybridized": st.HYBRIDIZED}
+
+
+# ---------------------------------------------------------------- measuring
+def _initialize(net):
+    """Give a fresh net's parameters values (a factory may or may not have done it)."""
+    with warnings.catch_warnings():
+        # MXNet warns, and does nothing, for parameters that already have values.
+        warnings.simplefilter("ignore")
+        net.initialize()
+
+
+def _step(net, x, backward):
+    """One call: the forward pass, or forward + backward as in a training step."""
+    from straightdope import autograd, nd
+    if backward:
+        with autograd.record():
+            y = net(x)
+        y.backward()
+    else:
+        y = net(x)
+    # straightdope computes synchronously; MXNet would need this to time honestly.
+    nd.waitall()
+    return y
+
+
+def _timed(net, x, backward) -> float:
+    start = time.perf_counter()
+    _step(net, x, backward)
+    return time.perf_counter() - start
+
+
+def measure(net, x, repeats, backward=False, stop=None, hybridize_kwargs=None):
+    """Time `net` on `x`: yields (mode, seconds) per call, then a final ("done", data).
+
+    A generator, so that a caller can draw or stop between calls. `stop` is an optional
+    threading.Event checked before every call.
+    """
+    def stopped():
+        return stop is not None and stop.is_set()
+
+    data = {"imperative": [], "hybridized": [], "compile_seconds": None}
+    net.hybridize(False)
+    _step(net, x, backward)   # warm-up: deferred initialisation and caches, not timed
+    for mode in MODES:
+        if mode == "hybridized":
+            net.hybridize(**(hybridize_kwargs or {}))
+            if stopped():
+                break
+            # The first hybridized call traces and compiles: a one-off cost, kept apart.
+            data["compile_seconds"] = _timed(net, x, backward)
+            yield "compile", data["compile_seconds"]
+        for _ in range(repeats):
+            if stopped():
+                break
+            seconds = _timed(net, x, backward)
+            data[mode].append(seconds)
+            yield mode, seconds
+    yield "done", data
+
+
+def summarize(data, **config) -> dict:
+    """Plain numbers: the per-call times (seconds), their medians, and the speedup."""
+    medians = {m: statistics.median(data[m]) if data[m] else None for m in MODES}
+    speedup = (medians["imperative"] / medians["hybridized"]
+               if medians["imperative"] and medians["hybridized"] else None)
+    return {"imperative": list(data["imperative"]), "hybridized": list(data["hybridized"]),
+            "median": medians, "speedup": speedup,
+            "compile_seconds": data["compile_seconds"], **config}
+
+
+# ------------------------------------------------------------------ drawing
+def _unit(seconds):
+    if seconds < 1e-3:
+        return 1e6, "µs"
+    if seconds < 1:
+        return 1e3, "ms"
+    return 1.0, "s"
+
+
+def draw(result: dict, fig=None):
+    """Draw a summary (from `summarize`) on a matplotlib Figure: time per call on the
+    left, median bars and the speedup on the right, the compile time in the title."""
+    from matplotlib.figure import Figure
+    fig = fig if fig is not None else Figure(figsize=(10, 4.4))
+    fig.clf()
+    fig.set_layout_engine("constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[2.2, 1])
+    every = [t for m in MODES for t in result[m]]
+    scale, unit = _unit(statistics.median(every) if every else 1e-3)
+    for mode in MODES:
+        times = np.asarray(result[mode]) * scale
+        if len(times):
+            left.plot(np.arange(1, len(times) + 1), times, ".-", ms=5, lw=1,
+                      color=COLORS[mode], label=mode)
+    left.set_xlabel("call", fontsize=14)
+    left.set_ylabel(f"time per call ({unit})", fontsize=14)
+    left.set_ylim(bottom=0)
+    left.tick_params(labelsize=12)
+    left.grid(alpha=0.3)
+    if every:
+        left.legend(fontsize=13, loc="upper right")
+    medians = [(result["median"][m] or 0) * scale for m in MODES]
+    bars = right.bar(MODES, medians, color=[COLORS[m] for m in MODES])
+    for bar, value in zip(bars, medians):
+        if value:
+            right.annotate(f"{value:.3g} {unit}", (bar.get_x() + bar.get_width() / 2, value),
+                           ha="center", va="bottom", fontsize=13, xytext=(0, 2),
+                           textcoords="offset points")
+    right.set_ylabel(f"median ({unit})", fontsize=14)
+    right.tick_params(labelsize=13)
+    right.set_ylim(0, max(medians + [1e-12]) * 1.25)
+    if result["speedup"]:
+        right.set_title(f"hybridized: {result['speedup']:.2f}x "
+                        f"{'faster' if result['speedup'] >= 1 else 'as fast'}",
+                        fontsize=15, fontweight="bold")
+    what = "forward + backward" if result.get("backward") else "forward"
+    config = ", ".join(f"{k} {result[k]}" for k in ("batch_size", "width")
+                       if result.get(k) is not None)
+    compile_text = ("" if result["compile_seconds"] is None else
+                    f"   |   first hybridized call (trace + compile): "
+                    f"{result['compile_seconds']:.3g} s, not in the medians")
+    fig.suptitle(f"{what}, {config}{compile_text}", fontsize=13)
+    return fig
+
+
+# ------------------------------------------------------------------- widget
+class BenchmarkPlot(w.VBox):
+    """Imperative vs hybridized time per call, measured live (or at once with `run`).
+
+    `net_or_factory`: a (Hybrid)Block, or a function `width -> net` (then a width slider
+    appears and every run builds and initializes a fresh net of that width).
+    `input_shape`: the shape of one input batch; the batch-size slider changes its first
+    dimension. Controls changed while it runs restart the measurement.
+    """
+
+    def __init__(self, net_or_factory, input_shape, repeats=50, backward=False,
+                 width=256, widths=(16, 64, 128, 256, 512, 1024),
+                 batch_sizes=(1, 4, 16, 64, 256), hybridize_kwargs=None,
+                 redraw_seconds=0.3, seed=0):
+        self.factory = None if _is_block(net_or_factory) else net_or_factory
+        self.net = net_or_factory if self.factory is None else None
+        self.input_shape = tuple(input_shape)
+        self.hybridize_kwargs = hybridize_kwargs or {}
+        self.redraw_seconds = redraw_seconds
+        self.seed = seed
+        self.result = None            # the last summary (a dict), see run()
+        self.figure = None            # the last matplotlib Figure
+        self._thread = None
+        self._stop = threading.Event()
+
+        batches = sorted(set(batch_sizes) | {self.input_shape[0]})
+        self.batch_slider = w.SelectionSlider(options=batches, value=self.input_shape[0],
+                                              description="batch size",
+                                              style={"description_width": "initial"},
+                                              layout=w.Layout(width="320px"))
+        widths = sorted(set(widths) | {width})
+        self.width_slider = w.SelectionSlider(
+            options=widths, value=width, description="layer width",
+            style={"description_width": "initial"},
+            layout=w.Layout(width="360px", display="flex" if self.factory else "none"))
+        self.repeats_box = w.BoundedIntText(value=repeats, min=1, max=100000,
+                                            description="calls per mode",
+                                            style={"description_width": "initial"},
+                                            layout=w.Layout(width="200px"))
+        self.backward_box = w.Checkbox(value=backward, description="forward + backward",
+                                       indent=False)
+        self.run_button = w.Button(description="Run", icon="play", button_style="primary",
+                                   layout=w.Layout(width="auto"))
+        self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
+                                    disabled=True, layout=w.Layout(width="auto"))
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="progress",
+                                      layout=w.Layout(width="360px"))
+        self.status_html = w.HTML(st.note("Press Run (or call run()) to measure."))
+        self.image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
+
+        self.run_button.on_click(lambda _: self.start())
+        self.stop_button.on_click(lambda _: self.stop())
+        for control in (self.batch_slider, self.width_slider, self.backward_box):
+            control.observe(lambda change: self.start(), names="value")
+        header = w.HTML(st.CSS + st.heading("Imperative vs hybridized: time per call"))
+        super().__init__([
+            header,
+            w.HBox([self.batch_slider, self.width_slider], layout=w.Layout(flex_flow="row wrap")),
+            w.HBox([self.repeats_box, self.backward_box, self.run_button, self.stop_button],
+                   layout=w.Layout(align_items="center", flex_flow="row wrap")),
+            w.HBox([self.progress, self.status_html], layout=w.Layout(align_items="center")),
+            self.image])
+        self.add_class("sd-widget")
+
+    # ------------------------------------------------------------ settings
+    def _config(self, repeats=None, batch_size=None, width=None, backward=None):
+        return {"repeats": int(repeats if repeats is not None else self.repeats_box.value),
+                "batch_size": int(batch_size if batch_size is not None
+                                  else self.batch_slider.value),
+                "width": (width if width is not None else self.width_slider.value)
+                if self.factory else None,
+                "backward": bool(self.backward_box.value if backward is None else backward)}
+
+    def _prepare(self, config):
+        """The net and an input batch for one run."""
+        from straightdope import nd, random
+        if self.factory is not None:
+            net = self.factory(config["width"])
+            _initialize(net)
+        else:
+            net = self.net
+        random.seed(self.seed)
+        x = nd.random.normal(shape=(config["batch_size"],) + self.input_shape[1:])
+        return net, x
+
+    # ------------------------------------------------------------- running
+    def _measure(self, config, stop):
+        """Yield (mode, seconds) per call and finally ("done", summary); updates progress
+        and keeps the net's own prints out of the notebook."""
+        net, x = self._prepare(config)
+        self.progress.max = 2 * config["repeats"] + 1
+        self.progress.value = 0
+        with st.thread_stdout(io.StringIO()):   # a net that prints would flood the page
+            for mode, value in measure(net, x, config["repeats"], config["backward"], stop,
+                                       self.hybridize_kwargs):
+                if mode == "done":
+                    self.result = summarize(value, stopped=bool(stop and stop.is_set()),
+                                            **config)
+                    yield mode, self.result
+                    return
+                self.progress.value += 1
+                yield mode, value
+
+    def _show(self, result):
+        self.figure = draw(result, self.figure)
+        self.image.value = st.figure_png(self.figure, dpi=90)
+        med = result["median"]
+        scale, unit = _unit(med["imperative"] or med["hybridized"] or 1e-3)
+        bits = [f'<span style="color: {COLORS[m]};">{m} <b>{med[m] * scale:.3g} {unit}</b>'
+                f'</span>' for m in MODES if med[m]]
+        if result["speedup"]:
+            bits.append(f"<b>{result['speedup']:.2f}x</b>")
+        if result["compile_seconds"] is not None:
+            bits.append(f"compile (first hybridized call) <b>{result['compile_seconds']:.3g} s"
+                        f"</b>")
+        if result.get("stopped"):
+            bits.append('<span style="color: #c62828;">stopped</span>')
+        self.status_html.value = (f'<span style="{st.FONT} margin-left: 12px;">'
+                                  f'{" &middot; ".join(bits)}</span>')
+
+    def run(self, repeats=None, batch_size=None, width=None, backward=None) -> dict:
+        """Measure now, in this thread, and return plain numbers::
+
+            {"imperative": [s, ...], "hybridized": [s, ...],          # seconds per call
+             "median": {"imperative": s, "hybridized": s},
+             "speedup": imperative median / hybridized median,
+             "compile_seconds": s,                                   # first hybridized call
+             "repeats": n, "batch_size": b, "width": w, "backward": bool, "stopped": False}
+
+        The plot (`self.figure`, a matplotlib Figure) is drawn once at the end and shown
+        in the widget as a PNG, so a saved notebook or the built book keeps it.
+        """
+        self.stop()
+        config = self._config(repeats, batch_size, width, backward)
+        for mode, value in self._measure(config, None):
+            if mode == "done":
+                self._show(value)
+        return self.result
+
+    def start(self):
+        """Measure in a background thread, redrawing as the numbers come in."""
+        self.stop()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._worker, name="BenchmarkPlot",
+                                        args=(self._config(), self._stop), daemon=True)
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        self._thread.start()
+
+    def _worker(self, config, stop):
+        data = {"imperative": [], "hybridized": [], "compile_seconds": None}
+        last_draw = time.perf_counter()
+        try:
+            for mode, value in self._measure(config, stop):
+                if mode == "done":
+                    self._show(value)
+                    break
+                if mode == "compile":
+                    data["compile_seconds"] = value
+                else:
+                    data[mode].append(value)
+                # Drawing takes tens of ms: do it between calls, and not after every one.
+                if time.perf_counter() - last_draw > self.redraw_seconds:
+                    self._show(summarize(data, **config))
+                    last_draw = time.perf_counter()
+        except Exception as exc:   # noqa: BLE001 - shown in the widget, the thread ends
+            self.status_html.value = st.pre(f"{type(exc).__name__}: {exc}", color=st.ERROR,
+                                            background="#fdecea", border=st.ERROR)
+        finally:
+            self.run_button.disabled, self.stop_button.disabled = False, True
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def stop(self, timeout=60.0):
+        """Ask the background run to stop after its current call, and wait for it."""
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if thread.is_alive():
+                raise RuntimeError(f"the benchmark thread did not stop within {timeout} s")
+        self._thread = None
+
+    def close(self):
+        """Stop (and join) the background run, then close the widget and its children."""
+        self.stop()
+        for child in self._all_children():
+            child.close()
+        super().close()
+
+    def _all_children(self):
+        todo, seen = list(self.children), []
+        while todo:
+            child = todo.pop()
+            seen.append(child)
+            todo.extend(getattr(child, "children", ()))
+        return seen

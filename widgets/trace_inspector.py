@@ -1,0 +1,189 @@
+"""TraceInspector: watch hybrid_forward's prints, imperative vs hybridized, call by call.
+
+The lesson of the third article (`Hybridize_net` with `print("F:", F)` inside
+hybrid_forward): imperatively, the Python runs on every call, F is `straightdope.ndarray`
+and x holds numbers. Hybridized, the Python runs *once*, at trace time: F is
+`straightdope.symbol`, x is a Symbol (a placeholder), and every later call runs the
+cached graph, so nothing is printed at all.
+
+    TraceInspector(net, x)     # one imperative call, then hybridize() and one more call
+
+Buttons: "Call once more" (in the current mode), "Hybridize"/"Un-hybridize", "Reset".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ipywidgets as w
+
+from . import _style as st
+from .graph_view import _as_ndarray
+
+#: How many calls each panel lists (older ones are summarised in one line).
+SHOWN_CALLS = 5
+
+
+@dataclass
+class Call:
+    """One call of the block, as the inspector saw it."""
+    index: int            # 1, 2, ... over the inspector's life (reset starts again)
+    mode: str             # "imperative" or "hybridized"
+    printed: str          # everything the block's Python printed during the call
+    traced: bool          # did this call trace the block (run its Python on Symbols)?
+    error: Exception | None = None
+    result: str = ""      # a one-line description of what the call returned
+
+
+def _describe(result) -> str:
+    if isinstance(result, (tuple, list)):
+        return ", ".join(_describe(r) for r in result)
+    shape = getattr(result, "shape", None)
+    if shape is not None:
+        return f"{type(result).__name__} {tuple(shape)}"
+    return type(result).__name__
+
+
+def _is_hybridized(block) -> bool:
+    return bool(getattr(block, "_active", False) or getattr(block, "hybridized", False))
+
+
+class TraceInspector(w.VBox):
+    """Side by side: what the block printed imperatively, and hybridized.
+
+    Read in tests and chapters: `calls` (list of `Call`), `hybridized` (the mode),
+    `traces` (how many times the block was traced since the last reset), `traced_json`.
+    """
+
+    def __init__(self, block, *inputs):
+        if not inputs:
+            raise ValueError("TraceInspector(block, x): give the input(s) to call it with")
+        self.block = block
+        self.inputs = [_as_ndarray(x) for x in inputs]
+        self.calls: list[Call] = []
+        self.traced_json = None
+        self._trace_base = 0
+
+        self.imperative_html = w.HTML(layout=w.Layout(flex="1 1 0%", margin="0 6px 0 0"))
+        self.hybridized_html = w.HTML(layout=w.Layout(flex="1 1 0%", margin="0 0 0 6px"))
+        self.counter_html = w.HTML()
+        self.call_button = w.Button(description="Call once more", icon="play",
+                                    button_style="primary",
+                                    tooltip="call the block again in the current mode",
+                                    layout=w.Layout(width="auto"))
+        self.mode_button = w.Button(description="Un-hybridize", layout=w.Layout(width="auto"))
+        self.reset_button = w.Button(description="Reset", icon="undo",
+                                     tooltip="un-hybridize, forget the calls, start over",
+                                     layout=w.Layout(width="auto"))
+        self.json_html = w.HTML()
+        self.json_view = w.Accordion(children=[self.json_html], selected_index=None)
+        self.json_view.set_title(0, "The traced Symbol as JSON (what hybridize() recorded)")
+
+        self.call_button.on_click(lambda _: self.call())
+        self.mode_button.on_click(lambda _: self.set_hybridized(not self.hybridized))
+        self.reset_button.on_click(lambda _: self.reset())
+        header = w.HTML(st.CSS + st.heading("What hybrid_forward prints, and when"))
+        super().__init__([
+            header,
+            w.HBox([self.call_button, self.mode_button, self.reset_button, self.counter_html],
+                   layout=w.Layout(align_items="center", flex_flow="row wrap")),
+            w.HBox([self.imperative_html, self.hybridized_html], layout=w.Layout(width="100%")),
+            self.json_view])
+        self.add_class("sd-widget")
+        self.reset()
+
+    # -------------------------------------------------------------- actions
+    @property
+    def hybridized(self) -> bool:
+        return _is_hybridized(self.block)
+
+    @property
+    def traces(self) -> int:
+        """Traces since the last reset, as the block counts them (`block.trace_count`)."""
+        return getattr(self.block, "trace_count", 0) - self._trace_base
+
+    def set_hybridized(self, active: bool):
+        # MXNet 1.x semantics: hybridize() (on or off) drops the cached graph, so the next
+        # hybridized call traces again.
+        self.block.hybridize(active)
+        self._refresh()
+
+    def call(self) -> Call:
+        """Call the block once on the inputs, in its current mode, and log what it printed."""
+        mode = "hybridized" if self.hybridized else "imperative"
+        before = getattr(self.block, "trace_count", 0)
+        op_before = getattr(self.block, "_cached_op", None)
+        result, printed, error = st.call_capturing(self.block, *self.inputs)
+        after = getattr(self.block, "trace_count", 0)
+        op_after = getattr(self.block, "_cached_op", None)
+        traced = after > before or (op_after is not None and op_after is not op_before)
+        record = Call(len(self.calls) + 1, mode, printed, traced, error,
+                      "" if error is not None else _describe(result))
+        self.calls.append(record)
+        if traced and op_after is not None:
+            self.traced_json = op_after.symbol.tojson()
+        self._refresh()
+        return record
+
+    def reset(self):
+        """Start over: one imperative call, then hybridize() and one hybridized call."""
+        self.block.hybridize(False)
+        self.calls = []
+        self.traced_json = None
+        self._trace_base = getattr(self.block, "trace_count", 0)
+        self.call()
+        self.set_hybridized(True)
+        self.call()
+
+    # ------------------------------------------------------------- drawing
+    def _call_html(self, call: Call, accent: str) -> str:
+        if call.mode == "imperative":
+            what = "Python ran, F = ndarray"
+        elif call.traced:
+            what = "traced: Python ran once, F = symbol"
+        else:
+            what = "cached graph ran, no Python"
+        parts = [f'<div style="{st.FONT} font-weight: bold; color: {accent}; '
+                 f'margin-top: 8px;">call {call.index} &middot; {st.esc(what)}</div>']
+        if call.printed:
+            parts.append(st.pre(call.printed.rstrip("\n"), border=accent))
+        elif call.error is None:
+            parts.append(st.note("(nothing printed)"))
+        if call.error is not None:
+            parts.append(st.pre(f"{type(call.error).__name__}: {call.error}", color=st.ERROR,
+                                background="#fdecea", border=st.ERROR))
+        else:
+            parts.append(st.note(f"returned {call.result}"))
+        return "".join(parts)
+
+    def _panel_html(self, mode: str, accent: str, title: str) -> str:
+        mine = [c for c in self.calls if c.mode == mode]
+        active = (mode == "hybridized") == self.hybridized
+        badge = " &larr; current mode" if active else ""
+        body = [f'<div style="{st.FONT} font-size: 17px; font-weight: bold; color: {accent};">'
+                f'{st.esc(title)}<span style="font-size: 14px; font-weight: normal;">'
+                f'{badge}</span></div>']
+        if not mine:
+            body.append(st.note("no calls in this mode yet"))
+        hidden = len(mine) - SHOWN_CALLS
+        if hidden > 0:
+            body.append(st.note(f"... {hidden} earlier call{'s' if hidden > 1 else ''}"))
+        body.extend(self._call_html(c, accent) for c in mine[-SHOWN_CALLS:])
+        return st.panel("".join(body), accent if active else "#cccccc")
+
+    def _refresh(self):
+        self.imperative_html.value = self._panel_html("imperative", st.IMPERATIVE,
+                                                      "Imperative: net(x) runs the Python")
+        self.hybridized_html.value = self._panel_html("hybridized", st.HYBRIDIZED,
+                                                      "Hybridized: net.hybridize()")
+        self.mode_button.description = "Un-hybridize" if self.hybridized else "Hybridize"
+        self.mode_button.icon = "pause" if self.hybridized else "bolt"
+        imperative = sum(c.mode == "imperative" for c in self.calls)
+        hybridized = len(self.calls) - imperative
+        errors = sum(c.error is not None for c in self.calls)
+        text = (f"<b>{len(self.calls)}</b> calls ({imperative} imperative, {hybridized} "
+                f"hybridized) &middot; <b>{self.traces}</b> trace{'s' if self.traces != 1 else ''}")
+        if errors:
+            text += f' &middot; <span style="color: {st.ERROR};">{errors} failed</span>'
+        self.counter_html.value = f'<span style="{st.FONT} margin-left: 12px;">{text}</span>'
+        self.json_html.value = (st.pre(self.traced_json) if self.traced_json else
+                                st.note("Not traced yet: hybridize() and call the block."))
