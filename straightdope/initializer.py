@@ -104,6 +104,10 @@ class Constant(Initializer):
         self.value = value
 
     def __call__(self, desc, arr):
+        self._init_weight(str(desc), arr)
+
+    def _init_weight(self, name, arr):
+        # Also the rule when a Parameter names this initializer as its own (init=...).
         self._fill(arr, np.broadcast_to(np.asarray(self.value), arr.shape))
 
 

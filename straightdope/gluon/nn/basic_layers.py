@@ -1,0 +1,345 @@
+"""Containers (Sequential, HybridSequential, Concurrent) and the basic layers:
+Dense, Dropout, BatchNorm, LayerNorm, Embedding, Flatten, Lambda, HybridLambda.
+
+Each layer creates its Parameters with `self.params.get('weight', ...)`, so a
+Dense named `dense0_` owns `dense0_weight` and `dense0_bias`, and its
+`hybrid_forward` is written once with `F`: it runs on NDArrays (F = nd) and
+traces into a graph (F = sym) alike.
+"""
+import warnings
+
+import numpy as np
+
+from ... import ndarray, symbol
+from ..block import Block, HybridBlock
+from .activations import Activation
+
+__all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "BatchNorm", "LayerNorm",
+           "Embedding", "Flatten", "Lambda", "HybridLambda", "Identity", "Concurrent",
+           "HybridConcurrent"]
+
+
+def _chain(blocks, x, args):
+    """Feed each block the previous one's output (a tuple output feeds several inputs)."""
+    for block in blocks:
+        x = block(x, *args)
+        args = ()
+        if isinstance(x, (tuple, list)) and len(x) > 1:
+            x, args = x[0], tuple(x[1:])
+    return (x,) + args if args else x
+
+
+class Sequential(Block):
+    """Stacks blocks: the output of each is the input of the next.
+
+        net = nn.Sequential()
+        net.add(nn.Dense(5, activation='relu'), nn.Dense(2))
+    """
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self._warned_all_hybrid = False
+
+    def add(self, *blocks):
+        """Append blocks (in order)."""
+        for block in blocks:
+            self.register_child(block)
+        return self
+
+    def forward(self, x, *args):
+        return _chain(self._children.values(), x, args)
+
+    def __getitem__(self, key):
+        layers = list(self._children.values())[key]
+        if isinstance(layers, list):
+            net = type(self)(prefix=self._prefix)
+            with net.name_scope():
+                net.add(*layers)
+            return net
+        return layers
+
+    def __len__(self):
+        return len(self._children)
+
+    def hybridize(self, active=True, **kwargs):
+        """Hybridize the children; say so (once) when HybridSequential would do better."""
+        if active and not self._warned_all_hybrid and self._children and all(
+                isinstance(c, HybridBlock) for c in self._children.values()):
+            self._warned_all_hybrid = True
+            warnings.warn(f"All children of this Sequential layer '{self.prefix}' are "
+                          f"HybridBlocks. Consider using HybridSequential for the best "
+                          f"performance.", UserWarning, stacklevel=2)
+        super().hybridize(active, **kwargs)
+
+
+class HybridSequential(HybridBlock):
+    """Sequential for HybridBlocks: hybridize() traces the whole stack into one graph."""
+
+    def add(self, *blocks):
+        for block in blocks:
+            self.register_child(block)
+        return self
+
+    def forward(self, x, *args):
+        return _chain(self._children.values(), x, args)
+
+    __getitem__ = Sequential.__getitem__
+    __len__ = Sequential.__len__
+
+
+class Dense(HybridBlock):
+    """A fully connected layer: `activation(dot(x, weight.T) + bias)`.
+
+    units: output size. in_units: input size; 0 (the default) means "learn it from the
+    first input" (deferred initialisation). flatten=True treats every axis after the
+    first as features; flatten=False applies the layer to the last axis only.
+    """
+
+    def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
+                 weight_initializer=None, bias_initializer="zeros", in_units=0, **kwargs):
+        super().__init__(**kwargs)
+        self._units, self._in_units, self._flatten = units, in_units, flatten
+        with self.name_scope():
+            self.weight = self.params.get("weight", shape=(units, in_units), dtype=dtype,
+                                          init=weight_initializer, allow_deferred_init=True)
+            self.bias = self.params.get("bias", shape=(units,), dtype=dtype,
+                                        init=bias_initializer,
+                                        allow_deferred_init=True) if use_bias else None
+            self.act = Activation(activation, prefix=activation + "_") \
+                if activation is not None else None
+
+    def hybrid_forward(self, F, x, weight, bias=None):
+        out = F.FullyConnected(x, weight, bias=bias, no_bias=bias is None,
+                               num_hidden=self._units, flatten=self._flatten, name="fwd")
+        return self.act(out) if self.act is not None else out
+
+    def infer_shape(self, x, *args):
+        in_units = int(np.prod(x.shape[1:])) if self._flatten else x.shape[-1]
+        self.weight.shape = (self._units, in_units)
+
+    def __repr__(self):
+        out_units, in_units = self.weight.shape
+        act = self.act if self.act is not None else "linear"
+        return f"{type(self).__name__}({in_units} -> {out_units}, {act})"
+
+
+class Dropout(HybridBlock):
+    """While training, zero each element with probability `rate` and scale the rest by
+    1/(1-rate); at prediction time it is the identity. `axes`: share the mask along
+    these axes."""
+
+    def __init__(self, rate, axes=(), **kwargs):
+        if not 0 <= rate < 1:
+            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
+        super().__init__(**kwargs)
+        self._rate, self._axes = rate, tuple(axes)
+
+    def hybrid_forward(self, F, x):
+        if self._rate > 0:
+            return F.Dropout(x, p=self._rate, axes=self._axes, name="fwd")
+        return F.identity(x, name="fwd")
+
+    def __repr__(self):
+        return f"{type(self).__name__}(p = {self._rate}, axes={self._axes})"
+
+
+class BatchNorm(HybridBlock):
+    """Normalise each channel (axis 1) with the batch's mean and variance while training
+    and with running averages at prediction time, then scale (gamma) and shift (beta).
+
+    running_mean/running_var are auxiliary states: updated by the forward pass
+    (momentum), never by gradients (grad_req='null').
+    """
+
+    def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True,
+                 use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
+                 running_mean_initializer="zeros", running_variance_initializer="ones",
+                 in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        self._axis = axis
+        self._kwargs = {"axis": axis, "eps": epsilon, "momentum": momentum,
+                        "fix_gamma": not scale, "use_global_stats": use_global_stats}
+        shape = (in_channels,)
+        with self.name_scope():
+            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                         shape=shape, init=gamma_initializer,
+                                         allow_deferred_init=True, differentiable=scale)
+            self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                        shape=shape, init=beta_initializer,
+                                        allow_deferred_init=True, differentiable=center)
+            self.running_mean = self.params.get("running_mean", grad_req="null", shape=shape,
+                                                init=running_mean_initializer,
+                                                allow_deferred_init=True, differentiable=False)
+            self.running_var = self.params.get("running_var", grad_req="null", shape=shape,
+                                               init=running_variance_initializer,
+                                               allow_deferred_init=True, differentiable=False)
+
+    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+        return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd",
+                           **self._kwargs)
+
+    def infer_shape(self, x, *args):
+        channels = x.shape[self._axis]
+        for param in (self.gamma, self.beta, self.running_mean, self.running_var):
+            param.shape = (channels,)
+
+    def __repr__(self):
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        channels = self.gamma.shape[0]
+        return (f"{type(self).__name__}({content}, "
+                f"in_channels={channels if channels > 0 else None})")
+
+
+class LayerNorm(HybridBlock):
+    """Normalise each sample over `axis` (the last by default), then scale and shift."""
+
+    def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"axis": axis, "eps": epsilon, "center": center, "scale": scale}
+        self._axis, self._epsilon = axis, epsilon
+        with self.name_scope():
+            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                         shape=(in_channels,), init=gamma_initializer,
+                                         allow_deferred_init=True)
+            self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                        shape=(in_channels,), init=beta_initializer,
+                                        allow_deferred_init=True)
+
+    def hybrid_forward(self, F, x, gamma, beta):
+        return F.LayerNorm(x, gamma, beta, axis=self._axis, eps=self._epsilon, name="fwd")
+
+    def infer_shape(self, x, *args):
+        channels = x.shape[self._axis]
+        self.gamma.shape = (channels,)
+        self.beta.shape = (channels,)
+
+    def __repr__(self):
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        channels = self.gamma.shape[0]
+        return (f"{type(self).__name__}({content}, "
+                f"in_channels={channels if channels > 0 else None})")
+
+
+class Embedding(HybridBlock):
+    """Turn integer indices into dense vectors: row i of a (input_dim, output_dim) weight.
+
+    sparse_grad is accepted for MXNet compatibility; the gradient is always dense here.
+    """
+
+    def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None,
+                 sparse_grad=False, **kwargs):
+        super().__init__(**kwargs)
+        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim,
+                        "dtype": np.dtype(dtype).name, "sparse_grad": sparse_grad}
+        with self.name_scope():
+            self.weight = self.params.get("weight", shape=(input_dim, output_dim), dtype=dtype,
+                                          init=weight_initializer, allow_deferred_init=True)
+
+    def hybrid_forward(self, F, x, weight):
+        return F.Embedding(x, weight, name="fwd", **self._kwargs)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({self._kwargs['input_dim']} -> "
+                f"{self._kwargs['output_dim']}, {self._kwargs['dtype']})")
+
+
+class Flatten(HybridBlock):
+    """(batch, d1, d2, ...) -> (batch, d1 * d2 * ...)."""
+
+    def hybrid_forward(self, F, x):
+        return F.Flatten(x)
+
+    def __repr__(self):
+        return type(self).__name__
+
+
+class Identity(HybridBlock):
+    """Returns its input (a placeholder, e.g. a branch that does nothing)."""
+
+    def hybrid_forward(self, F, x):
+        return F.identity(x)
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+def _lookup_function(function, namespaces, kind):
+    for space in namespaces:
+        if not hasattr(space, function):
+            raise ValueError(f"{kind}: there is no operator {function!r} in "
+                             f"{space.__name__.split('.')[-1]}; use a function instead")
+    return function
+
+
+class Lambda(Block):
+    """Wrap a function (or the name of an nd operator) as a Block: `Lambda('tanh')`,
+    `Lambda(lambda x: x * 2)`."""
+
+    def __init__(self, function, prefix=None):
+        super().__init__(prefix=prefix)
+        if isinstance(function, str):
+            _lookup_function(function, [ndarray], "Lambda")
+            self._func_impl = getattr(ndarray, function)
+            self._func_name = function
+        elif callable(function):
+            self._func_impl = function
+            self._func_name = getattr(function, "__name__", type(function).__name__)
+        else:
+            raise ValueError(f"Lambda: expected a function or an operator name, got "
+                             f"{function!r} of type {type(function).__name__}")
+
+    def forward(self, *args):
+        return self._func_impl(*args)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._func_name})"
+
+
+class HybridLambda(HybridBlock):
+    """Wrap `function(F, x, *args)` (or an operator name available in both nd and sym) as
+    a HybridBlock: `HybridLambda('tanh')`, `HybridLambda(lambda F, x: F.relu(x) * 2)`."""
+
+    def __init__(self, function, prefix=None):
+        super().__init__(prefix=prefix)
+        if isinstance(function, str):
+            _lookup_function(function, [ndarray, symbol], "HybridLambda")
+            self._func = lambda F, *args: getattr(F, function)(*args)
+            self._func_name = function
+        elif callable(function):
+            self._func = function
+            self._func_name = getattr(function, "__name__", type(function).__name__)
+        else:
+            raise ValueError(f"HybridLambda: expected a function(F, x, ...) or an operator "
+                             f"name, got {function!r} of type {type(function).__name__}")
+
+    def hybrid_forward(self, F, x, *args):
+        return self._func(F, x, *args)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._func_name})"
+
+
+class Concurrent(Sequential):
+    """Feed the same input to every child and concatenate their outputs along `axis`
+    (the branches of an Inception block)."""
+
+    def __init__(self, axis=-1, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self.axis = axis
+
+    def forward(self, x):
+        return ndarray.concat(*[block(x) for block in self._children.values()], dim=self.axis)
+
+
+class HybridConcurrent(HybridSequential):
+    """Concurrent for HybridBlocks (traced into one graph by hybridize())."""
+
+    def __init__(self, axis=-1, prefix=None, params=None):
+        super().__init__(prefix=prefix, params=params)
+        self.axis = axis
+
+    def hybrid_forward(self, F, x):
+        return F.concat(*[block(x) for block in self._children.values()], dim=self.axis)
+
+    forward = HybridBlock.forward

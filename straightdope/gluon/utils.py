@@ -1,0 +1,141 @@
+"""Small helpers that Gluon code expects: splitting batches, clipping gradients,
+hook handles, checking and fetching files."""
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import shutil
+import urllib.request
+import weakref
+from collections import OrderedDict
+
+import numpy as _np
+
+from ..context import check_context, cpu
+from ..ndarray import NDArray, array
+from ..serialization import atomic_write
+from .parameter import shape_is_known  # noqa: F401  (MXNet exports it from here)
+
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download",
+           "shape_is_known", "HookHandle"]
+
+
+def split_data(data, num_slice, batch_axis=0, even_split=True):
+    """Cut a batch into `num_slice` parts along `batch_axis` (one per device in MXNet)."""
+    size = data.shape[batch_axis]
+    if size < num_slice:
+        raise ValueError(f"Too many slices for data with shape {data.shape}: {num_slice} slices "
+                         f"of a batch of {size}. Use a larger batch or fewer slices.")
+    if even_split and size % num_slice:
+        raise ValueError(f"data with shape {data.shape} cannot be evenly split into "
+                         f"{num_slice} slices along axis {batch_axis}. Use a batch size that "
+                         f"is a multiple of {num_slice} or set even_split=False.")
+    step = size // num_slice
+    bounds = [i * step for i in range(num_slice)] + [size]
+    if not even_split:          # spread the remainder over the first slices
+        extra = size - step * num_slice
+        bounds = [i * step + min(i, extra) for i in range(num_slice)] + [size]
+    data = data if isinstance(data, NDArray) else array(data)
+    return [data.slice_axis(axis=batch_axis, begin=bounds[i], end=bounds[i + 1])
+            for i in range(num_slice)]
+
+
+def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
+    """Split a batch over devices. straightdope has one device (the CPU), so a list with
+    one context gives the whole batch back in a one-element list."""
+    check_context(ctx_list)
+    if not isinstance(data, NDArray):
+        data = array(data)
+    if not isinstance(ctx_list, (list, tuple)):
+        ctx_list = [ctx_list]
+    if len(ctx_list) == 1:
+        return [data]
+    return split_data(data, len(ctx_list), batch_axis, even_split)
+
+
+def clip_global_norm(arrays, max_norm, check_isfinite=True):
+    """Scale the arrays (in place) so that their joint L2 norm is at most `max_norm`.
+    Returns the norm before clipping."""
+    if not arrays:
+        raise ValueError("clip_global_norm: no arrays given")
+    total = math.sqrt(sum(float(_np.sum(_np.square(a._data, dtype=_np.float64)))
+                          for a in arrays))
+    if check_isfinite and not math.isfinite(total):
+        import warnings
+        warnings.warn("nan or inf found in the gradients: clipping leaves them as they are",
+                      stacklevel=2)
+    scale = max_norm / (total + 1e-8)
+    if scale < 1.0:
+        for a in arrays:
+            a._data *= scale
+    return total
+
+
+def check_sha1(filename, sha1_hash):
+    """Does the file's SHA-1 match `sha1_hash`?"""
+    sha1 = hashlib.sha1()
+    with open(filename, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            sha1.update(chunk)
+    return sha1.hexdigest() == sha1_hash
+
+
+def download(url, path=None, overwrite=False, sha1_hash=None, retries=1, verify_ssl=True):
+    """Fetch `url` to `path` (a file or a folder), atomically, and check its SHA-1.
+
+    Returns the file name. An existing file with the right hash is not fetched again.
+    """
+    fname = url.split("/")[-1] or "download"
+    if path is not None:
+        fname = os.path.join(os.path.expanduser(path), fname) if os.path.isdir(path) else path
+    folder = os.path.dirname(os.path.abspath(fname))
+    os.makedirs(folder, exist_ok=True)
+    if os.path.exists(fname) and not overwrite and (not sha1_hash or check_sha1(fname, sha1_hash)):
+        return fname
+    last_error = None
+    for _ in range(max(1, retries)):
+        try:
+            with urllib.request.urlopen(url) as response:
+                atomic_write(fname, lambda f: shutil.copyfileobj(response, f))
+            break
+        except OSError as err:
+            last_error = err
+    else:
+        raise OSError(f"could not download {url}: {last_error}. Check the network or fetch "
+                      f"the file by hand and place it at {fname}.")
+    if sha1_hash and not check_sha1(fname, sha1_hash):
+        os.unlink(fname)
+        raise ValueError(f"{fname}: downloaded from {url}, but its SHA-1 does not match "
+                         f"{sha1_hash}; the file was removed. The source may have changed.")
+    return fname
+
+
+class HookHandle:
+    """What register_forward_hook returns: `detach()` removes the hook (also `with`)."""
+
+    def __init__(self):
+        self._hooks_dict_ref = None
+        self._id = None
+
+    def attach(self, hooks_dict: OrderedDict, hook):
+        if self._hooks_dict_ref is not None:
+            raise RuntimeError("this handle is already attached to a hook")
+        self._id = id(hook)
+        hooks_dict[self._id] = hook
+        self._hooks_dict_ref = weakref.ref(hooks_dict)
+
+    def detach(self):
+        hooks = self._hooks_dict_ref() if self._hooks_dict_ref is not None else None
+        if hooks is not None and self._id in hooks:
+            del hooks[self._id]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.detach()
+
+
+def _default_context():
+    return cpu()
