@@ -103,13 +103,22 @@ def _make_function(op):
 
     Binding a call is slow Python, so each call spelling (the keyword arguments) is
     bound once and remembered: a training loop calls the same ops the same way."""
-    fast: dict = {}            # kwargs -> (attrs, number of array arguments)
+    fast: dict = {}            # attribute keywords -> (attrs, array argument names)
+    inputs_by_name = op._input_set
 
     def function(*args, **kwargs):
         try:
-            attrs, n_inputs = fast[tuple(kwargs.items())]
-            if len(args) == n_inputs and all(type(x) is NDArray for x in args):
-                return invoke(op, args, attrs, parsed=True)
+            if kwargs and not inputs_by_name.isdisjoint(kwargs):
+                key = tuple(kv for kv in kwargs.items() if kv[0] not in inputs_by_name)
+            else:
+                key = tuple(kwargs.items())
+            attrs, names = fast[key]
+            arrays = args
+            if len(args) < len(names):
+                arrays = args + tuple(kwargs.get(n) for n in names[len(args):])
+            if len(arrays) == len(names) and all(type(x) is NDArray for x in arrays) and (
+                    len(kwargs) == len(key) + len(names) - len(args)):
+                return invoke(op, arrays, attrs, parsed=True)
         except (KeyError, TypeError):
             pass
         out = kwargs.get("out")
@@ -118,10 +127,10 @@ def _make_function(op):
         for name, x in zip(names, inputs):
             if x is None:
                 raise OpError(f"nd.{op.name}: the array argument '{name}' is missing")
-        if out is None and not op.variadic and len(args) == len(names) and not (
-                op._input_set & kwargs.keys()):
+        if out is None and not op.variadic:
             try:
-                fast[tuple(kwargs.items())] = (attrs, len(names))
+                fast[tuple(kv for kv in kwargs.items() if kv[0] not in inputs_by_name)] = (
+                    attrs, tuple(names))
             except TypeError:       # unhashable keyword value: no fast path for it
                 pass
         result = invoke(op, inputs, attrs, parsed=True)
