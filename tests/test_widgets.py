@@ -15,6 +15,8 @@ import pytest
 
 import straightdope as mx
 from straightdope import nd
+from straightdope.base import NotImplementedForSymbol
+from straightdope.gluon import nn
 
 from widgets import BenchmarkPlot, GraphView, TraceInspector
 
@@ -37,6 +39,50 @@ def svg_edge_labels(svg: str) -> list[str]:
             for g in root.iter(f"{SVG}g") if g.get("class") == "edge"]
 
 
+class Hybridize_net(nn.HybridBlock):
+    """The third article's net: it prints what F and x are."""
+
+    def __init__(self, width=10, **kwargs):
+        super().__init__(**kwargs)
+        self.d1 = nn.Dense(width)
+        self.out = nn.Dense(2)
+
+    def hybrid_forward(self, F, x):
+        print("F:", F)
+        print("x:", x)
+        x = F.relu(self.d1(x))
+        print("hidden:", x)
+        return self.out(x)
+
+
+class BranchyNet(nn.HybridBlock):
+    """Python control flow on a value: fine imperatively, impossible to trace."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.d1 = nn.Dense(4)
+
+    def hybrid_forward(self, F, x):
+        print("x:", x)
+        if x.sum() > 0:
+            x = -x
+        return self.d1(x)
+
+
+class PeekingNet(nn.HybridBlock):
+    """Reads the values with .asnumpy(): also imperative-only."""
+
+    def hybrid_forward(self, F, x):
+        print("max:", x.asnumpy().max())
+        return F.relu(x)
+
+
+def make_net(cls=Hybridize_net, **kwargs):
+    net = cls(**kwargs)
+    net.initialize()
+    return net
+
+
 def mlp_symbol():
     x = mx.sym.var("data")
     h = mx.sym.relu(mx.sym.FullyConnected(x, num_hidden=10, name="d1"), name="act")
@@ -45,7 +91,7 @@ def mlp_symbol():
 
 # ------------------------------------------------------------------- GraphView
 def test_graph_view_of_a_symbol_draws_one_node_per_op_with_shapes():
-    view = GraphView(mlp_symbol(), (1, 3))
+    view = GraphView(mlp_symbol(), (1, 3), executor="numpy")
     assert view.stage == "shapes"
     nodes = svg_nodes(view.svg)
     ops = [n for n in nodes if n.startswith(("FullyConnected", "relu"))]
@@ -58,7 +104,7 @@ def test_graph_view_of_a_symbol_draws_one_node_per_op_with_shapes():
 
 
 def test_graph_view_stage_switch_and_hide_params_redraw():
-    view = GraphView(mlp_symbol(), (4, 3))
+    view = GraphView(mlp_symbol(), (4, 3), executor="numpy")
     with_shapes = view.svg
     view.stage_buttons.value = "traced"
     assert view.svg != with_shapes
@@ -72,7 +118,7 @@ def test_graph_view_stage_switch_and_hide_params_redraw():
 
 
 def test_graph_view_node_details_and_highlight():
-    view = GraphView(mlp_symbol(), (2, 3))
+    view = GraphView(mlp_symbol(), (2, 3), executor="numpy")
     view.node_picker.value = "act"
     details = view.details_html.value
     assert "act" in details and "(2, 10) float32" in details
@@ -91,3 +137,166 @@ def test_graph_view_without_example_inputs_shows_the_traced_graph_only():
     assert len(svg_nodes(view.svg)) == 9
     with pytest.raises(TypeError):
         GraphView(42)
+
+
+def test_graph_view_of_a_block_shows_what_the_executor_runs():
+    net = make_net()
+    x = nd.random.normal(shape=(1, 3))
+    view = GraphView(net, x)
+    assert net._active and net.trace_count == 1           # hybridized and traced once
+    assert list(view.stages)[:2] == ["traced", "shapes"]
+    # Not a re-drawing: the stage objects are the compiled executable's own.
+    for key, stage in (net.compiled or {}).items():
+        if key != "graph":
+            assert view.stages[key] is stage
+    ops = [n for n in svg_nodes(view.svg) if n.startswith(("FullyConnected", "relu"))]
+    assert ops == ["FullyConnected 10 40 params", "relu", "FullyConnected 2 22 params"]
+    assert "1x3 float32" in svg_edge_labels(view.svg)
+    GraphView(net, x)                                   # already hybridized: no re-trace
+    assert net.trace_count == 1
+
+
+def test_graph_view_with_the_reference_executor():
+    net = make_net()
+    net.hybridize(executor="numpy")
+    view = GraphView(net, nd.ones((2, 3)))
+    assert list(view.stages) == ["traced", "shapes"]
+    # The reference executor runs its annotated graph: that very object is drawn.
+    assert view.stages["shapes"] is net._cached_op.last_plan.forward.graph
+    assert "2x10 float32" in svg_edge_labels(view.svg)
+
+
+def test_graph_view_compiler_stages_fusion_memory_and_code():
+    pytest.importorskip("straightdope.compiler", reason="the Numba compiler is not built yet")
+    net = make_net(width=16)
+    view = GraphView(net, nd.random.normal(shape=(4, 3)))
+    assert {"fused", "memory", "source"} <= set(view.stages)
+    drawn = {}
+    for key in view.stages:
+        view.stage_buttons.value = key
+        assert "Could not draw" not in view.graph_html.value, (key, view.graph_html.value)
+        drawn[key] = view.svg
+    assert 'class="cluster"' in drawn["fused"]          # the bias add + relu loop, boxed
+    assert 'class="cluster"' not in drawn["shapes"]
+    assert drawn["source"] == "" and "def " in view.graph_html.value   # code as text
+    # The relu of the fused stage: which step computes it, and that step's code.
+    view.stage_buttons.value = "fused"
+    relu = next(n for n in view.graph.op_nodes if n.op.name == "relu")
+    view.node_picker.value = relu.name
+    details = view.details_html.value
+    assert "fused" in details and "# step" in details and "max(" in details
+
+
+# ------------------------------------------------------------- TraceInspector
+def test_trace_inspector_prints_on_the_trace_only():
+    net = make_net()
+    inspector = TraceInspector(net, nd.random.normal(shape=(1, 3)))
+    first, traced = inspector.calls
+    assert first.mode == "imperative" and not first.traced
+    assert "F: <module 'straightdope.ndarray'" in first.printed
+    assert "<NDArray 1x3" in first.printed                   # x holds numbers
+    assert traced.mode == "hybridized" and traced.traced
+    assert "F: <module 'straightdope.symbol'" in traced.printed
+    assert "x: <Symbol data>" in traced.printed
+    assert "F: &lt;module &#x27;straightdope.symbol&#x27;" in inspector.hybridized_html.value
+
+    inspector.call_button.click()                          # the cached graph runs
+    again = inspector.calls[-1]
+    assert again.mode == "hybridized" and again.printed == "" and not again.traced
+    assert again.result == "NDArray (1, 2)"
+    assert "call 3 &middot; cached graph ran, no Python" in inspector.hybridized_html.value
+    counter = inspector.counter_html.value
+    assert "<b>3</b> calls (1 imperative, 2 hybridized)" in counter
+    assert "<b>1</b> trace" in counter
+    assert "FullyConnected" in inspector.traced_json
+    assert "FullyConnected" in inspector.json_html.value
+
+
+def test_trace_inspector_mode_toggle_and_reset():
+    net = make_net()
+    inspector = TraceInspector(net, nd.ones((1, 3)))
+    assert inspector.mode_button.description == "Un-hybridize"
+    inspector.mode_button.click()
+    assert not net._active and inspector.mode_button.description == "Hybridize"
+    inspector.call_button.click()
+    assert inspector.calls[-1].mode == "imperative"
+    assert "F: <module 'straightdope.ndarray'" in inspector.calls[-1].printed
+    inspector.mode_button.click()                        # hybridize() again: traces again
+    inspector.call_button.click()
+    assert inspector.calls[-1].traced and inspector.traces == 2
+    assert "x: <Symbol data>" in inspector.calls[-1].printed
+    inspector.reset_button.click()
+    assert [c.mode for c in inspector.calls] == ["imperative", "hybridized"]
+    assert inspector.traces == 1 and net.trace_count == 3
+    assert "<b>2</b> calls" in inspector.counter_html.value
+
+
+@pytest.mark.parametrize("cls, words", [(BranchyNet, "Python bool"), (PeekingNet, "asnumpy")])
+def test_trace_inspector_shows_untraceable_forward_as_an_error(cls, words):
+    net = make_net(cls)
+    inspector = TraceInspector(net, nd.ones((1, 3)))
+    imperative, hybridized = inspector.calls
+    assert imperative.error is None and imperative.printed
+    assert isinstance(hybridized.error, NotImplementedForSymbol)
+    panel = inspector.hybridized_html.value
+    assert "NotImplementedForSymbol" in panel and words in panel
+    assert "#c62828" in panel                               # in red
+    assert "Traceback" not in panel
+    inspector.call_button.click()                           # the widget keeps working
+    assert isinstance(inspector.calls[-1].error, NotImplementedForSymbol)
+    assert "2 failed" in inspector.counter_html.value
+    assert "Not traced yet" in inspector.json_html.value
+
+
+# --------------------------------------------------------------- BenchmarkPlot
+def _benchmark_threads():
+    return [t for t in threading.enumerate() if t.name == "BenchmarkPlot"]
+
+
+def test_benchmark_run_returns_plain_data_and_a_figure(capsys):
+    from matplotlib.figure import Figure
+    bench = BenchmarkPlot(Hybridize_net, (1, 3), width=10, repeats=6)
+    result = bench.run()
+    assert len(result["imperative"]) == len(result["hybridized"]) == 6
+    assert all(t > 0 for t in result["imperative"] + result["hybridized"])
+    medians = result["median"]
+    assert medians["imperative"] == np.median(result["imperative"])
+    assert result["speedup"] == pytest.approx(medians["imperative"] / medians["hybridized"])
+    assert result["compile_seconds"] > 0
+    assert (result["batch_size"], result["width"], result["backward"]) == (1, 10, False)
+    assert isinstance(bench.figure, Figure)
+    assert bench.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "speedup" in bench.status_html.value
+    assert capsys.readouterr().out == ""          # the net's prints stay out of the page
+    bench.close()
+
+
+def test_benchmark_of_a_net_forward_and_backward():
+    net = make_net(width=8)
+    bench = BenchmarkPlot(net, (2, 3), repeats=3, hybridize_kwargs={"executor": "numpy"})
+    assert bench.width_slider.layout.display == "none"     # no factory, no width
+    result = bench.run(backward=True, batch_size=4)
+    assert result["backward"] and result["batch_size"] == 4 and result["width"] is None
+    assert len(result["hybridized"]) == 3
+    assert net.d1.weight.grad().shape == (8, 3)            # the backward really ran
+
+
+def test_benchmark_live_run_stops_and_closes_cleanly():
+    bench = BenchmarkPlot(Hybridize_net, (1, 3), width=10, repeats=100_000,
+                          hybridize_kwargs={"executor": "numpy"}, redraw_seconds=0.05)
+    bench.batch_slider.value = 4                       # a control change starts a run
+    assert bench.running and _benchmark_threads()
+    deadline = time.monotonic() + 30
+    while bench.progress.value < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert bench.progress.value >= 20 and bench.stop_button.disabled is False
+    bench.stop_button.click()
+    assert not bench.running and not _benchmark_threads()
+    assert bench.result["stopped"] and bench.result["batch_size"] == 4
+    assert len(bench.result["imperative"]) >= 19
+    assert bench.run_button.disabled is False
+    bench.width_slider.value = 16                      # runs again...
+    assert bench.running
+    bench.close()                                      # ...and close() joins the thread
+    assert not _benchmark_threads()
+    assert bench.comm is None and bench.image.comm is None

@@ -155,10 +155,12 @@ def test_widgets_in_jupyterlab(lab, chromium_browser, artifacts_dir):
         assert errors.count() == 0, errors.first.inner_text()
 
         # GraphView: an inline SVG drawn by Graphviz, one node per op with its shapes.
-        svg = page.locator(".sd-widget svg g.node")
-        svg.first.wait_for(timeout=30_000)
-        nodes = page.locator(".sd-widget svg").first.inner_text()
-        assert "FullyConnected" in nodes and "relu" in nodes
+        graph = page.locator(".sd-widget .widget-html-content svg").first
+        graph.wait_for(timeout=30_000)
+        labels = graph.locator("g.node text").all_text_contents()
+        assert "FullyConnected 10" in labels and "relu" in labels, labels
+        edges = graph.locator("g.edge text").all_text_contents()
+        assert "1x3 float32" in edges and "1x10 float32" in edges, edges
 
         # TraceInspector: the prints of the imperative and of the tracing call.
         panels = page.locator(".sd-widget pre")

@@ -108,10 +108,16 @@ def _unit(seconds):
     return 1.0, "s"
 
 
+def format_seconds(seconds) -> str:
+    scale, unit = _unit(seconds)
+    return f"{seconds * scale:.3g} {unit}"
+
+
 def draw(result: dict, fig=None):
     """Draw a summary (from `summarize`) on a matplotlib Figure: time per call on the
     left, median bars and the speedup on the right, the compile time in the title."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
     fig = fig if fig is not None else Figure(figsize=(10, 4.4))
     fig.clf()
     fig.set_layout_engine("constrained")
@@ -123,13 +129,22 @@ def draw(result: dict, fig=None):
         if len(times):
             left.plot(np.arange(1, len(times) + 1), times, ".-", ms=5, lw=1,
                       color=COLORS[mode], label=mode)
+    left.xaxis.set_major_locator(MaxNLocator(integer=True))
     left.set_xlabel("call", fontsize=14)
     left.set_ylabel(f"time per call ({unit})", fontsize=14)
-    left.set_ylim(bottom=0)
+    known = [result["median"][m] for m in MODES if result["median"][m]]
+    if len(known) == 2 and max(known) / min(known) > 8:
+        # On a linear axis the faster line would be flat on zero: compare on a log scale.
+        left.set_yscale("log")
+        left.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+        left.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        left.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        left.set_ylim(bottom=0)
     left.tick_params(labelsize=12)
     left.grid(alpha=0.3)
     if every:
-        left.legend(fontsize=13, loc="upper right")
+        left.legend(fontsize=13, loc="best")
     medians = [(result["median"][m] or 0) * scale for m in MODES]
     bars = right.bar(MODES, medians, color=[COLORS[m] for m in MODES])
     for bar, value in zip(bars, medians):
@@ -141,16 +156,16 @@ def draw(result: dict, fig=None):
     right.tick_params(labelsize=13)
     right.set_ylim(0, max(medians + [1e-12]) * 1.25)
     if result["speedup"]:
-        right.set_title(f"hybridized: {result['speedup']:.2f}x "
-                        f"{'faster' if result['speedup'] >= 1 else 'as fast'}",
-                        fontsize=15, fontweight="bold")
+        speedup = result["speedup"]
+        right.set_title(f"{speedup:.1f}x faster" if speedup >= 1 else
+                        f"{1 / speedup:.1f}x slower", fontsize=16, fontweight="bold")
     what = "forward + backward" if result.get("backward") else "forward"
-    config = ", ".join(f"{k} {result[k]}" for k in ("batch_size", "width")
+    config = ", ".join(f"{k.replace('_', ' ')} {result[k]}" for k in ("batch_size", "width")
                        if result.get(k) is not None)
     compile_text = ("" if result["compile_seconds"] is None else
-                    f"   |   first hybridized call (trace + compile): "
-                    f"{result['compile_seconds']:.3g} s, not in the medians")
-    fig.suptitle(f"{what}, {config}{compile_text}", fontsize=13)
+                    f"\nfirst hybridized call (trace + compile): "
+                    f"{format_seconds(result['compile_seconds'])}, kept out of the medians")
+    fig.suptitle(f"{what}, {config}{compile_text}", fontsize=14)
     return fig
 
 
@@ -265,10 +280,10 @@ class BenchmarkPlot(w.VBox):
         bits = [f'<span style="color: {COLORS[m]};">{m} <b>{med[m] * scale:.3g} {unit}</b>'
                 f'</span>' for m in MODES if med[m]]
         if result["speedup"]:
-            bits.append(f"<b>{result['speedup']:.2f}x</b>")
+            bits.append(f"speedup <b>{result['speedup']:.2f}x</b>")
         if result["compile_seconds"] is not None:
-            bits.append(f"compile (first hybridized call) <b>{result['compile_seconds']:.3g} s"
-                        f"</b>")
+            bits.append(f"first hybridized call (trace + compile) "
+                        f"<b>{format_seconds(result['compile_seconds'])}</b>")
         if result.get("stopped"):
             bits.append('<span style="color: #c62828;">stopped</span>')
         self.status_html.value = (f'<span style="{st.FONT} margin-left: 12px;">'

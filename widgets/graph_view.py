@@ -7,6 +7,9 @@ source), each of which knows how to describe itself (`str`, `to_dot()`).
 
     view = GraphView(net, x)            # hybridizes net if needed and calls it once
     view = GraphView(sym_out, (1, 3))   # a plain Symbol plus the shapes of its data
+
+For a Symbol, `executor=` picks the backend that compiles it ('numba' or 'numpy', as in
+`hybridize(executor=...)`); a block is drawn as its own hybridize() flags compiled it.
 """
 from __future__ import annotations
 
@@ -29,7 +32,9 @@ STAGE_LABELS = {"traced": "traced", "shapes": "shapes inferred", "fused": "fused
 
 # ------------------------------------------------------------ collecting the stages
 def _is_block(obj) -> bool:
-    return callable(obj) and hasattr(obj, "hybridize") and hasattr(obj, "collect_params")
+    # A class has these attributes too: a factory may be the class itself (Net(width)).
+    return (callable(obj) and not isinstance(obj, type) and hasattr(obj, "hybridize")
+            and hasattr(obj, "collect_params"))
 
 
 def _is_hybridized(block) -> bool:
@@ -65,10 +70,11 @@ def _merge_backend_stages(base: dict, backend_stages: dict) -> dict:
     return _ordered(stages)
 
 
-def symbol_stages(symbol, *example_inputs, data_names=None) -> dict:
+def symbol_stages(symbol, *example_inputs, data_names=None, executor=None) -> dict:
     """Stages for a plain Symbol: traced, and with example inputs (arrays or shapes) also
     shapes inferred plus whatever the executor's compile() keeps (fused, memory, source).
-    The data variables are `data_names`, else the first arguments of the symbol."""
+    The data variables are `data_names`, else the first arguments of the symbol.
+    `executor`: 'numba' or 'numpy', as in hybridize() (default: $STRAIGHTDOPE_EXECUTOR)."""
     names = list(data_names) if data_names else symbol.list_arguments()[:len(example_inputs)]
     traced = Graph.from_symbol(symbol, names)
     if not example_inputs:
@@ -78,7 +84,7 @@ def symbol_stages(symbol, *example_inputs, data_names=None) -> dict:
     dtypes = {n: d for n, (_, d) in zip(names, info)}
     annotated = annotate(traced, shapes, dtypes)
     from straightdope.cached_op import get_backend
-    executable = get_backend().compile(annotated)
+    executable = get_backend(executor).compile(annotated)
     return _merge_backend_stages({"traced": traced, "shapes": annotated},
                                  getattr(executable, "stages", {}))
 
@@ -109,9 +115,9 @@ def block_stages(block, *example_inputs) -> dict:
     return _merge_backend_stages(base, compiled)
 
 
-def collect_stages(obj, *example_inputs, data_names=None) -> dict:
+def collect_stages(obj, *example_inputs, data_names=None, executor=None) -> dict:
     if isinstance(obj, Symbol):
-        return symbol_stages(obj, *example_inputs, data_names=data_names)
+        return symbol_stages(obj, *example_inputs, data_names=data_names, executor=executor)
     if isinstance(obj, Graph):
         return {"shapes" if obj.nodes and obj.nodes[0].shapes else "traced": obj}
     if _is_block(obj):
@@ -289,8 +295,9 @@ class GraphView(w.VBox):
     """
 
     def __init__(self, block_or_symbol, *example_inputs, hide_params=False,
-                 data_names=None, stage=None, zoom=1.25):
-        self.stages = collect_stages(block_or_symbol, *example_inputs, data_names=data_names)
+                 data_names=None, stage=None, executor=None, zoom=1.25):
+        self.stages = collect_stages(block_or_symbol, *example_inputs, data_names=data_names,
+                                     executor=executor)
         self.zoom = zoom
         self.dot, self.svg = None, ""
         if stage is None:
@@ -365,21 +372,23 @@ class GraphView(w.VBox):
     def _draw(self):
         stage = self.stages[self.stage]
         node = self._selected_node()
+        self.dot, self.svg, self.graph_html.value = self._render(stage, node)
+        self.details_html.value = node_details_html(self.stages, self._last_graph_stage(), node)
+
+    def _render(self, stage, node):
+        """(dot, svg, html) of the main panel: a drawing, or the text of a text stage."""
         title = f"stage: {STAGE_LABELS.get(self.stage, self.stage)}"
-        dot = stage_dot(stage, self.hide_params.value,
-                        node.id if node is not None and graph_of(stage) is not None else None,
-                        title)
-        self.dot = dot
-        if dot is None:
-            # A text stage (the generated source): show the text itself.
-            self.svg = ""
-            self.graph_html.value = st.pre(str(stage))
-        else:
-            self.svg = st.dot_to_svg(dot, self.zoom)
-            self.graph_html.value = f'<div style="text-align: center;">{self.svg}</div>'
-        self.details_html.value = node_details_html(
-            {**self.stages}, self.stage if graph_of(stage) is not None else
-            self._last_graph_stage(), node)
+        highlight = node.id if node is not None and graph_of(stage) is not None else None
+        try:
+            dot = stage_dot(stage, self.hide_params.value, highlight, title)
+            if dot is None:          # a text stage (the generated source): show the text
+                return None, "", st.pre(str(stage))
+            svg = st.dot_to_svg(dot, self.zoom)
+        except Exception as exc:   # noqa: BLE001 - one broken stage must not break the view
+            return None, "", st.pre(f"Could not draw this stage: {type(exc).__name__}: "
+                                    f"{exc}", color=st.ERROR, background="#fdecea",
+                                    border=st.ERROR)
+        return dot, svg, f'<div style="text-align: center;">{svg}</div>'
 
     def _last_graph_stage(self):
         keys = list(self.stages)
