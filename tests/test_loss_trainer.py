@@ -172,3 +172,212 @@ def test_optimizer_follows_its_scheduler():
     assert opt.learning_rate == 0.25
     with pytest.raises(UserWarning, match="lr_scheduler"):
         opt.set_learning_rate(0.1)
+
+
+# ========================================================================== losses
+from straightdope import gluon  # noqa: E402
+from straightdope.gluon import loss as gloss, nn  # noqa: E402
+from scipy import special  # noqa: E402
+
+RNG = np.random.default_rng(42)
+PRED = RNG.normal(size=(4, 3))
+TARGET = RNG.normal(size=(4, 3))
+PROB = special.softmax(RNG.normal(size=(4, 3)), axis=-1)
+BINARY = (RNG.random((4, 3)) > 0.5).astype(np.float64)
+SIGNED = 2 * BINARY - 1
+CLASSES = np.array([0, 2, 1, 2], dtype=np.float64)
+
+
+def np_softplus(x):
+    return np.logaddexp(0, x)
+
+
+def np_log_softmax(x):
+    return x - special.logsumexp(x, axis=-1, keepdims=True)
+
+
+# name -> (loss block factory, label, NumPy reference of the per-sample loss)
+LOSSES = {
+    'L2': (gloss.L2Loss, TARGET, lambda p, y: 0.5 * ((y - p) ** 2).mean(axis=1)),
+    'L1': (gloss.L1Loss, TARGET, lambda p, y: np.abs(y - p).mean(axis=1)),
+    'SoftmaxCE': (gloss.SoftmaxCrossEntropyLoss, CLASSES,
+                  lambda p, y: -np_log_softmax(p)[np.arange(4), y.astype(int)]),
+    'SoftmaxCE-dense': (lambda: gloss.SoftmaxCELoss(sparse_label=False), PROB,
+                        lambda p, y: -(np_log_softmax(p) * y).sum(axis=1)),
+    'SoftmaxCE-logits': (lambda: gloss.SoftmaxCrossEntropyLoss(from_logits=True), CLASSES,
+                         lambda p, y: -p[np.arange(4), y.astype(int)]),
+    'SigmoidBCE': (gloss.SigmoidBinaryCrossEntropyLoss, BINARY,
+                   lambda p, y: (-(y * np.log(special.expit(p))
+                                   + (1 - y) * np.log(1 - special.expit(p)))).mean(axis=1)),
+    'SigmoidBCE-prob': (lambda: gloss.SigmoidBCELoss(from_sigmoid=True), BINARY,
+                        lambda p, y: (-(y * np.log(special.expit(p) + 1e-12)
+                                        + (1 - y) * np.log(1 - special.expit(p) + 1e-12))
+                                      ).mean(axis=1)),
+    'KLDiv': (gloss.KLDivLoss, PROB, lambda p, y: (y * (np.log(y + 1e-12) - p)).mean(axis=1)),
+    'KLDiv-scores': (lambda: gloss.KLDivLoss(from_logits=False), PROB,
+                     lambda p, y: (y * (np.log(y + 1e-12) - np_log_softmax(p))).mean(axis=1)),
+    'Huber': (lambda: gloss.HuberLoss(rho=0.7), TARGET,
+              lambda p, y: np.where(np.abs(y - p) > 0.7, np.abs(y - p) - 0.35,
+                                    0.5 / 0.7 * (y - p) ** 2).mean(axis=1)),
+    'Hinge': (gloss.HingeLoss, SIGNED, lambda p, y: np.maximum(0, 1 - p * y).mean(axis=1)),
+    'SquaredHinge': (gloss.SquaredHingeLoss, SIGNED,
+                     lambda p, y: np.maximum(0, 1 - p * y).__pow__(2).mean(axis=1)),
+    'Logistic': (gloss.LogisticLoss, SIGNED, lambda p, y: np_softplus(-p * y).mean(axis=1)),
+    'Logistic-binary': (lambda: gloss.LogisticLoss(label_format='binary'), BINARY,
+                        lambda p, y: np_softplus(-p * (2 * y - 1)).mean(axis=1)),
+}
+
+
+def pred_input(name):
+    # from_sigmoid takes probabilities: feed sigmoid(PRED) and compare with the same.
+    return special.expit(PRED) if name == 'SigmoidBCE-prob' else PRED
+
+
+@pytest.mark.parametrize('name', sorted(LOSSES))
+def test_loss_matches_numpy(name):
+    make, label, ref = LOSSES[name]
+    out = make()(nd.array(pred_input(name), dtype='float64'), nd.array(label, dtype='float64'))
+    assert out.shape == (4,)
+    np.testing.assert_allclose(out.asnumpy(), ref(PRED, label), rtol=1e-6, atol=1e-9)
+
+
+def numeric_grad(f, x, eps=1e-6):
+    grad = np.zeros_like(x)
+    for idx in np.ndindex(*x.shape):
+        up, down = x.copy(), x.copy()
+        up[idx] += eps
+        down[idx] -= eps
+        grad[idx] = (f(up) - f(down)) / (2 * eps)
+    return grad
+
+
+def autograd_grad(loss_fn, pred, label):
+    p = nd.array(pred, dtype='float64')
+    p.attach_grad()
+    with autograd.record():
+        out = loss_fn(p, nd.array(label, dtype='float64'))
+    out.backward()
+    return out.asnumpy(), p.grad.asnumpy()
+
+
+@pytest.mark.parametrize('name', sorted(LOSSES))
+def test_loss_gradient_matches_finite_differences(name):
+    make, label, _ = LOSSES[name]
+    loss_fn = make()
+    pred = pred_input(name)
+    if name.startswith(('Hinge', 'SquaredHinge', 'Huber')):
+        pred = pred + 0.01       # keep away from the kinks, where the slope jumps
+    _, grad = autograd_grad(loss_fn, pred, label)
+
+    def total(p):
+        return loss_fn(nd.array(p, dtype='float64'),
+                       nd.array(label, dtype='float64')).asnumpy().sum()
+    np.testing.assert_allclose(grad, numeric_grad(total, pred), rtol=1e-5, atol=1e-7)
+
+
+# Every loss on the NumPy reference executor; on Numba (compiling costs seconds per graph)
+# one loss per kind of op: pick/log_softmax, softrelu, where, plain elementwise.
+HYBRID_CASES = [(name, 'numpy') for name in sorted(LOSSES)] + [
+    (name, 'numba') for name in ('SoftmaxCE', 'SigmoidBCE', 'Huber', 'L2')]
+
+
+@pytest.mark.parametrize('name, executor', HYBRID_CASES)
+def test_hybridized_loss_equals_imperative(name, executor):
+    make, label, _ = LOSSES[name]
+    pred = pred_input(name).astype(np.float32)
+    label = label.astype(np.float32)
+    imperative = make()
+    out_i, grad_i = autograd_grad(imperative, pred, label)
+    hybrid = make()
+    hybrid.hybridize(executor=executor)
+    p = nd.array(pred)
+    p.attach_grad()
+    with autograd.record():
+        out_h = hybrid(p, nd.array(label))
+    out_h.backward()
+    assert hybrid.trace_count == 1
+    np.testing.assert_allclose(out_h.asnumpy(), out_i, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p.grad.asnumpy(), grad_i, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize('name', sorted(LOSSES))
+def test_loss_on_symbols(name):
+    make, label, ref = LOSSES[name]
+    out = make()(mx.sym.var('pred'), mx.sym.var('label'))
+    assert isinstance(out, mx.sym.Symbol)
+    assert sorted(out.list_arguments()) == ['label', 'pred']
+    value = out.eval(pred=nd.array(pred_input(name), dtype='float64'),
+                     label=nd.array(label, dtype='float64'))[0]
+    np.testing.assert_allclose(value.asnumpy(), ref(PRED, label), rtol=1e-6, atol=1e-9)
+
+
+def test_weights_and_sample_weights():
+    pred, label = nd.array(PRED), nd.array(TARGET)
+    base = gloss.L1Loss()(pred, label).asnumpy()
+    np.testing.assert_allclose(gloss.L1Loss(weight=3.0)(pred, label).asnumpy(), 3 * base,
+                               rtol=1e-6)
+    sw = nd.array([[1.0], [0.0], [2.0], [0.5]])
+    np.testing.assert_allclose(gloss.L1Loss()(pred, label, sw).asnumpy(),
+                               base * [1.0, 0.0, 2.0, 0.5], rtol=1e-6)
+    # L2Loss's default weight 1 is halved inside: 0.5 * squared error.
+    np.testing.assert_allclose(gloss.L2Loss(weight=2.0)(pred, label).asnumpy(),
+                               ((TARGET - PRED) ** 2).mean(axis=1), rtol=1e-5)
+    with pytest.raises(TypeError, match="sample_weight"):
+        gloss.L1Loss(weight=nd.ones((4,)))(pred, label)
+
+
+def test_pos_weight_in_sigmoid_bce():
+    pw = nd.array([[1.0, 2.0, 0.5]])
+    for from_sigmoid in (False, True):
+        p = special.expit(PRED) if from_sigmoid else PRED
+        out = gloss.SigmoidBCELoss(from_sigmoid=from_sigmoid)(
+            nd.array(p, dtype='float64'), nd.array(BINARY, dtype='float64'),
+            nd.ones((4, 1), dtype='float64'), nd.array(pw, dtype='float64'))
+        s = special.expit(PRED)
+        ref = -(BINARY * np.log(s + 1e-12) * pw.asnumpy()
+                + (1 - BINARY) * np.log(1 - s + 1e-12)).mean(axis=1)
+        np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-6)
+
+
+def test_sigmoid_bce_is_stable_for_large_scores():
+    out = gloss.SigmoidBCELoss()(nd.array([[1000.0, -1000.0]]), nd.array([[0.0, 1.0]]))
+    np.testing.assert_allclose(out.asnumpy(), [1000.0])          # no inf, no nan
+
+
+def test_label_shapes_and_batch_axis():
+    # (batch,) labels for (batch, 1) predictions are reshaped to match.
+    out = gloss.L2Loss()(nd.array([[1.0], [2.0]]), nd.array([0.0, 0.0]))
+    np.testing.assert_allclose(out.asnumpy(), [0.5, 2.0])
+    # batch_axis=1: one value per column.
+    out = gloss.L1Loss(batch_axis=1)(nd.array(PRED), nd.array(TARGET))
+    np.testing.assert_allclose(out.asnumpy(), np.abs(TARGET - PRED).mean(axis=0), rtol=1e-6)
+    # Class axis 1 of a (batch, classes, positions) prediction: loss per sample.
+    scores = RNG.normal(size=(2, 5, 3))
+    labels = np.array([[0, 4, 2], [1, 1, 3]])
+    out = gloss.SoftmaxCELoss(axis=1)(nd.array(scores), nd.array(labels))
+    logp = scores - special.logsumexp(scores, axis=1, keepdims=True)
+    ref = -np.take_along_axis(logp, labels[:, None, :], axis=1)[:, 0, :].mean(axis=1)
+    np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-5)
+
+
+def test_triplet_loss():
+    a, pos, neg = (RNG.normal(size=(4, 3)) for _ in range(3))
+    out = gloss.TripletLoss(margin=0.5)(nd.array(a), nd.array(pos), nd.array(neg))
+    ref = np.maximum(0, ((pos - a) ** 2).sum(1) - ((neg - a) ** 2).sum(1) + 0.5)
+    np.testing.assert_allclose(out.asnumpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_loss_repr_and_errors():
+    assert repr(gloss.L2Loss()) == 'L2Loss(batch_axis=0, w=1.0)'
+    with pytest.raises(ValueError, match="label_format"):
+        gloss.LogisticLoss(label_format='sign')
+
+
+def test_exported_loss_runs_as_symbolblock(tmp_path):
+    loss_fn = gloss.SoftmaxCrossEntropyLoss()
+    loss_fn.hybridize()
+    pred, label = nd.array(PRED), nd.array(CLASSES)
+    expected = loss_fn(pred, label).asnumpy()
+    loss_fn.export(str(tmp_path / 'ce'))
+    loaded = gluon.SymbolBlock.imports(str(tmp_path / 'ce-symbol.json'), ['data0', 'data1'])
+    np.testing.assert_allclose(loaded(pred, label).asnumpy(), expected, rtol=1e-6)

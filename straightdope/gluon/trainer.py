@@ -147,13 +147,12 @@ class Trainer:
             self._last_grads[i] = _snapshot(grad)
 
     def _data_and_grad(self, param):
+        # Parameter's own errors say what to do (initialize, or run one forward pass first
+        # when shapes are deferred); keep their type and add where they happened.
         try:
             return param.data(), param.grad()
-        except Exception as err:         # deferred or missing initialisation
-            raise RuntimeError(
-                f"Trainer: Parameter '{param.name}' cannot be updated: {err}. Call "
-                f"net.initialize() and run one forward pass (so that deferred shapes are "
-                f"known) before trainer.step().") from None
+        except Exception as err:
+            raise type(err)(f"trainer.step(): {err}") from None
 
     def _check_fresh(self, index, param, grad, ignore_stale_grad):
         """Was `param`'s gradient written by a backward() since the last update?
