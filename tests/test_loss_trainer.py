@@ -381,3 +381,222 @@ def test_exported_loss_runs_as_symbolblock(tmp_path):
     loss_fn.export(str(tmp_path / 'ce'))
     loaded = gluon.SymbolBlock.imports(str(tmp_path / 'ce-symbol.json'), ['data0', 'data1'])
     np.testing.assert_allclose(loaded(pred, label).asnumpy(), expected, rtol=1e-6)
+
+
+# ========================================================================= Trainer
+X = RNG.normal(size=(5, 3)).astype(np.float32)
+Y = RNG.normal(size=(5, 2)).astype(np.float32)
+W_INIT = np.array([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]], dtype=np.float32)
+B_INIT = np.array([0.05, -0.05], dtype=np.float32)
+
+
+def dense_net(hybridize=False):
+    net = nn.Dense(2, in_units=3)
+    net.initialize()
+    net.weight.set_data(nd.array(W_INIT))
+    net.bias.set_data(nd.array(B_INIT))
+    if hybridize:
+        net.hybridize(executor='numpy')
+    return net
+
+
+def l2_grads(w, b):
+    """Gradients of sum_i L2Loss_i = sum_i 0.5 * mean_j (x_i W^T + b - y_i)_j^2, by hand."""
+    err = X @ w.T + b - Y                       # (5, 2)
+    return err.T @ X / 2, err.sum(axis=0) / 2   # the 1/2 is the mean over 2 outputs
+
+
+def backward_l2(net):
+    with autograd.record():
+        loss = gloss.L2Loss()(net(nd.array(X)), nd.array(Y))
+    loss.backward()
+
+
+@pytest.mark.parametrize('hybridize', [False, True])
+def test_trainer_sgd_step_matches_hand_update(hybridize):
+    net = dense_net(hybridize)
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.5})
+    w, b = W_INIT.astype(np.float64), B_INIT.astype(np.float64)
+    for _ in range(3):
+        backward_l2(net)
+        trainer.step(batch_size=5)
+        gw, gb = l2_grads(w, b)
+        w, b = w - 0.5 * gw / 5, b - 0.5 * gb / 5      # step() averages over the batch
+    np.testing.assert_allclose(net.weight.data().asnumpy(), w, rtol=1e-5)
+    np.testing.assert_allclose(net.bias.data().asnumpy(), b, rtol=1e-5)
+
+
+def test_trainer_adam_with_mults_matches_hand_update():
+    net = dense_net()
+    net.bias.lr_mult = 0.0            # a frozen-by-learning-rate bias
+    net.weight.wd_mult = 2.0
+    trainer = gluon.Trainer(net.collect_params(), 'adam',
+                            {'learning_rate': 0.1, 'wd': 0.01})
+    w, m, v = W_INIT.astype(np.float64), 0.0, 0.0
+    for t in (1, 2):
+        backward_l2(net)
+        trainer.step(5)
+        g = l2_grads(w, B_INIT)[0] / 5 + 0.02 * w
+        m = 0.9 * m + 0.1 * g
+        v = 0.999 * v + 0.001 * g * g
+        w = w - 0.1 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+    np.testing.assert_allclose(net.weight.data().asnumpy(), w, rtol=1e-4)
+    np.testing.assert_array_equal(net.bias.data().asnumpy(), B_INIT)
+
+
+def test_trainer_accepts_dict_list_and_optimizer_instance():
+    net = dense_net()
+    params = net.collect_params()
+    for given in (params, dict(params.items()), list(params.values())):
+        trainer = gluon.Trainer(given, optimizer.SGD(learning_rate=0.3))
+        assert trainer.learning_rate == 0.3
+    # Dicts are taken in sorted key order: bias before weight.
+    assert [p.name for p in gluon.Trainer(params, 'sgd')._params] == sorted(params.keys())
+    with pytest.raises(ValueError, match="optimizer_params"):
+        gluon.Trainer(params, optimizer.SGD(), {'learning_rate': 1.0})
+    with pytest.raises(ValueError, match="not a Parameter"):
+        gluon.Trainer([net.weight, 'bias'], 'sgd')
+    with pytest.raises(ValueError, match="list or dict"):
+        gluon.Trainer(net.weight, 'sgd')
+    with pytest.raises(ValueError, match="kvstore"):
+        gluon.Trainer(params, 'sgd', kvstore='dist_sync')
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        gluon.Trainer(params, 'sgdd')
+
+
+def test_learning_rate_property_and_setter():
+    trainer = gluon.Trainer(dense_net().collect_params(), 'sgd', {'learning_rate': 0.1})
+    assert trainer.learning_rate == 0.1
+    trainer.set_learning_rate(0.01)
+    assert trainer.learning_rate == 0.01 and trainer.optimizer.lr == 0.01
+
+
+def test_allreduce_then_update_equals_step():
+    nets = [dense_net(), dense_net()]
+    trainers = [gluon.Trainer(n.collect_params(), 'sgd', {'learning_rate': 0.2}) for n in nets]
+    for net in nets:
+        backward_l2(net)
+    trainers[0].step(5)
+    trainers[1].allreduce_grads()
+    trainers[1].update(5)
+    np.testing.assert_array_equal(nets[0].weight.data().asnumpy(),
+                                  nets[1].weight.data().asnumpy())
+
+
+def test_uninitialized_and_deferred_parameters_are_named():
+    net = nn.Dense(2, in_units=3)
+    trainer = gluon.Trainer(net.collect_params(), 'sgd')
+    with pytest.raises(RuntimeError, match=r"trainer.step\(\).*dense\d+_(weight|bias).*"
+                                           r"initialize"):
+        trainer.step(1)
+    deferred = nn.Dense(2)
+    deferred.initialize()
+    trainer = gluon.Trainer(deferred.collect_params(), 'sgd')
+    with pytest.raises(gluon.DeferredInitializationError, match="forward pass"):
+        trainer.step(1)
+
+
+def test_stale_gradients_raise_unless_ignored():
+    class TwoHeads(gluon.HybridBlock):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.a = nn.Dense(2, in_units=3)
+            self.b = nn.Dense(2, in_units=3)
+
+        def hybrid_forward(self, F, x, use_b):
+            return self.a(x) + (self.b(x) if use_b else 0)
+
+    net = TwoHeads()
+    net.initialize()
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
+
+    def step_with(use_b, **kw):
+        with autograd.record():
+            loss = gloss.L2Loss()(net.hybrid_forward(nd, nd.array(X), use_b), nd.array(Y))
+        loss.backward()
+        trainer.step(5, **kw)
+
+    step_with(True)                     # first step: every gradient is fresh
+    with pytest.raises(UserWarning, match=r"Parameter '.*dense\d+_(weight|bias)' has not been "
+                                          r"updated by backward.*ignore_stale_grad=True"):
+        step_with(False)                # head b got no new gradient
+    b_before = net.b.weight.data().asnumpy()
+    a_before = net.a.weight.data().asnumpy()
+    step_with(False, ignore_stale_grad=True)
+    np.testing.assert_array_equal(net.b.weight.data().asnumpy(), b_before)   # skipped
+    assert not np.array_equal(net.a.weight.data().asnumpy(), a_before)       # updated
+    step_with(True)                     # b is used again: fresh again
+
+
+def test_frozen_parameters_are_skipped():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(4, in_units=3), nn.BatchNorm(in_channels=4), nn.Dense(2, in_units=4))
+    net.initialize()
+    net[0].collect_params().setattr('grad_req', 'null')        # freeze the first layer
+    frozen = net[0].weight.data().asnumpy()
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
+    for _ in range(2):
+        backward_l2(net)
+        trainer.step(5)
+    np.testing.assert_array_equal(net[0].weight.data().asnumpy(), frozen)
+    assert net[1].running_mean.grad_req == 'null'
+
+
+def test_save_and_load_states_resume_exactly(tmp_path):
+    def trained(steps, load_from=None, net=None):
+        net = net or dense_net()
+        trainer = gluon.Trainer(net.collect_params(), 'sgd',
+                                {'learning_rate': 0.1, 'momentum': 0.9})
+        if load_from:
+            trainer.load_states(load_from)
+        for _ in range(steps):
+            backward_l2(net)
+            trainer.step(5)
+        return net, trainer
+
+    straight, _ = trained(4)
+    half, trainer = trained(2)
+    path = tmp_path / 'trainer.states'
+    trainer.save_states(str(path))
+    half.save_parameters(str(tmp_path / 'net.params'))
+    resumed = dense_net()
+    resumed.load_parameters(str(tmp_path / 'net.params'))
+    resumed, trainer2 = trained(2, load_from=str(path), net=resumed)
+    np.testing.assert_allclose(resumed.weight.data().asnumpy(),
+                               straight.weight.data().asnumpy(), rtol=1e-6)
+    assert trainer2.optimizer.num_update == 4 and trainer2.optimizer.momentum == 0.9
+    # The file is plain arrays (no pickle) and was written in one piece.
+    with np.load(path, allow_pickle=False) as data:
+        assert 'state:0' in data.files and 'optimizer:momentum' in data.files
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith('.tmp')] == []
+
+
+def test_load_states_errors(tmp_path):
+    net = dense_net()
+    trainer = gluon.Trainer(net.collect_params(), 'adam')
+    backward_l2(net)
+    trainer.step(5)
+    path = str(tmp_path / 'adam.states')
+    trainer.save_states(path)
+    with pytest.raises(ValueError, match="saved by 'adam'"):
+        gluon.Trainer(dense_net().collect_params(), 'sgd').load_states(path)
+    bigger = nn.Dense(3, in_units=3)
+    bigger.initialize()
+    with pytest.raises(ValueError, match="different network"):
+        gluon.Trainer(bigger.collect_params(), 'adam').load_states(path)
+    (tmp_path / 'junk.states').write_bytes(b'not an npz file')
+    with pytest.raises(ArrayFileError):
+        trainer.load_states(str(tmp_path / 'junk.states'))
+
+
+def test_trainer_with_scheduler_decays_per_step():
+    sched = lr_scheduler.MultiFactorScheduler(step=[1], factor=0.1)
+    net = dense_net()
+    trainer = gluon.Trainer(net.collect_params(), 'sgd',
+                            {'learning_rate': 1.0, 'lr_scheduler': sched})
+    lrs = []
+    for _ in range(3):
+        backward_l2(net)
+        trainer.step(5)
+        lrs.append(trainer.learning_rate)
+    np.testing.assert_allclose(lrs, [1.0, 0.1, 0.1])
