@@ -277,6 +277,8 @@ def test_benchmark_of_a_net_forward_and_backward():
     assert bench.width_slider.layout.display == "none"     # no factory, no width
     result = bench.run(backward=True, batch_size=4)
     assert result["backward"] and result["batch_size"] == 4 and result["width"] is None
+    # The controls show what was measured (and moving them did not start another run).
+    assert bench.batch_slider.value == 4 and bench.backward_box.value and not bench.running
     assert len(result["hybridized"]) == 3
     assert net.d1.weight.grad().shape == (8, 3)            # the backward really ran
 

@@ -20,8 +20,13 @@ MONO = "font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 
 
 #: The widgets' own controls (buttons, labels, dropdowns) at projector size. Scoped to the
 #: `sd-widget` class that every widget here carries, so the notebook around is untouched.
-CSS = ("<style>.sd-widget button, .sd-widget .widget-label, .sd-widget select, "
-       ".sd-widget .widget-readout, .sd-widget .widget-label-basic "
+#: The font is set on the widget's root only (descendants inherit it): a static page has
+#: no JupyterLab stylesheet and would fall back to a serif font, while icon fonts and the
+#: inline styles of <pre> blocks must keep their own.
+CSS = ("<style>.sd-widget {font-family: 'DejaVu Sans', Helvetica, Arial, sans-serif;} "
+       ".sd-widget button, .sd-widget .widget-label, .sd-widget select, "
+       ".sd-widget .widget-readout, .sd-widget .widget-label-basic, "
+       ".sd-widget .jupyter-widget-Collapse-header "
        "{font-size: 15px !important;} .sd-widget .widget-html-content {line-height: 1.3;}"
        "</style>")
 

@@ -221,19 +221,41 @@ class BenchmarkPlot(w.VBox):
 
         self.run_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
+        self._quiet = False           # True while run() moves the controls itself
         for control in (self.batch_slider, self.width_slider, self.backward_box):
-            control.observe(lambda change: self.start(), names="value")
+            control.observe(self._on_control, names="value")
         header = w.HTML(st.CSS + st.heading("Imperative vs hybridized: time per call"))
         super().__init__([
             header,
             w.HBox([self.batch_slider, self.width_slider], layout=w.Layout(flex_flow="row wrap")),
             w.HBox([self.repeats_box, self.backward_box, self.run_button, self.stop_button],
                    layout=w.Layout(align_items="center", flex_flow="row wrap")),
-            w.HBox([self.progress, self.status_html], layout=w.Layout(align_items="center")),
+            self.progress,
+            self.status_html,
             self.image])
         self.add_class("sd-widget")
 
     # ------------------------------------------------------------ settings
+    def _on_control(self, change):
+        if not self._quiet:
+            self.start()
+
+    def _sync_controls(self, config):
+        """Show the settings of a run() in the controls, without starting another run."""
+        self._quiet = True
+        try:
+            for slider, value in ((self.batch_slider, config["batch_size"]),
+                                  (self.width_slider, config["width"])):
+                if value is None:
+                    continue
+                if value not in slider.options:
+                    slider.options = sorted(set(slider.options) | {value})
+                slider.value = value
+            self.repeats_box.value = config["repeats"]
+            self.backward_box.value = config["backward"]
+        finally:
+            self._quiet = False
+
     def _config(self, repeats=None, batch_size=None, width=None, backward=None):
         return {"repeats": int(repeats if repeats is not None else self.repeats_box.value),
                 "batch_size": int(batch_size if batch_size is not None
@@ -286,7 +308,7 @@ class BenchmarkPlot(w.VBox):
                         f"<b>{format_seconds(result['compile_seconds'])}</b>")
         if result.get("stopped"):
             bits.append('<span style="color: #c62828;">stopped</span>')
-        self.status_html.value = (f'<span style="{st.FONT} margin-left: 12px;">'
+        self.status_html.value = (f'<span style="{st.FONT}">'
                                   f'{" &middot; ".join(bits)}</span>')
 
     def run(self, repeats=None, batch_size=None, width=None, backward=None) -> dict:
@@ -303,6 +325,7 @@ class BenchmarkPlot(w.VBox):
         """
         self.stop()
         config = self._config(repeats, batch_size, width, backward)
+        self._sync_controls(config)
         for mode, value in self._measure(config, None):
             if mode == "done":
                 self._show(value)

@@ -196,12 +196,15 @@ def _stage_rows(stage, graph, node):
     where, root = getattr(stage, "where", None), getattr(stage, "root", None)
     if callable(where) and isinstance(root, dict):
         buffer_of = getattr(stage, "buffer_of", {})
+        registers = set(getattr(stage, "fused_away", ()))
         for k in range(node.num_outputs):
             entry = (node.id, k)
             if entry not in root:
                 continue
             place = where(entry)
-            if place == "arena" and root[entry] in buffer_of:
+            if entry in registers:
+                place = "no memory: a local variable inside its fused loop"
+            elif place == "arena" and root[entry] in buffer_of:
                 place = f"buffer {buffer_of[root[entry]]} (reused memory)"
             if root[entry] != entry:
                 place += f", a view of {graph._value(root[entry])}"
