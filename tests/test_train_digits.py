@@ -2,7 +2,9 @@
 
 This is the book's central promise in one test: ``hybridize()`` changes how the network is
 executed, not what it computes. Same seed -> same initial weights, same batches, and so the
-same loss curve (up to float32 rounding, since the compiled graph may sum in another order).
+same loss curve. "Same" up to float32 rounding: the compiled graph may add in another order,
+so the first batches agree to many digits, and over epochs the tiny differences grow (training
+is chaotic: one flipped prediction changes every later step), so later epochs agree loosely.
 """
 import time
 
@@ -18,7 +20,7 @@ from straightdope.gluon.data.vision import Digits, transforms
 from widgets.training import evaluate_accuracy, train
 
 EPOCHS = 6
-BATCH_SIZE = 64
+BATCH_SIZE = 32                 # 1347 samples -> 43 batches per epoch
 
 
 def lenet():
@@ -34,7 +36,7 @@ def lenet():
 
 
 def loaders():
-    to_tensor = transforms.Compose([transforms.ToTensor(), transforms.Normalize(0.2, 0.3)])
+    to_tensor = transforms.Compose([transforms.ToTensor(), transforms.Normalize(0.31, 0.33)])
     train_set = Digits(train=True).transform_first(to_tensor)
     test_set = Digits(train=False).transform_first(to_tensor)
     return (DataLoader(train_set, batch_size=BATCH_SIZE, shuffle=True),
@@ -48,13 +50,21 @@ def run(hybridize):
     net.initialize(mx.init.Xavier())
     if hybridize:
         net.hybridize()
-    trainer = gluon.Trainer(net.collect_params(), 'sgd',
-                            {'learning_rate': 0.1, 'momentum': 0.9})
+    trainer = gluon.Trainer(net.collect_params(), 'adam', {'learning_rate': 0.002})
     train_data, test_data = loaders()
+    softmax_ce = gluon.loss.SoftmaxCrossEntropyLoss()
+    batch_losses = []
+
+    def loss_fn(out, y):            # the same loss, also remembering every batch's values
+        l = softmax_ce(out, y)
+        batch_losses.append(l)
+        return l
+
     start = time.perf_counter()
-    history = train(net, train_data, test_data, gluon.loss.SoftmaxCrossEntropyLoss(),
-                    trainer, EPOCHS, progress=False, plot=False)
+    history = train(net, train_data, test_data, loss_fn, trainer, EPOCHS,
+                    progress=False, plot=False)
     history['total_s'] = time.perf_counter() - start
+    history['batch_loss'] = [float(l.asnumpy().mean()) for l in batch_losses]
     history['final_test_acc'] = evaluate_accuracy(net, test_data)
     return history
 
@@ -80,6 +90,10 @@ def test_same_loss_curve_imperative_and_hybridized(histories):
     imp, hyb = histories['imperative'], histories['hybridized']
     # The first epoch starts from identical weights: it must agree tightly. Later epochs may
     # drift by float32 rounding amplified through training, so the tolerance grows a little.
-    assert hyb['train_loss'][0] == pytest.approx(imp['train_loss'][0], rel=1e-4)
-    np.testing.assert_allclose(hyb['train_loss'], imp['train_loss'], rtol=2e-2)
+    assert len(hyb['batch_loss']) == len(imp['batch_loss']) == EPOCHS * 43
+    # The very first batch runs identical weights on identical data.
+    assert hyb['batch_loss'][0] == pytest.approx(imp['batch_loss'][0], rel=1e-5)
+    np.testing.assert_allclose(hyb['batch_loss'][:20], imp['batch_loss'][:20], rtol=1e-3)
+    assert hyb['train_loss'][0] == pytest.approx(imp['train_loss'][0], rel=1e-3)
+    np.testing.assert_allclose(hyb['train_loss'], imp['train_loss'], rtol=0.1, atol=0.01)
     np.testing.assert_allclose(hyb['test_acc'], imp['test_acc'], atol=0.02)
