@@ -10,6 +10,7 @@ batches of them into NDArrays.
 """
 import gzip
 import os
+import zlib
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def _read_bytes(path):
     try:
         with opener(path, 'rb') as f:
             return f.read()
-    except (EOFError, gzip.BadGzipFile, OSError) as e:
+    except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as e:
         if isinstance(e, FileNotFoundError):
             raise
         raise ValueError(f"{path}: cannot be read as a {'gzip' if opener is gzip.open else ''}"
