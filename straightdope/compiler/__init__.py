@@ -1,0 +1,34 @@
+"""The compiler: named passes over the graph IR, ending in one Numba function.
+
+    traced -> shapes -> fused -> memory -> source      (executable.stages)
+
+* `lower.py`   rewrites a few ops into simpler ones (FullyConnected = dot + bias add)
+* `fuse.py`    groups elementwise chains into loops (pass 2)
+* `memory.py`  liveness and buffer reuse (pass 3)
+* `codegen.py` writes the Python source of the whole graph (pass 4)
+* `cache.py`   the on-disk cache of generated modules and their machine code
+* `backend.py` NumbaBackend / Executable: runs the passes, then runs the code
+* `kernels/`   precompiled Numba kernels for everything that is not a fused loop
+
+`STRAIGHTDOPE_DEBUG=1` prints the compile times of every graph, `=2` also the
+fused steps and the memory plan, `=3` also the generated source.
+"""
+from .backend import STAGES, Executable, NumbaBackend  # noqa: F401
+from .codegen import CodegenError  # noqa: F401
+from . import kernels as _kernels
+
+_kernels.install()
+
+
+def _seed_numba(seed_state):
+    from .kernels import random as _random
+    _random.seed(seed_state)
+
+
+def _register_seed_hook():
+    from .. import random as _sd_random
+    if _seed_numba not in _sd_random._SEED_HOOKS:
+        _sd_random._SEED_HOOKS.append(_seed_numba)
+
+
+_register_seed_hook()

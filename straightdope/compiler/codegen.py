@@ -1,0 +1,434 @@
+"""Pass 4: code generation. The whole graph becomes ONE Python function for Numba.
+
+What the generated function looks like (print `executable.stages['source']`):
+
+    @njit(cache=True, ...)
+    def run_graph(x0, x1, x2, A_float32, meta):
+        s0 = meta[0]                      # shapes and buffer offsets are *runtime* values,
+        ...                               # so one compiled function serves every batch size
+        v0 = k_util.flat(x0)              # every value is a flat 1-D array (+ an offset)
+        k_blas.matmul(v0, 0, v1, 0, A_float32, o5, s0, s1, s2, 0, 1)   # dot -> BLAS
+        for j0 in range(m3_0):            # fused bias add + relu: one loop, no temporaries
+            for j1 in range(m3_1):
+                k = j0*m3_1 + j1
+                a0 = A_float32[o5 + k]
+                a1 = v2[j1]
+                t6 = np.float32(a0 + a1)
+                t7 = np.float32(max(t6, 0.0))
+                v7[k] = t7
+        return (k_util.shaped(v7, (s0, s2)),)
+
+Rules that keep it safe and fast to compile:
+* identifiers are made here (`x0`, `v7`, `s3`, ...); node names never reach the text;
+* attribute values enter only through `lit()`, which accepts plain numbers only;
+* elementwise chains are explicit scalar loops (array expressions compile far slower);
+* everything else calls a precompiled kernel from `compiler/kernels/` (cache=True),
+  so the generated function itself only does loops, scalar maths and calls.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fuse import Fused, reads
+from .memory import MemoryPlan
+
+_NUMBA_DTYPES = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32",
+                 "int64": "np.int64", "int8": "np.int8", "uint8": "np.uint8",
+                 "bool": "np.bool_", "float16": "np.float16"}
+_SAFE_COMMENT = re.compile(r"[^A-Za-z0-9_+,.:()*\- ]")
+
+
+class CodegenError(ValueError):
+    """The graph cannot be compiled (an op without a Numba implementation, a bad attribute)."""
+
+
+def lit(value) -> str:
+    """A numeric literal for the generated source. Only real numbers get through."""
+    if type(value) is bool or isinstance(value, np.bool_):
+        return "1" if value else "0"
+    if type(value) is int or isinstance(value, np.integer):
+        return str(int(value))
+    if type(value) is float or isinstance(value, np.floating):
+        v = float(value)
+        if math.isnan(v):
+            return "np.nan"
+        if math.isinf(v):
+            return "np.inf" if v > 0 else "(-np.inf)"
+        text = repr(v)
+        assert re.fullmatch(r"-?[0-9.e+\-]+", text), text
+        return f"({text})" if v < 0 else text
+    raise CodegenError(f"only numbers can be written into generated code, got "
+                       f"{type(value).__name__}")
+
+
+def dtype_name(dt) -> str:
+    name = np.dtype(dt).name
+    if name not in _NUMBA_DTYPES:
+        raise CodegenError(f"dtype {name} is not supported by the Numba executor")
+    return name
+
+
+_INT = re.compile(r"\(?-?[0-9]+\)?")
+_FLOAT = re.compile(r"\(?-?[0-9.]+(e[+\-]?[0-9]+)?\)?|np\.nan|np\.inf|\(-np\.inf\)")
+
+
+def typed(arg) -> str:
+    """A call argument with its literals typed: Numba compiles a callee again for every
+    distinct *literal* argument (3 is `Literal[int](3)`), so a kernel called with
+    `kh=3` here and `kh=5` there would be compiled twice, and never found in its
+    cache. `np.int64(3)` is a plain int64: one compiled kernel serves every call."""
+    text = str(arg).strip()
+    if _INT.fullmatch(text):
+        return f"np.int64({text})"
+    if _FLOAT.fullmatch(text):
+        return f"np.float64({text})"
+    if text.startswith("(") and text.endswith(")") and "," in text:
+        parts, depth, cur = [], 0, ""
+        for ch in text[1:-1]:
+            if ch == "," and depth == 0:
+                parts.append(cur)
+                cur = ""
+                continue
+            depth += (ch == "(") - (ch == ")")
+            cur += ch
+        if cur.strip():
+            parts.append(cur)
+        inner = ", ".join(typed(p) for p in parts)
+        return f"({inner},)" if len(parts) == 1 else f"({inner})"
+    return text
+
+
+def prod(dims) -> str:
+    dims = [d for d in dims if d != "1"]
+    return "*".join(dims) if dims else "1"
+
+
+@dataclass
+class Ref:
+    """Where a value lives in the generated code: a flat array, an offset and its dims."""
+    arr: str
+    off: str
+    dims: list
+    shape: tuple
+    dtype: np.dtype
+
+    @property
+    def n(self) -> str:
+        return prod(self.dims)
+
+    @property
+    def args(self) -> str:
+        return f"{self.arr}, {self.off}"
+
+    def at(self, index: str) -> str:
+        return f"{self.arr}[{index}]" if self.off == "0" else f"{self.arr}[{self.off} + {index}]"
+
+
+class CodeGen:
+    """Builds the source of one graph function. Kernel emitters (compiler/kernels)
+    call `ref`, `line`, `rt`, `lit` and `kernel` on it."""
+
+    def __init__(self, fused: Fused, plan: MemoryPlan, is_train: bool):
+        self.fused, self.plan, self.graph, self.is_train = fused, plan, fused.graph, is_train
+        self.meta: list[int] = []
+        self.meta_lines: list[str] = []
+        self.lines: list[str] = []
+        self.depth = 1
+        self.refs: dict = {}
+        self.dims: dict = {}
+        self.offsets: dict = {}
+        self.modules: set = set()
+        self.arenas = sorted({dtype_name(d) for d in plan.arena_sizes}
+                             | {dtype_name(n.dtypes[k]) for n in self.graph.op_nodes
+                                for k in range(n.num_outputs)})
+        self.lit = lit
+
+    # ------------------------------------------------------------ helpers
+    def line(self, text: str = ""):
+        self.lines.append("    " * self.depth + text)
+
+    def comment(self, text: str):
+        self.line("# " + _SAFE_COMMENT.sub("?", text))
+
+    def rt(self, value, prefix: str = "r") -> str:
+        """A runtime integer (a shape, an offset, a resolved index) read from `meta`."""
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise CodegenError(f"runtime values must be integers, got {value!r}")
+        name = f"{prefix}{len(self.meta)}"
+        self.meta_lines.append(f"{name} = meta[{len(self.meta)}]")
+        self.meta.append(int(value))
+        return name
+
+    def kernel(self, module: str, func: str) -> str:
+        if not re.fullmatch(r"[a-z_]+", module) or not re.fullmatch(r"[a-z0-9_]+", func):
+            raise CodegenError(f"bad kernel name {module}.{func}")
+        self.modules.add(module)
+        return f"k_{module}.{func}"
+
+    def call(self, module: str, func: str, *args):
+        self.line(f"{self.kernel(module, func)}({', '.join(typed(a) for a in args)})")
+
+    def arena(self, dt) -> str:
+        return f"A_{dtype_name(dt)}"
+
+    def value_dims(self, entry) -> list:
+        """Symbolic dims of a value: borrowed from an input of the same shape, else new."""
+        entry = tuple(entry)
+        if entry in self.dims:
+            return self.dims[entry]
+        node = self.graph.nodes[entry[0]]
+        shape = tuple(node.shapes[entry[1]])
+        dims = None
+        from .kernels import DIMS
+        rule = DIMS.get(node.op.name) if node.op is not None else None
+        if rule is not None:
+            dims = rule(self, node, entry[1])
+            assert dims is None or len(dims) == len(shape)
+        for e in ([] if dims is not None else node.inputs):
+            if tuple(self.graph.shape_of(e)) == shape and tuple(e) in self.dims:
+                dims = self.dims[tuple(e)]
+                break
+        if dims is None:
+            dims = [self.rt(d, "s") for d in shape]
+        self.dims[entry] = dims
+        return dims
+
+    def ref(self, entry) -> Ref:
+        entry = tuple(entry)
+        if entry not in self.refs:
+            raise AssertionError(f"value {entry} used before it was defined")
+        return self.refs[entry]
+
+    def out(self, node, k: int = 0) -> Ref:
+        return self.ref((node.id, k))
+
+    def shape(self, entry) -> tuple:
+        return tuple(self.graph.shape_of(entry))
+
+    # ------------------------------------------------------------ values
+    def _define(self, entry):
+        """Create the Ref of a value written by the current step (fresh output or arena)."""
+        entry = tuple(entry)
+        node = self.graph.nodes[entry[0]]
+        dt = np.dtype(node.dtypes[entry[1]])
+        dims = self.value_dims(entry)
+        root = self.plan.root[entry]
+        where = self.plan.storage[root]
+        name = f"v{entry[0]}" + (f"_{entry[1]}" if node.num_outputs > 1 else "")
+        if where == "output":
+            self.line(f"{name} = {self.kernel('util', 'empty')}({typed(prod(dims))}, "
+                      f"{self.arena(dt)})")
+            ref = Ref(name, "0", dims, tuple(node.shapes[entry[1]]), dt)
+        elif where == "arena":
+            if root not in self.offsets:
+                self.offsets[root] = self.rt(self.plan.offset(root), "o")
+            ref = Ref(self.arena(dt), self.offsets[root], dims, tuple(node.shapes[entry[1]]), dt)
+        else:
+            raise AssertionError(where)
+        self.refs[entry] = ref
+        return ref
+
+    # ------------------------------------------------------------ steps
+    def generate(self) -> tuple[str, list]:
+        g = self.graph
+        params = []
+        for k, node in enumerate(n for n in g.nodes if n.is_var):
+            params.append(f"x{k}")
+            dt = np.dtype(node.dtypes[0])
+            dtype_name(dt)
+            self.dims[(node.id, 0)] = [self.rt(d, "s") for d in node.shapes[0]]
+            self.refs[(node.id, 0)] = Ref(f"v{node.id}", "0", self.dims[(node.id, 0)],
+                                          tuple(node.shapes[0]), dt)
+            self.line(f"v{node.id} = {self.kernel('util', 'flat')}(x{k})")
+        for step in self.fused.steps:
+            self.emit_step(step)
+        self.emit_return()
+        return self.assemble(params), list(self.meta)
+
+    def emit_step(self, step):
+        g = self.graph
+        if step.kind == "view":
+            node = g.nodes[step.nodes[0]]
+            src = self.ref(node.inputs[0])
+            entry = (node.id, 0)
+            dims = self.value_dims(entry)
+            if self.plan.storage.get(self.plan.root[entry]) == "output":
+                self.comment(f"step {step.id}: {node.op.name} (a view, copied: it is an output)")
+                dst = self._define(entry)
+                self.call("util", "copy", src.args, dst.args, src.n)
+            else:
+                self.refs[entry] = Ref(src.arr, src.off, dims, tuple(node.shapes[0]),
+                                       np.dtype(node.dtypes[0]))
+            return
+        if step.kind == "fused":
+            if step.outputs:
+                self.emit_fused(step)
+            return
+        node = g.nodes[step.nodes[0]]
+        from .kernels import EMITTERS
+        emitter = EMITTERS.get(node.op.name)
+        if emitter is None:
+            raise CodegenError(f"op {node.op.name} has no Numba kernel")
+        shapes = ", ".join(str(self.shape(e)) for e in node.inputs)
+        self.comment(f"step {step.id}: {node.op.name}({shapes})")
+        for e in step.outputs:
+            self._define(e)
+        emitter(self, node)
+
+    def emit_fused(self, step):
+        g = self.graph
+        first = g.nodes[step.nodes[0]]
+        dom = tuple(first.shapes[0])
+        members = set(step.nodes)
+        exts = list(step.inputs)
+        status = {}
+        for e in exts:
+            s = self.shape(e)
+            lead = len(dom) - len(s)
+            status[e] = ["f" if a >= lead and s[a - lead] == dom[a] else "b"
+                         for a in range(len(dom))]
+        # the loop domain's dims, axis by axis from an operand that spans that axis
+        dom_dims = []
+        for a in range(len(dom)):
+            lead = [len(dom) - len(self.shape(e)) for e in exts]
+            src = next((self.ref(e).dims[a - ld] for e, ld in zip(exts, lead)
+                        if status[e][a] == "f" and a >= ld), None)
+            dom_dims.append(src if src is not None else self.rt(dom[a], "s"))
+        for e in step.outputs:
+            self.dims.setdefault(tuple(e), list(dom_dims))
+        ops = "+".join(g.nodes[n].op.name for n in step.nodes)
+        self.comment(f"step {step.id}: fused {ops} over {dom}")
+        outs = [self._define(e) for e in step.outputs]
+
+        # loops: drop axes of length 1, merge neighbours that every operand treats alike
+        axes = [a for a in range(len(dom)) if dom[a] != 1]
+        groups: list = []
+        for a in axes:
+            if groups and all(status[e][groups[-1][-1]] == status[e][a] for e in exts):
+                groups[-1].append(a)
+            else:
+                groups.append([a])
+        sizes = []
+        for L, grp in enumerate(groups):
+            name = f"m{step.id}_{L}"
+            self.line(f"{name} = {prod([dom_dims[a] for a in grp])}")
+            sizes.append(name)
+        for L in range(len(groups)):
+            self.line(f"for j{L} in range({sizes[L]}):")
+            self.depth += 1
+
+        def index(full):
+            terms = []
+            for L in range(len(groups)):
+                if not full[L]:
+                    continue
+                later = [sizes[M] for M in range(L + 1, len(groups)) if full[M]]
+                terms.append(f"j{L}*" + "*".join(later) if later else f"j{L}")
+            return " + ".join(terms) or "0"
+
+        k = index([True] * len(groups))
+        if len(groups) > 1:
+            self.line(f"k = {k}")
+            k = "k"
+        names = {}
+        for i, e in enumerate(exts):
+            full = [status[e][grp[0]] == "f" for grp in groups]
+            idx = k if all(full) else index(full)
+            names[e] = f"a{step.id}_{i}"
+            self.line(f"{names[e]} = {self.ref(e).at(idx)}")
+        for n in step.nodes:
+            node = g.nodes[n]
+            expr = self.scalar_expr(node, [names.get(tuple(e)) for e in node.inputs])
+            cast = _NUMBA_DTYPES[dtype_name(node.dtypes[0])]
+            self.line(f"t{n} = {cast}({expr})")
+            names[(n, 0)] = f"t{n}"
+        for e, ref in zip(step.outputs, outs):
+            self.line(f"{ref.at(k)} = {names[tuple(e)]}")
+        self.depth -= len(groups)
+
+    def scalar_expr(self, node, operands) -> str:
+        """One element of an elementwise op, with operand names and numeric attributes."""
+        name = node.op.name
+        if name == "add_n":
+            return "(" + " + ".join(operands) + ")"
+        if name in ("broadcast_to", "broadcast_like", "Cast", "_cast_like"):
+            return operands[0]
+        if name == "_unreduce":
+            if not node.attrs["mean"]:
+                return operands[0]
+            data = self.shape(node.inputs[1])
+            from ..ops.reduce import norm_axes
+            axes = norm_axes(node.attrs["axis"], len(data), node.attrs["exclude"])
+            count = int(np.prod([data[a] for a in axes])) if axes else 1
+            return f"({operands[0]} / {self.rt(count, 'r')})"
+        if name in ("_zeros", "_ones"):
+            return "0" if name == "_zeros" else "1"
+        if name == "_full":
+            return lit(node.attrs["value"])
+        template = node.op.scalar_expr
+        template = template(node.attrs) if callable(template) else template
+
+        def sub(match):
+            key = match.group(1)
+            if key.isdigit():
+                operand = operands[int(key)]
+                if operand is None:
+                    raise AssertionError(f"{name}: operand {key} was not loaded")
+                return operand
+            if key not in node.attrs:
+                raise CodegenError(f"{name}: unknown attribute {key!r} in its scalar_expr")
+            return lit(node.attrs[key])
+        return re.sub(r"\{([A-Za-z_0-9]+)\}", sub, template)
+
+    def emit_return(self):
+        outs, seen = [], set()
+        for e in self.graph.outputs:
+            e = tuple(e)
+            if e in seen or self.graph.nodes[e[0]].is_var:
+                continue
+            seen.add(e)
+            ref = self.ref(e)
+            if len(ref.dims) >= 2:
+                outs.append(f"{self.kernel('util', 'shaped')}({ref.arr}, "
+                            f"{typed('(' + ', '.join(ref.dims) + ')')})")
+            else:
+                outs.append(ref.arr)
+        self.line("return (" + "".join(o + ", " for o in outs) + ")")
+
+    def assemble(self, params) -> str:
+        g = self.graph
+        arenas = [f"A_{d}" for d in self.arenas]
+        types = ", ".join(f"x{k}: {np.dtype(n.dtypes[0]).name}[{len(n.shapes[0])}-d]"
+                          for k, n in enumerate(n for n in g.nodes if n.is_var))
+        imports = ", ".join(f"{m} as k_{m}" for m in sorted(self.modules | {"util"}))
+        head = [
+            '"""Generated by straightdope.compiler: one function for a whole graph.',
+            "",
+            "Do not edit: rebuilt when the graph, the compiler or a library version changes.",
+            '"""',
+            "import math  # noqa: F401  (used by some scalar expressions)",
+            "",
+            "import numpy as np",
+            "from numba import njit",
+            "",
+            f"from straightdope.compiler.kernels import {imports}",
+            "",
+            "",
+            '@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")',
+            f"def run_graph({', '.join(params + arenas + ['meta'])}):",
+            f"    # inputs: {types or 'none'}",
+            f"    # {len(g.op_nodes)} ops in {len(self.fused.steps)} steps; arenas: "
+            + (", ".join(arenas) or "none"),
+        ]
+        used = set(re.findall(r"\b[sor][0-9]+\b", "\n".join(self.lines)))
+        body = ["    " + m for m in self.meta_lines if m.split(" ")[0] in used] + self.lines
+        return "\n".join(head + body) + "\n"
+
+
+def generate(fused: Fused, plan: MemoryPlan, is_train: bool = False) -> tuple[str, list]:
+    """(source of `run_graph`, the meta values it reads) for one planned graph."""
+    return CodeGen(fused, plan, is_train).generate()

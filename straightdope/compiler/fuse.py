@@ -1,0 +1,204 @@
+"""Pass 2: fusion. Chains of elementwise ops become one loop.
+
+Every op node of the lowered graph lands in exactly one *step*:
+
+* `fused`: elementwise ops (those with a `scalar_expr`, plus a few broadcasting
+  helpers) over one iteration domain (the output shape). One loop reads each
+  outside operand once per element, keeps the intermediate results in local
+  variables and stores only what is needed later. `relu(dot(x, w) + b)` is
+  `dot` (a kernel) followed by *one* loop doing the add and the max.
+* `kernel`: everything else (matrix products, convolution, pooling, reductions,
+  softmax, ...), one call each. These cut fusion chains.
+* `view`: reshapes and copies that only reinterpret a buffer: no code at all.
+
+An elementwise node joins the group of one of its producers when its output has
+the group's shape and joining does not create a cycle (a path that leaves the
+group and comes back, e.g. `a -> dot -> add(a, .)`). The steps are then put in
+a topological order.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..graph import Graph
+
+# Ops that only reinterpret their input's buffer (after lowering).
+VIEW_OPS = {"reshape", "Flatten", "_flatten_leading", "expand_dims", "reshape_like", "_copy",
+            "BlockGrad"}
+# Elementwise ops without a `scalar_expr` that codegen still writes as part of a loop.
+FUSIBLE_EXTRA = {"add_n", "_unreduce", "broadcast_to", "broadcast_like", "Cast", "_cast_like",
+                 "_zeros", "_ones", "_full"}
+
+
+def is_fusible(node) -> bool:
+    return node.op.scalar_expr is not None or node.op.name in FUSIBLE_EXTRA
+
+
+def reads(node) -> list[int]:
+    """Which inputs an elementwise node actually reads (zeros_like only needs a shape)."""
+    name = node.op.name
+    if name in ("_unreduce", "broadcast_to", "broadcast_like", "Cast", "_cast_like"):
+        return [0]
+    if name in ("_zeros", "_ones", "_full"):
+        return []
+    if name == "add_n":
+        return list(range(len(node.inputs)))
+    expr = node.op.scalar_expr
+    expr = expr(node.attrs) if callable(expr) else expr
+    return sorted({int(k) for k in re.findall(r"\{(\d+)\}", expr)})
+
+
+@dataclass
+class Step:
+    id: int
+    kind: str                                   # fused | kernel | view
+    nodes: list = field(default_factory=list)   # node ids, in topological order
+    inputs: list = field(default_factory=list)  # values read from outside the step
+    outputs: list = field(default_factory=list)  # values stored (read later or returned)
+
+    def label(self, graph):
+        ops = [graph.nodes[i].op.name for i in self.nodes]
+        return f"{self.kind} {'+'.join(ops)}"
+
+
+class Fused:
+    """The result of the fusion pass: the lowered graph and its steps in order."""
+
+    def __init__(self, graph: Graph, steps: list[Step], rewrites: list[str]):
+        self.graph, self.steps, self.rewrites = graph, steps, rewrites
+        self.step_of = {n: s.id for s in steps for n in s.nodes}
+
+    @property
+    def groups(self) -> list[Step]:
+        """The fused loops (the groups the book draws as boxes)."""
+        return [s for s in self.steps if s.kind == "fused"]
+
+    def clusters(self) -> dict:
+        """node id -> group name, for `Graph.to_dot(clusters=...)` (fused groups only)."""
+        return {n: f"loop {k}" for k, s in enumerate(self.groups) for n in s.nodes
+                if len(s.nodes) > 1}
+
+    def to_dot(self, hide_params=False, title=None) -> str:
+        return self.graph.to_dot(hide_params=hide_params, clusters=self.clusters(),
+                                 title=title or f"{len(self.steps)} steps, "
+                                                f"{len(self.groups)} fused loops")
+
+    def __str__(self):
+        g = self.graph
+        lines = [f"fused: {len(g.op_nodes)} ops -> {len(self.steps)} steps "
+                 f"({len(self.groups)} loops, "
+                 f"{sum(s.kind == 'kernel' for s in self.steps)} kernels, "
+                 f"{sum(s.kind == 'view' for s in self.steps)} views)"]
+        for r in sorted(set(self.rewrites)):
+            lines.append(f"  rewrite: {r} (x{self.rewrites.count(r)})")
+        for s in self.steps:
+            ins = ", ".join(g._value(e) for e in s.inputs)
+            outs = ", ".join(g._value(e) for e in s.outputs)
+            shape = g.shape_of(s.outputs[0]) if s.outputs else None
+            lines.append(f"  step {s.id}: {s.label(g)}({ins}) -> {outs or '-'}"
+                         + (f"  {tuple(shape)}" if shape is not None else ""))
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def fuse(graph: Graph, rewrites: list[str] | None = None) -> Fused:
+    steps: list[Step] = []
+    step_of: dict[int, int] = {}
+    ancestors: dict[int, set] = {}          # node id -> steps it depends on, transitively
+    for node in graph.nodes:
+        deps = set()
+        for s, _ in node.inputs:
+            deps |= ancestors[s]
+            if s in step_of:
+                deps.add(step_of[s])
+        ancestors[node.id] = deps
+        if node.is_var:
+            continue
+        if node.op.name in VIEW_OPS:
+            kind = "view"
+        elif is_fusible(node):
+            kind = "fused"
+            target = _joinable(graph, node, steps, step_of, ancestors)
+            if target is not None:
+                target.nodes.append(node.id)
+                step_of[node.id] = target.id
+                continue
+        else:
+            kind = "kernel"
+        step = Step(len(steps), kind, [node.id])
+        steps.append(step)
+        step_of[node.id] = step.id
+    steps = _toposort(graph, steps, step_of)
+    step_of = {n: s.id for s in steps for n in s.nodes}
+    _boundaries(graph, steps, step_of)
+    return Fused(graph, steps, list(rewrites or []))
+
+
+def _joinable(graph, node, steps, step_of, ancestors):
+    """The fused group (of one of the node's producers) it can join, or None."""
+    shape = node.shapes[0]
+    for s, _ in node.inputs:
+        if s not in step_of:
+            continue
+        group = steps[step_of[s]]
+        if group.kind != "fused" or graph.nodes[group.nodes[0]].shapes[0] != shape:
+            continue
+        # joining must not close a cycle: no other input may depend on the group
+        if any(step_of.get(q) != group.id and group.id in ancestors[q] for q, _ in node.inputs):
+            continue
+        return group
+    return None
+
+
+def _toposort(graph, steps, step_of):
+    """Order the steps so each runs after the steps it reads from (Kahn, stable)."""
+    needs = {s.id: set() for s in steps}
+    for s in steps:
+        for n in s.nodes:
+            for q, _ in graph.nodes[n].inputs:
+                if q in step_of and step_of[q] != s.id:
+                    needs[s.id].add(step_of[q])
+    done, order = set(), []
+    pending = list(steps)
+    while pending:
+        for k, s in enumerate(pending):
+            if needs[s.id] <= done:
+                order.append(s)
+                done.add(s.id)
+                del pending[k]
+                break
+        else:
+            raise AssertionError("fusion produced a cycle")
+    for k, s in enumerate(order):
+        s.id = k
+    return order
+
+
+def _boundaries(graph, steps, step_of):
+    """Fill each step's outside inputs and the outputs it must store."""
+    outputs = {tuple(e) for e in graph.outputs}
+    used_outside = set()
+    for n in graph.nodes:
+        for e in n.inputs:
+            if step_of.get(e[0]) != step_of.get(n.id):
+                used_outside.add(tuple(e))
+    for s in steps:
+        members = set(s.nodes)
+        ins = []
+        for n in s.nodes:
+            node = graph.nodes[n]
+            read = reads(node) if s.kind == "fused" else range(len(node.inputs))
+            for k in read:
+                e = tuple(node.inputs[k])
+                if e[0] not in members and e not in ins:
+                    ins.append(e)
+        s.inputs = ins
+        outs = []
+        for n in s.nodes:
+            for k in range(graph.nodes[n].num_outputs):
+                e = (n, k)
+                if s.kind != "fused" or e in used_outside or e in outputs:
+                    outs.append(e)
+        s.outputs = outs

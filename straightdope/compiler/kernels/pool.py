@@ -1,0 +1,113 @@
+"""2-D pooling (max, avg, sum; padding, 'full' convention, global) and its gradient.
+
+Direct loops over each output window, clipped to the image: the padding is
+never materialised. For avg pooling the divisor is the window size, or, with
+`count_include_pad=False`, the number of pixels the window really covers.
+The max gradient goes to the first maximum of each window (row-major order),
+as in the NumPy reference.
+"""
+import numpy as np
+from numba import njit
+
+JIT = dict(cache=True, nogil=True, boundscheck=False)
+MAX, AVG, SUM = 0, 1, 2
+
+
+@njit(**JIT)
+def pool2d(x, xo, y, yo, NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw, kind, full_count):
+    for p in range(NC):
+        plane = xo + p * H * W
+        for oh in range(OH):
+            h0 = oh * sh - ph
+            hs, he = max(h0, 0), min(h0 + kh, H)
+            for ow in range(OW):
+                w0 = ow * sw - pw
+                ws, we = max(w0, 0), min(w0 + kw, W)
+                if kind == MAX:
+                    m = -np.inf
+                    for h in range(hs, he):
+                        for w in range(ws, we):
+                            v = x[plane + h * W + w]
+                            if v > m:
+                                m = v
+                    y[yo + (p * OH + oh) * OW + ow] = m
+                else:
+                    s = 0.0
+                    for h in range(hs, he):
+                        for w in range(ws, we):
+                            s += x[plane + h * W + w]
+                    if kind == AVG:
+                        count = kh * kw if full_count else max((he - hs) * (we - ws), 1)
+                        s /= count
+                    y[yo + (p * OH + oh) * OW + ow] = s
+
+
+@njit(**JIT)
+def pool2d_grad(og, ogo, x, xo, y, yo, dx, dxo, NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw,
+                kind, full_count):
+    for i in range(NC * H * W):
+        dx[dxo + i] = 0
+    for p in range(NC):
+        plane = p * H * W
+        for oh in range(OH):
+            h0 = oh * sh - ph
+            hs, he = max(h0, 0), min(h0 + kh, H)
+            for ow in range(OW):
+                w0 = ow * sw - pw
+                ws, we = max(w0, 0), min(w0 + kw, W)
+                o = (p * OH + oh) * OW + ow
+                g = og[ogo + o]
+                if kind == MAX:
+                    target = y[yo + o]
+                    done = False
+                    for h in range(hs, he):
+                        for w in range(ws, we):
+                            if not done and x[xo + plane + h * W + w] == target:
+                                dx[dxo + plane + h * W + w] += g
+                                done = True
+                else:
+                    if kind == AVG:
+                        count = kh * kw if full_count else max((he - hs) * (we - ws), 1)
+                        g = g / count
+                    for h in range(hs, he):
+                        for w in range(ws, we):
+                            dx[dxo + plane + h * W + w] += g
+
+
+# ------------------------------------------------------------------ emitters
+def pool_args(cg, node, x, out):
+    from ...ops.nn import pool_params
+    kernel, stride, pad, _, extra = pool_params(node.attrs, x.shape)
+    kind = {"max": MAX, "avg": AVG, "sum": SUM}[node.attrs["pool_type"]]
+    full_count = node.attrs["count_include_pad"] or not any(tuple(pad) + tuple(extra))
+    lit = cg.lit
+    if node.attrs["global_pool"]:
+        kh, kw = x.dims[2], x.dims[3]           # the whole image: runtime sizes
+    else:
+        kh, kw = lit(kernel[0]), lit(kernel[1])
+    return (f"{x.dims[0]}*{x.dims[1]}", x.dims[2], x.dims[3], out.dims[2], out.dims[3],
+            kh, kw, lit(stride[0]), lit(stride[1]), lit(pad[0]), lit(pad[1]), kind,
+            int(full_count))
+
+
+def emit_pool(cg, node):
+    x, y = cg.ref(node.inputs[0]), cg.out(node)
+    cg.call("pool", "pool2d", x.args, y.args, *pool_args(cg, node, x, y))
+
+
+def emit_pool_grad(cg, node):
+    og, x, y = (cg.ref(e) for e in node.inputs)
+    cg.call("pool", "pool2d_grad", og.args, x.args, y.args, cg.out(node).args,
+            *pool_args(cg, node, x, og))
+
+
+def dims_pool(cg, node, k):
+    x = cg.ref(node.inputs[0])
+    shape = node.shapes[0]
+    if node.attrs["global_pool"]:
+        return [x.dims[0], x.dims[1], "1", "1"]
+    return [x.dims[0], x.dims[1], cg.rt(shape[2], "s"), cg.rt(shape[3], "s")]
+
+
+EMITTERS = {"Pooling": emit_pool, "_pool_grad": emit_pool_grad}
+DIMS = {"Pooling": dims_pool}

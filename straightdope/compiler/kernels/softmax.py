@@ -1,0 +1,144 @@
+"""softmax / log_softmax along an axis, and the softmax losses with their gradients.
+
+The input is viewed as (A, C, B) with C the softmax axis, so one kernel serves
+every axis: for the usual last axis B is 1 and the inner loop is contiguous.
+Maxima are subtracted before `exp` (stable), sums are taken in float64.
+"""
+import numpy as np
+from numba import njit
+
+JIT = dict(cache=True, nogil=True, boundscheck=False)
+
+
+@njit(**JIT)
+def softmax(x, xo, y, yo, A, C, B, temperature, log):
+    for a in range(A):
+        for b in range(B):
+            base = a * C * B + b
+            m = -np.inf
+            for c in range(C):
+                m = max(m, x[xo + base + c * B] / temperature)
+            s = 0.0
+            for c in range(C):
+                s += np.exp(x[xo + base + c * B] / temperature - m)
+            if log:
+                shift = m + np.log(s)
+                for c in range(C):
+                    y[yo + base + c * B] = x[xo + base + c * B] / temperature - shift
+            else:
+                inv = 1.0 / s
+                for c in range(C):
+                    y[yo + base + c * B] = np.exp(x[xo + base + c * B] / temperature - m) * inv
+
+
+@njit(**JIT)
+def softmax_ce(x, xo, label, lo, y, yo, N, C):
+    """y[0] = -sum_n log_softmax(x)[n, label[n]] (labels clipped into range)."""
+    total = 0.0
+    for n in range(N):
+        base = xo + n * C
+        m = -np.inf
+        for c in range(C):
+            m = max(m, x[base + c])
+        s = 0.0
+        for c in range(C):
+            s += np.exp(x[base + c] - m)
+        k = min(max(int(label[lo + n]), 0), C - 1)
+        total -= x[base + k] - m - np.log(s)
+    y[yo] = total
+
+
+@njit(**JIT)
+def softmax_ce_grad(og, ogo, x, xo, label, lo, g, go, N, C):
+    """(softmax(x) - one_hot(label)) * og[0]."""
+    scale = og[ogo]
+    for n in range(N):
+        base = n * C
+        m = -np.inf
+        for c in range(C):
+            m = max(m, x[xo + base + c])
+        s = 0.0
+        for c in range(C):
+            s += np.exp(x[xo + base + c] - m)
+        k = min(max(int(label[lo + n]), 0), C - 1)
+        for c in range(C):
+            p = np.exp(x[xo + base + c] - m) / s
+            g[go + base + c] = (p - (1.0 if c == k else 0.0)) * scale
+
+
+@njit(**JIT)
+def softmax_output_grad(y, yo, label, lo, g, go, A, C, B, batch, grad_scale, ignore_label,
+                        use_ignore, normalization):
+    """SoftmaxOutput's gradient: (y - one_hot(label)) * scale; labels per (a, b);
+    normalization 0 null, 1 batch (divide by y.shape[0]), 2 valid (by the labels kept)."""
+    ignore = int(ignore_label)
+    scale = grad_scale
+    if normalization == 1:
+        scale /= batch
+    elif normalization == 2:
+        valid = 0
+        for i in range(A * B):
+            if not use_ignore or int(label[lo + i]) != ignore:
+                valid += 1
+        scale /= max(valid, 1)
+    for a in range(A):
+        for b in range(B):
+            raw = int(label[lo + a * B + b])
+            k = min(max(raw, 0), C - 1)
+            drop = use_ignore and raw == ignore
+            for c in range(C):
+                i = (a * C + c) * B + b
+                if drop:
+                    g[go + i] = 0.0
+                else:
+                    g[go + i] = (y[yo + i] - (1.0 if c == k else 0.0)) * scale
+
+
+# ------------------------------------------------------------------ emitters
+def split_axis(x, axis):
+    """(A, C, B) sizes of x around `axis` (dims as code)."""
+    axis %= max(len(x.dims), 1)
+    return ("*".join(x.dims[:axis]) or "1", x.dims[axis] if x.dims else "1",
+            "*".join(x.dims[axis + 1:]) or "1")
+
+
+def emit_softmax(cg, node):
+    x, y = cg.ref(node.inputs[0]), cg.out(node)
+    A, C, B = split_axis(x, node.attrs["axis"])
+    cg.call("softmax", "softmax", x.args, y.args, A, C, B,
+            cg.lit(float(node.attrs["temperature"])), int(node.op.name == "log_softmax"))
+
+
+def emit_softmax_output(cg, node):
+    x, y = cg.ref(node.inputs[0]), cg.out(node)
+    A, C, B = split_axis(x, 1 if node.attrs["multi_output"] else -1)
+    cg.call("softmax", "softmax", x.args, y.args, A, C, B, "1.0", 0)
+
+
+def emit_softmax_output_grad(cg, node):
+    y, label, g = cg.ref(node.inputs[0]), cg.ref(node.inputs[1]), cg.out(node)
+    a = node.attrs
+    A, C, B = split_axis(y, 1 if a["multi_output"] else -1)
+    norm = {"null": 0, "batch": 1, "valid": 2}[a["normalization"]]
+    cg.call("softmax", "softmax_output_grad", y.args, label.args, g.args, A, C, B,
+            y.dims[0] if y.dims else "1", cg.lit(float(a["grad_scale"])),
+            cg.lit(float(a["ignore_label"])), int(a["use_ignore"]), norm)
+
+
+def emit_softmax_ce(cg, node):
+    x, label, y = cg.ref(node.inputs[0]), cg.ref(node.inputs[1]), cg.out(node)
+    cg.call("softmax", "softmax_ce", x.args, label.args, y.args, x.dims[0], x.dims[1])
+
+
+def emit_softmax_ce_grad(cg, node):
+    og, x, label = (cg.ref(e) for e in node.inputs)
+    g = cg.out(node)
+    cg.call("softmax", "softmax_ce_grad", og.args, x.args, label.args, g.args, x.dims[0],
+            x.dims[1])
+
+
+EMITTERS = {"softmax": emit_softmax, "log_softmax": emit_softmax,
+            "SoftmaxOutput": emit_softmax_output, "Softmax": emit_softmax_output,
+            "_softmax_output_grad": emit_softmax_output_grad,
+            "softmax_cross_entropy": emit_softmax_ce,
+            "_softmax_cross_entropy_grad": emit_softmax_ce_grad}

@@ -1,0 +1,41 @@
+"""Small helpers the generated code calls: flatten an input, shape an output, allocate.
+
+Why kernels for such trivial things? Every array operation that the *generated*
+function does itself (reshape, slicing, np.empty) costs Numba compile time again
+for every new graph. Written once here with `cache=True`, they are compiled once
+per machine and the generated code only does scalar arithmetic and calls.
+"""
+import numpy as np
+from numba import njit
+
+JIT = dict(cache=True, nogil=True, boundscheck=False)
+
+
+@njit(**JIT)
+def flat(a):
+    """The C-contiguous array `a` as a flat 1-D view (how the generated code sees values)."""
+    return a.reshape(a.size)
+
+
+@njit(**JIT)
+def shaped(a, shape):
+    """A flat array viewed with its real shape (the outputs handed back to the caller)."""
+    return a.reshape(shape)
+
+
+@njit(**JIT)
+def empty(n, proto):
+    """A fresh flat array of n elements with the dtype of `proto` (an arena)."""
+    return np.empty(n, proto.dtype)
+
+
+@njit(**JIT)
+def fill(y, yo, n, value):
+    for i in range(n):
+        y[yo + i] = value
+
+
+@njit(**JIT)
+def copy(x, xo, y, yo, n):
+    for i in range(n):
+        y[yo + i] = x[xo + i]

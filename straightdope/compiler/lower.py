@@ -1,0 +1,145 @@
+"""Lowering: rewrite a few ops into simpler ones before fusion.
+
+The rewrites only use ops from the registry, so the lowered graph prints and
+runs (with the reference executor) like any other graph:
+
+* `FullyConnected(x, w, b)` -> `dot(flatten(x), w, transpose_b=True)` then
+  `broadcast_add(., b)`: the matrix product goes to BLAS and the bias add becomes
+  an elementwise op that fuses with the activation after it.
+* `Convolution(x, w, b)` -> `Convolution(x, w, no_bias=True)` then a broadcast
+  add of `reshape(b, (1, F, 1, 1))`, for the same reason.
+* ops that do nothing for these shapes become `_copy`, which the memory planner
+  turns into a *view* (no loop, no buffer): `_sum_to_like` of equal shapes,
+  `Cast` to the same dtype, `broadcast_to` a shape it already has, `Dropout` at
+  inference, a `transpose` that only moves axes of length 1, `add_n` of one array.
+* `_unreduce(g, x)` gets `g` reshaped to the keep-dims shape, so that the fused
+  loop can broadcast it like any other operand.
+
+Variables are copied in their original order: the lowered graph takes the same
+inputs as the traced one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Graph, Node
+from ..ops import get_op
+from ..ops.reduce import norm_axes, reduced_shape
+
+
+class Builder:
+    """Builds a new annotated graph node by node (ids are positions)."""
+
+    def __init__(self):
+        self.nodes: list[Node] = []
+
+    def copy(self, node: Node, inputs: list) -> list:
+        new = Node(len(self.nodes), node.name, node.op, dict(node.attrs), list(inputs),
+                   node.num_outputs, dict(node.var_attrs), node.kind, list(node.shapes),
+                   list(node.dtypes))
+        self.nodes.append(new)
+        return [(new.id, k) for k in range(new.num_outputs)]
+
+    def shape(self, entry):
+        return self.nodes[entry[0]].shapes[entry[1]]
+
+    def dtype(self, entry):
+        return self.nodes[entry[0]].dtypes[entry[1]]
+
+    def add(self, op_name: str, inputs: list, name: str, dtype=None, **attrs):
+        """Add one registry op; its output shapes come from the op's own shape inference."""
+        op = get_op(op_name)
+        parsed = op.parse_attrs(attrs)
+        _, out_shapes = op.shapes(parsed, [self.shape(e) for e in inputs])
+        dt = dtype if dtype is not None else self.dtype(inputs[0])
+        n = op.output_count(parsed)
+        node = Node(len(self.nodes), name, op, parsed, list(inputs), n, {}, "op",
+                    [tuple(s) for s in out_shapes], [np.dtype(dt)] * n)
+        self.nodes.append(node)
+        return (node.id, 0)
+
+
+def _view(b: Builder, x, name):
+    return b.add("_copy", [x], name)
+
+
+def lower(graph: Graph, is_train: bool) -> tuple[Graph, list[str]]:
+    """The lowered copy of an annotated graph and a log of what was rewritten."""
+    b = Builder()
+    remap: dict = {}
+    log: list[str] = []
+    for node in graph.nodes:
+        ins = [remap[tuple(e)] for e in node.inputs]
+        outs = _rewrite(b, node, ins, is_train, log) if not node.is_var else None
+        if outs is None:
+            outs = b.copy(node, ins)
+        for k, entry in enumerate(outs):
+            remap[(node.id, k)] = entry
+    lowered = Graph(b.nodes, [remap[tuple(e)] for e in graph.outputs])
+    assert lowered.input_names == graph.input_names
+    return lowered, log
+
+
+def _rewrite(b: Builder, node: Node, ins: list, is_train: bool, log: list):
+    """Replacement output entries for `node`, or None to keep it as it is."""
+    name, a, op = node.name, node.attrs, node.op.name
+    shapes = [b.shape(e) for e in ins]
+    out_shape = node.shapes[0]
+    if op == "FullyConnected":
+        x = ins[0]
+        if len(shapes[0]) != 2:
+            x = b.add("Flatten" if a["flatten"] else "_flatten_leading", [x], name + "/flat")
+        y = b.add("dot", [x, ins[1]], name + "/dot", transpose_b=True)
+        if b.shape(y) != out_shape:
+            y = b.add("reshape", [y], name + "/unflat", shape=out_shape)
+        if not a["no_bias"]:
+            y = b.add("broadcast_add", [y, ins[2]], name + "/bias")
+        log.append(f"FullyConnected -> dot(transpose_b)" + (" + bias add" if not a["no_bias"] else ""))
+        return [y]
+    if op == "Convolution" and not a["no_bias"]:
+        attrs = dict(a, no_bias=True)
+        y = b.add("Convolution", ins[:2], name + "/conv", **attrs)
+        bias = b.add("reshape", [ins[2]], name + "/bias4d", shape=(1, shapes[2][0], 1, 1))
+        log.append("Convolution -> Convolution(no_bias) + bias add")
+        return [b.add("broadcast_add", [y, bias], name + "/bias")]
+    if op == "dot" and (a["transpose_a"] and len(shapes[0]) > 2
+                        or a["transpose_b"] and len(shapes[1]) > 2):
+        x, w = ins
+        if a["transpose_a"] and len(shapes[0]) > 2:
+            x = b.add("transpose", [x], name + "/ta")
+        if a["transpose_b"] and len(shapes[1]) > 2:
+            w = b.add("transpose", [w], name + "/tb")
+        log.append("dot of transposed N-d arrays -> transpose + dot")
+        return [b.add("dot", [x, w], name, transpose_a=a["transpose_a"] and len(shapes[0]) <= 2,
+                      transpose_b=a["transpose_b"] and len(shapes[1]) <= 2)]
+    if op == "_sum_to_like" and shapes[0] == shapes[1]:
+        log.append("_sum_to_like of equal shapes -> view")
+        return [_view(b, ins[0], name)]
+    if op in ("Cast", "_cast_like") and np.dtype(node.dtypes[0]) == b.dtype(ins[0]):
+        log.append(f"{op} to the same dtype -> view")
+        return [_view(b, ins[0], name)]
+    if op in ("broadcast_to", "broadcast_like") and shapes[0] == out_shape:
+        log.append(f"{op} to the same shape -> view")
+        return [_view(b, ins[0], name)]
+    if op == "add_n" and len(ins) == 1:
+        return [_view(b, ins[0], name)]
+    if op == "Dropout" and (a["p"] == 0 or not (is_train or a["mode"] == "always")):
+        log.append("Dropout at inference -> view (+ a mask of ones)")
+        return [_view(b, ins[0], name), b.add("ones_like", [ins[0]], name + "/mask")]
+    if op == "transpose":
+        perm = _perm(a["axes"], len(shapes[0]))
+        moved = [p for p in perm if shapes[0][p] != 1]
+        if moved == sorted(moved):
+            log.append("transpose of length-1 axes -> view")
+            return [b.add("reshape", [ins[0]], name, shape=out_shape)]
+    if op == "_unreduce":
+        axes = norm_axes(a["axis"], len(shapes[1]), a["exclude"])
+        keep = reduced_shape(shapes[1], axes, True)
+        if shapes[0] != keep:
+            g = b.add("reshape", [ins[0]], name + "/keepdims", shape=keep)
+            return b.copy(node, [g, ins[1]])
+    return None
+
+
+def _perm(axes, ndim):
+    return tuple(a % ndim for a in axes) if axes else tuple(range(ndim))[::-1]
