@@ -672,7 +672,7 @@ class HybridBlock(Block):
         try:
             outs = self._cached_op(flat, params)
         except ValueError as err:      # OpError (shapes), static_shape violations
-            err.args = (f"{self._describe()} (hybridized): {err}",)
+            err.args = (f"{self._describe()} (running its cached graph): {err}",)
             raise
         return _regroup(outs, self._out_format)[0]
 

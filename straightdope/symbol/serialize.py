@@ -50,7 +50,7 @@ def to_json(symbol: Symbol) -> str:
 
 def from_json(text: str, source: str = "<string>") -> Symbol:
     def fail(why):
-        raise SymbolFileError(f"{source}: {why}")
+        raise SymbolFileError(f"{source}: {why}") from None
 
     try:
         doc = json.loads(text)
