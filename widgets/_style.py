@@ -104,6 +104,16 @@ def figure_png(fig, dpi=100) -> bytes:
     return buf.getvalue()
 
 
+class Discard:
+    """A stream that forgets what is written to it (a benchmark's thousands of prints)."""
+
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        pass
+
+
 class _PerThreadStdout:
     """sys.stdout that sends the writes of some threads to their own sinks.
 

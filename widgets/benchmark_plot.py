@@ -15,7 +15,6 @@ and draws between calls (never during one) so that drawing does not skew the tim
 """
 from __future__ import annotations
 
-import io
 import statistics
 import threading
 import time
@@ -124,23 +123,37 @@ def draw(result: dict, fig=None):
     left, right = fig.subplots(1, 2, width_ratios=[2.2, 1])
     every = [t for m in MODES for t in result[m]]
     scale, unit = _unit(statistics.median(every) if every else 1e-3)
+    known = [result["median"][m] for m in MODES if result["median"][m]]
+    # On a linear axis a much faster line would be flat on zero: then compare on a log
+    # scale. On a linear one, a few calls slowed down by the machine (another process, the
+    # garbage collector) would squash the rest: cap the axis and mark them at the top.
+    log = len(known) == 2 and max(known) / min(known) > 8
+    cap = 1.5 * float(np.percentile(every, 90)) * scale if every and not log else None
     for mode in MODES:
         times = np.asarray(result[mode]) * scale
-        if len(times):
-            left.plot(np.arange(1, len(times) + 1), times, ".-", ms=5, lw=1,
-                      color=COLORS[mode], label=mode)
+        if not len(times):
+            continue
+        calls = np.arange(1, len(times) + 1)
+        left.plot(calls, times if cap is None else np.minimum(times, cap), ".-", lw=1,
+                  color=COLORS[mode], ms=5 if len(times) <= 200 else 0, label=mode)
+        if cap is not None and (times > cap).any():
+            off = times > cap
+            left.plot(calls[off], np.full(off.sum(), cap), "^", ms=9, color=COLORS[mode])
     left.xaxis.set_major_locator(MaxNLocator(integer=True))
     left.set_xlabel("call", fontsize=14)
     left.set_ylabel(f"time per call ({unit})", fontsize=14)
-    known = [result["median"][m] for m in MODES if result["median"][m]]
-    if len(known) == 2 and max(known) / min(known) > 8:
-        # On a linear axis the faster line would be flat on zero: compare on a log scale.
+    if log:
         left.set_yscale("log")
         left.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
         left.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         left.yaxis.set_minor_formatter(NullFormatter())
     else:
-        left.set_ylim(bottom=0)
+        left.set_ylim(0, cap * 1.04 if cap else None)
+        slow = sum(t * scale > cap for t in every) if cap else 0
+        if slow:
+            left.set_title(f"▲ {slow} slow call{'s' if slow > 1 else ''} off the scale "
+                           f"(up to {format_seconds(max(every))})", fontsize=12, loc="left",
+                           color=st.MUTED)
     left.tick_params(labelsize=12)
     left.grid(alpha=0.3)
     if every:
@@ -281,17 +294,22 @@ class BenchmarkPlot(w.VBox):
         """Yield (mode, seconds) per call and finally ("done", summary); updates progress
         and keeps the net's own prints out of the notebook."""
         net, x = self._prepare(config)
-        self.progress.max = 2 * config["repeats"] + 1
-        self.progress.value = 0
-        with st.thread_stdout(io.StringIO()):   # a net that prints would flood the page
+        total = 2 * config["repeats"] + 1
+        self.progress.max, self.progress.value = total, 0
+        # Each progress update is a message to the browser: about a hundred per run is enough.
+        every, done = max(1, total // 100), 0
+        with st.thread_stdout(st.Discard()):   # a net that prints would flood the page
             for mode, value in measure(net, x, config["repeats"], config["backward"], stop,
                                        self.hybridize_kwargs):
                 if mode == "done":
+                    self.progress.value = done
                     self.result = summarize(value, stopped=bool(stop and stop.is_set()),
                                             **config)
                     yield mode, self.result
                     return
-                self.progress.value += 1
+                done += 1
+                if done % every == 0:
+                    self.progress.value = done
                 yield mode, value
 
     def _show(self, result):
@@ -342,7 +360,7 @@ class BenchmarkPlot(w.VBox):
 
     def _worker(self, config, stop):
         data = {"imperative": [], "hybridized": [], "compile_seconds": None}
-        last_draw = time.perf_counter()
+        next_draw = time.perf_counter() + self.redraw_seconds
         try:
             for mode, value in self._measure(config, stop):
                 if mode == "done":
@@ -352,10 +370,13 @@ class BenchmarkPlot(w.VBox):
                     data["compile_seconds"] = value
                 else:
                     data[mode].append(value)
-                # Drawing takes tens of ms: do it between calls, and not after every one.
-                if time.perf_counter() - last_draw > self.redraw_seconds:
+                # Drawing takes tens to hundreds of ms: do it between calls, and rarely
+                # enough that measuring, not drawing, fills at least 3/4 of the time.
+                if time.perf_counter() > next_draw:
+                    start = time.perf_counter()
                     self._show(summarize(data, **config))
-                    last_draw = time.perf_counter()
+                    took = time.perf_counter() - start
+                    next_draw = start + took + max(self.redraw_seconds, 3 * took)
         except Exception as exc:   # noqa: BLE001 - shown in the widget, the thread ends
             self.status_html.value = st.pre(f"{type(exc).__name__}: {exc}", color=st.ERROR,
                                             background="#fdecea", border=st.ERROR)
