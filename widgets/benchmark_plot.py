@@ -24,7 +24,7 @@ import ipywidgets as w
 import numpy as np
 
 from . import _style as st
-from .graph_view import _is_block
+from .graph_view import is_block
 
 MODES = ("imperative", "hybridized")
 COLORS = {"imperative": st.IMPERATIVE, "hybridized": st.HYBRIDIZED}
@@ -196,7 +196,7 @@ class BenchmarkPlot(w.VBox):
                  width=256, widths=(16, 64, 128, 256, 512, 1024),
                  batch_sizes=(1, 4, 16, 64, 256), hybridize_kwargs=None,
                  redraw_seconds=0.3, seed=0):
-        self.factory = None if _is_block(net_or_factory) else net_or_factory
+        self.factory = None if is_block(net_or_factory) else net_or_factory
         self.net = net_or_factory if self.factory is None else None
         self.input_shape = tuple(input_shape)
         self.hybridize_kwargs = hybridize_kwargs or {}

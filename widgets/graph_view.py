@@ -31,18 +31,18 @@ STAGE_LABELS = {"traced": "traced", "shapes": "shapes inferred", "fused": "fused
 
 
 # ------------------------------------------------------------ collecting the stages
-def _is_block(obj) -> bool:
+def is_block(obj) -> bool:
     # A class has these attributes too: a factory may be the class itself (Net(width)).
     return (callable(obj) and not isinstance(obj, type) and hasattr(obj, "hybridize")
             and hasattr(obj, "collect_params"))
 
 
-def _is_hybridized(block) -> bool:
+def is_hybridized(block) -> bool:
     # MXNet 1.x keeps the flag in `_active`; be tolerant of a public spelling too.
     return bool(getattr(block, "_active", False) or getattr(block, "hybridized", False))
 
 
-def _as_ndarray(x):
+def as_ndarray(x):
     from straightdope import nd
     return x if isinstance(x, nd.NDArray) else nd.array(np.asarray(x, dtype=np.float32))
 
@@ -95,12 +95,12 @@ def block_stages(block, *example_inputs) -> dict:
     if not example_inputs:
         raise ValueError("GraphView(block, x): give an example input, the graph is traced "
                          "(and its shapes inferred) by calling the block on it")
-    if not _is_hybridized(block):
+    if not is_hybridized(block):
         block.hybridize()
     # Tracing runs the block's Python once, prints included; this view shows the graph,
     # the TraceInspector shows the prints.
     with st.thread_stdout(io.StringIO()):
-        block(*[_as_ndarray(x) for x in example_inputs])
+        block(*[as_ndarray(x) for x in example_inputs])
     op = getattr(block, "_cached_op", None)
     compiled = getattr(block, "compiled", None) or {}
     base = {}
@@ -120,7 +120,7 @@ def collect_stages(obj, *example_inputs, data_names=None, executor=None) -> dict
         return symbol_stages(obj, *example_inputs, data_names=data_names, executor=executor)
     if isinstance(obj, Graph):
         return {"shapes" if obj.nodes and obj.nodes[0].shapes else "traced": obj}
-    if _is_block(obj):
+    if is_block(obj):
         return block_stages(obj, *example_inputs)
     raise TypeError(f"GraphView draws a HybridBlock, a Symbol or a Graph, "
                     f"not {type(obj).__name__}")

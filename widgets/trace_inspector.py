@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import ipywidgets as w
 
 from . import _style as st
-from .graph_view import _as_ndarray
+from .graph_view import as_ndarray, is_hybridized
 
 #: How many calls each panel lists (older ones are summarised in one line).
 SHOWN_CALLS = 5
@@ -43,10 +43,6 @@ def _describe(result) -> str:
     return type(result).__name__
 
 
-def _is_hybridized(block) -> bool:
-    return bool(getattr(block, "_active", False) or getattr(block, "hybridized", False))
-
-
 class TraceInspector(w.VBox):
     """Side by side: what the block printed imperatively, and hybridized.
 
@@ -58,7 +54,7 @@ class TraceInspector(w.VBox):
         if not inputs:
             raise ValueError("TraceInspector(block, x): give the input(s) to call it with")
         self.block = block
-        self.inputs = [_as_ndarray(x) for x in inputs]
+        self.inputs = [as_ndarray(x) for x in inputs]
         self.calls: list[Call] = []
         self.traced_json = None
         self._trace_base = 0
@@ -94,7 +90,7 @@ class TraceInspector(w.VBox):
     # -------------------------------------------------------------- actions
     @property
     def hybridized(self) -> bool:
-        return _is_hybridized(self.block)
+        return is_hybridized(self.block)
 
     @property
     def traces(self) -> int:
@@ -180,8 +176,9 @@ class TraceInspector(w.VBox):
         imperative = sum(c.mode == "imperative" for c in self.calls)
         hybridized = len(self.calls) - imperative
         errors = sum(c.error is not None for c in self.calls)
+        plural = "s" if self.traces != 1 else ""
         text = (f"<b>{len(self.calls)}</b> calls ({imperative} imperative, {hybridized} "
-                f"hybridized) &middot; <b>{self.traces}</b> trace{'s' if self.traces != 1 else ''}")
+                f"hybridized) &middot; <b>{self.traces}</b> trace{plural}")
         if errors:
             text += f' &middot; <span style="color: {st.ERROR};">{errors} failed</span>'
         self.counter_html.value = f'<span style="{st.FONT} margin-left: 12px;">{text}</span>'
