@@ -166,25 +166,39 @@ def test_graph_view_with_the_reference_executor():
     assert "2x10 float32" in svg_edge_labels(view.svg)
 
 
-def test_graph_view_compiler_stages_fusion_memory_and_code():
+def _compiled_view(width=16, batch=4):
     pytest.importorskip("straightdope.compiler", reason="the Numba compiler is not built yet")
-    net = make_net(width=16)
-    view = GraphView(net, nd.random.normal(shape=(4, 3)))
+    view = GraphView(make_net(width=width), nd.random.normal(shape=(batch, 3)))
     assert {"fused", "memory", "source"} <= set(view.stages)
-    drawn = {}
-    for key in view.stages:
-        view.stage_buttons.value = key
-        assert "Could not draw" not in view.graph_html.value, (key, view.graph_html.value)
-        drawn[key] = view.svg
-    assert 'class="cluster"' in drawn["fused"]          # the bias add + relu loop, boxed
-    assert 'class="cluster"' not in drawn["shapes"]
-    assert drawn["source"] == "" and "def " in view.graph_html.value   # code as text
+    return view
+
+
+def test_graph_view_fused_stage_and_generated_code():
+    view = _compiled_view()
+    view.stage_buttons.value = "fused"
+    assert "Could not draw" not in view.graph_html.value
+    assert 'class="cluster"' in view.svg               # the bias add + relu loop, boxed
+    view.stage_buttons.value = "shapes"
+    assert 'class="cluster"' not in view.svg
+    view.stage_buttons.value = "source"
+    assert view.svg == "" and "def " in view.graph_html.value      # the code, as text
     # The relu of the fused stage: which step computes it, and that step's code.
     view.stage_buttons.value = "fused"
     relu = next(n for n in view.graph.op_nodes if n.op.name == "relu")
     view.node_picker.value = relu.name
     details = view.details_html.value
     assert "fused" in details and "# step" in details and "max(" in details
+
+
+def test_graph_view_memory_stage_colours_buffers():
+    view = _compiled_view()
+    view.stage_buttons.value = "memory"
+    # (Fails while MemoryPlan.colors() looks up a buffer for values fused into a loop,
+    # which have none: KeyError in straightdope/compiler/memory.py.)
+    assert "Could not draw" not in view.graph_html.value, view.graph_html.value
+    plan = view.stages["memory"]
+    buffers = {c for c in plan.colors().values() if c != "#ffffff"}
+    assert buffers and all(f'fill="{c}"' in view.svg for c in buffers)
 
 
 # ------------------------------------------------------------- TraceInspector

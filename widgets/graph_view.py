@@ -179,6 +179,10 @@ def _type_text(graph, entry):
     return f"{tuple(shape)}" + (f" {np.dtype(dtype).name}" if dtype is not None else "")
 
 
+PLACES = {"input": "the caller's array (an input)",
+          "output": "a fresh array each call (an output: the caller may keep it)"}
+
+
 def _stage_rows(stage, graph, node):
     """What a compiler stage knows about a node: its fused step (fusion), where each of
     its outputs is stored (memory plan). Duck-typed on the stage objects' queries."""
@@ -205,7 +209,15 @@ def _stage_rows(stage, graph, node):
             if entry in registers:
                 place = "no memory: a local variable inside its fused loop"
             elif place == "arena" and root[entry] in buffer_of:
-                place = f"buffer {buffer_of[root[entry]]} (reused memory)"
+                place = f"arena buffer {buffer_of[root[entry]]}"
+                buffers = getattr(stage, "buffers", None)
+                if buffers is not None:
+                    others = [graph._value(v) for v in buffers[buffer_of[root[entry]]].values
+                              if v != root[entry]]
+                    if others:
+                        place += f", reused: also holds {', '.join(others)}"
+            elif place in PLACES:
+                place = PLACES[place]
             if root[entry] != entry:
                 place += f", a view of {graph._value(root[entry])}"
             rows.append((f"stored ({k})" if node.num_outputs > 1 else "stored", place))
