@@ -228,6 +228,7 @@ def test_trace_inspector_prints_on_the_trace_only():
 
 def test_trace_inspector_mode_toggle_and_reset():
     net = make_net()
+    net.hybridize(executor="numpy")
     inspector = TraceInspector(net, nd.ones((1, 3)))
     assert inspector.mode_button.description == "Un-hybridize"
     inspector.mode_button.click()
@@ -242,6 +243,7 @@ def test_trace_inspector_mode_toggle_and_reset():
     inspector.reset_button.click()
     assert [c.mode for c in inspector.calls] == ["imperative", "hybridized"]
     assert inspector.traces == 1 and net.trace_count == 3
+    assert net._flags["executor"] == "numpy"             # the block's own options are kept
     assert "<b>2</b> calls" in inspector.counter_html.value
 
 

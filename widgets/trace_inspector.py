@@ -55,6 +55,9 @@ class TraceInspector(w.VBox):
             raise ValueError("TraceInspector(block, x): give the input(s) to call it with")
         self.block = block
         self.inputs = [as_ndarray(x) for x in inputs]
+        # Keep the block's own hybridize() options (executor, static_alloc...) for every
+        # re-hybridization; toggling must not quietly switch them back to the defaults.
+        self.hybridize_kwargs = dict(getattr(block, "_flags", None) or {})
         self.calls: list[Call] = []
         self.traced_json = None
         self._trace_base = 0
@@ -100,7 +103,10 @@ class TraceInspector(w.VBox):
     def set_hybridized(self, active: bool):
         # MXNet 1.x semantics: hybridize() (on or off) drops the cached graph, so the next
         # hybridized call traces again.
-        self.block.hybridize(active)
+        if active:
+            self.block.hybridize(True, **self.hybridize_kwargs)
+        else:
+            self.block.hybridize(False)
         self._refresh()
 
     def call(self) -> Call:
