@@ -38,7 +38,7 @@ __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
 # MXNet's hybridize() flags that change nothing here (there is no engine to tune).
 _IGNORED_FLAGS = ("inline_limit", "forward_bulk_size", "backward_bulk_size",
-                  "partition_if_dynamic", "remove_amp_cast")
+                  "partition_if_dynamic")
 
 
 # --------------------------------------------------------------- naming
@@ -550,6 +550,7 @@ class HybridBlock(Block):
         self.trace_count = 0            # times forward ran on Symbols to build the cache
 
     def register_child(self, block, name=None):
+        name = str(len(self._children)) if name is None else name
         if not isinstance(block, HybridBlock):
             raise ValueError(
                 f"{self._describe()} is a HybridBlock, so its children must be HybridBlocks "
@@ -596,9 +597,9 @@ class HybridBlock(Block):
     def _call(self, *args):
         if _contains_symbol(args):
             return self._call_symbolic(*args)
-        _flatten(args, "input")             # raises a clear TypeError for non-arrays
         if self._active and not getattr(_imperative, "on", False):
             return self._call_cached_op(*args)
+        _flatten(args, "input")             # raises a clear TypeError for non-arrays
         return self._forward_with_deferred_init(*args)
 
     def _call_symbolic(self, *args):
@@ -677,6 +678,9 @@ class HybridBlock(Block):
         return _regroup(outs, self._out_format)[0]
 
     def _cached_param_arrays(self, *args):
+        arrays = {name: p._data for name, p in self._cached_params}
+        if all(a is not None for a in arrays.values()):      # the usual case, cheaply
+            return arrays
         try:
             return {name: p.data() for name, p in self._cached_params}
         except DeferredInitializationError:
@@ -710,7 +714,13 @@ class HybridBlock(Block):
         if self._cached_graph is not None:
             inputs, out = self._cached_graph
         else:
-            inputs, out, _, _ = self._trace(*args)
+            try:
+                inputs, out, _, _ = self._trace(*args)
+            except NotImplementedForSymbol as err:
+                err.args = (f"{err} (straightdope traced forward to learn the shapes of "
+                            f"parameters created without them: give the layers their input "
+                            f"sizes, e.g. in_units=..., or define infer_shape(self, *args).)",)
+                raise
         flat, _ = _flatten(args, "input")
         used = set(out.list_inputs())
         known = {i.name: a.shape for i, a in zip(inputs, flat) if i.name in used}
