@@ -417,6 +417,35 @@ def test_hybridized_children_inside_an_imperative_block(executor):
         np.testing.assert_allclose(a, b, rtol=rtol_for(executor), atol=1e-6)
 
 
+def test_shared_parameters_are_one_variable_and_their_gradients_add_up(executor):
+    class Twice(HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.shared = nn.Dense(4, in_units=4, activation="tanh")
+            self.tied = nn.Dense(4, in_units=4, params=self.shared.params)   # same weights
+
+        def hybrid_forward(self, F, x):
+            return self.tied(self.shared(self.shared(x)))
+
+    net = Twice()
+    net.initialize(mx.init.Xavier())
+    assert net.tied.weight is net.shared.weight and len(net.collect_params()) == 2
+    assert len(net(sym.var("data")).list_arguments()) == 3       # data, weight, bias
+    x = nd.random.normal(shape=(3, 4))
+
+    def grads():
+        with autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        return [p.grad().asnumpy().copy() for p in net.collect_params().values()]
+
+    before = grads()
+    net.hybridize(executor=executor)
+    after = grads()
+    for a, b in zip(after, before):
+        np.testing.assert_allclose(a, b, rtol=rtol_for(executor), atol=1e-6)
+
+
 def test_batchnorm_running_statistics_through_the_cached_op(executor):
     def build():
         mx.random.seed(3)
