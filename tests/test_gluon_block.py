@@ -1,6 +1,5 @@
 """Parameter, ParameterDict and Block: registration, names, initialisation, saving, hooks,
 summary. (Tracing and compiling are in test_hybridize.py; layers in test_gluon_layers.py.)"""
-import json
 import os
 import re
 import warnings
@@ -13,7 +12,7 @@ from straightdope import autograd, initializer, nd
 from straightdope import gluon
 from straightdope.gluon import (Block, Constant, DeferredInitializationError, HybridBlock,
                                 Parameter, ParameterDict, nn, utils)
-from straightdope.serialization import ArrayFileError, load_arrays, save_arrays
+from straightdope.serialization import ArrayFileError, load_arrays
 
 
 def fresh_names():

@@ -23,7 +23,6 @@ import numpy
 import pytest
 
 import straightdope as mx
-import straightdope.autograd as ag
 import straightdope.gluon as gn
 import straightdope.ndarray as nd
 import straightdope.symbol as symbol

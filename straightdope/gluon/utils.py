@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 import numpy as _np
 
-from ..context import check_context, cpu
+from ..context import check_context
 from ..ndarray import NDArray, array
 from ..serialization import atomic_write
 from .parameter import shape_is_known  # noqa: F401  (MXNet exports it from here)
@@ -135,7 +135,3 @@ class HookHandle:
 
     def __exit__(self, *exc):
         self.detach()
-
-
-def _default_context():
-    return cpu()
