@@ -569,3 +569,13 @@ def test_gluon_namespace():
     assert HybridConcurrent is nn.HybridConcurrent
     with pytest.raises(AttributeError):
         gluon.no_such_thing
+
+
+def test_initializers_that_json_cannot_hold_still_trace():
+    layer = nn.Dense(2, in_units=2, weight_initializer=initializer.Constant(np.eye(2)))
+    layer.initialize()
+    layer.hybridize(executor="numpy")
+    np.testing.assert_array_equal(layer(nd.ones((1, 2))).asnumpy(), [[1, 1]])
+    assert "__init__" not in layer.weight.var().list_attr()      # dropped, not a crash
+    named = nn.Dense(2, in_units=2, weight_initializer="xavier")
+    assert named.weight.var().attr("__init__") == "xavier"

@@ -255,11 +255,11 @@ class Parameter:
 
     def grad(self, ctx=None):
         """The gradient array that backward() fills (same shape as data)."""
-        data = self._check_and_get("grad()")
+        self._check_and_get("grad()")
         if self._grad is None:
             raise RuntimeError(f"Cannot get gradient array for Parameter '{self.name}' "
                                f"because grad_req='null'")
-        return self._grad if data is not None else None
+        return self._grad
 
     def list_grad(self):
         return [self.grad()]
@@ -309,8 +309,14 @@ class Parameter:
         """The Symbol variable that stands for this parameter in a traced graph."""
         if self._var is None:
             from .. import symbol
+            init = self.init
+            if init is not None and not isinstance(init, str):
+                try:
+                    init = init.dumps()
+                except (TypeError, ValueError):   # e.g. a NumPy array inside: the
+                    init = None                   # attribute is informative only, drop it
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
-                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init)
+                                   lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=init)
         return self._var
 
     def _sync_var(self):
