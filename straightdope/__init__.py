@@ -25,6 +25,7 @@ init = initializer
 def __getattr__(attr):
     # Heavier parts load on first use, so `import straightdope` stays light.
     import importlib
-    if attr in ("gluon", "metric", "viz", "compiler", "image", "cached_op", "graph", "demo"):
+    if attr in ("gluon", "metric", "viz", "compiler", "image", "cached_op", "graph", "demo",
+                "optimizer", "lr_scheduler"):
         return importlib.import_module(f"{__name__}.{attr}")
     raise AttributeError(f"module 'straightdope' has no attribute {attr!r}")

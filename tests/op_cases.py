@@ -261,3 +261,6 @@ add(Case("_full", lambda rng: [], {"shape": (2, 3), "value": 2.5}, wrt=(),
          expected=lambda ins, a: [np.full((2, 3), 2.5, np.float32)]))
 add(Case("Cast", inputs(U((2, 3))), {"dtype": "float32"},
          expected=lambda ins, a: [ins[0].astype(np.float32)], wrt=()))
+for name, f in (("argmax", np.argmax), ("argmin", np.argmin)):
+    add(Case(name, inputs(distinct((3, 4))), {"axis": 1}, wrt=(),
+             expected=lambda ins, a, f=f: [f(ins[0], axis=1).astype(np.float64)]))

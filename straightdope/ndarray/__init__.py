@@ -186,7 +186,7 @@ def random_normal(loc=0.0, scale=1.0, shape=(1,), ctx=None, dtype=None, **kwargs
 # NDArray methods that are just ops, e.g. x.sum(axis=1), x.relu(), x.exp()
 for _name in ("sum", "mean", "max", "min", "prod", "exp", "log", "sqrt", "square", "abs",
               "relu", "sigmoid", "tanh", "softmax", "log_softmax", "clip", "sign", "pick",
-              "one_hot", "split", "slice_axis", "dot", "sin", "cos"):
+              "one_hot", "split", "slice_axis", "dot", "sin", "cos", "argmax", "argmin"):
     def _method(self, *args, _f=globals()[_name], **kwargs):
         return _f(self, *args, **kwargs)
     _method.__name__ = _name

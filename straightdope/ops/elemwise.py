@@ -201,9 +201,18 @@ COMPARE = {
 }
 
 
+def result_dtype(a, b):
+    """float32 op int32 stays float32 (NumPy would widen to float64)."""
+    if a.dtype.kind == "f" and b.dtype.kind != "f":
+        return a.dtype
+    if b.dtype.kind == "f" and a.dtype.kind != "f":
+        return b.dtype
+    return np.result_type(a, b)
+
+
 def _binary_forward(fn):
     def forward(attrs, a, b):
-        return np.asarray(fn(a, b)).astype(np.result_type(a, b), copy=False)
+        return np.asarray(fn(a, b)).astype(result_dtype(a, b), copy=False)
     return forward
 
 

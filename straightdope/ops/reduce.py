@@ -8,7 +8,7 @@ read its shape when they run.
 import numpy as np
 from scipy import special
 
-from .registry import Bool, Choice, Float, Int, OpError, OptShape, register
+from .registry import Attr, Bool, Choice, Float, Int, OpError, OptShape, register
 
 
 def norm_axes(axis, ndim, exclude=False):
@@ -278,3 +278,29 @@ register("softmax_cross_entropy", inputs=("data", "label"), forward=_softmax_ce_
 register("_softmax_cross_entropy_grad", inputs=("out_grad", "data", "label"),
          forward=_softmax_ce_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
          doc="Gradient of softmax_cross_entropy.")
+
+
+def _arg_forward(fn):
+    def forward(attrs, x):
+        axis = attrs["axis"]
+        out = fn(x, axis=axis, keepdims=attrs["keepdims"] if axis is not None else False)
+        return np.asarray(out).astype(x.dtype)      # MXNet returns indices as floats
+    return forward
+
+
+def _arg_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    if attrs["axis"] is None:
+        return in_shapes, [()]
+    axes = norm_axes((attrs["axis"],), len(s))
+    return in_shapes, [reduced_shape(s, axes, attrs["keepdims"])]
+
+
+for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    register(_name, attrs={"axis": Attr("int_or_none", None), "keepdims": Bool(False)},
+             forward=_arg_forward(_fn), infer_shape=_arg_shape,
+             gradient=lambda F, a, i, o, og: [None],
+             doc=f"{_name}(data, axis=None, keepdims=False): index of the "
+                 f"{'largest' if _name == 'argmax' else 'smallest'} value (as a float, like MXNet).")
