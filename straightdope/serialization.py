@@ -47,6 +47,12 @@ def load_arrays(path: str) -> dict[str, np.ndarray]:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic != b"PK\x03\x04":      # every .npz is a zip archive
+        raise ArrayFileError(f"{path}: not a straightdope array file (an .npz zip archive "
+                             f"starts with PK, this file starts with {magic!r}). Was it "
+                             f"written by save_parameters/export/nd.save?")
     try:
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
