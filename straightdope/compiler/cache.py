@@ -124,6 +124,8 @@ def load(source: str) -> tuple:
     name = f"straightdope_generated_{key[:40]}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    # registered before it runs: Numba's cached code re-imports its module by name
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     _MODULES[key] = module
     return module, info

@@ -76,11 +76,19 @@ _INT = re.compile(r"\(?-?[0-9]+\)?")
 _FLOAT = re.compile(r"\(?-?[0-9.]+(e[+\-]?[0-9]+)?\)?|np\.nan|np\.inf|\(-np\.inf\)")
 
 
+class Flag(int):
+    """A small integer passed to a kernel *as a literal* on purpose (an op code, a
+    transpose flag): Numba then compiles the kernel once per flag value and prunes the
+    branches for the other values, so each variant is small and compiles fast."""
+
+
 def typed(arg) -> str:
     """A call argument with its literals typed: Numba compiles a callee again for every
     distinct *literal* argument (3 is `Literal[int](3)`), so a kernel called with
     `kh=3` here and `kh=5` there would be compiled twice, and never found in its
     cache. `np.int64(3)` is a plain int64: one compiled kernel serves every call."""
+    if isinstance(arg, Flag):
+        return str(int(arg))
     text = str(arg).strip()
     if _INT.fullmatch(text):
         return f"np.int64({text})"

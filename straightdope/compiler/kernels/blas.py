@@ -8,6 +8,8 @@ never a copy. FullyConnected reaches here too: the compiler lowers it to
 import numpy as np
 from numba import njit
 
+from ..codegen import Flag
+
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 
 
@@ -75,7 +77,7 @@ def emit_dot(cg, node):
     b_dims = b.dims[::-1] if tb else b.dims
     m, k, n = _prod(a_dims[:-1]), a_dims[-1] if a_dims else "1", _prod(b_dims[1:])
     func = "matmul" if _blas_ok(a, b, y) else "matmul_loops"
-    cg.call("blas", func, a.args, b.args, y.args, m, k, n, int(ta), int(tb))
+    cg.call("blas", func, a.args, b.args, y.args, m, k, n, Flag(ta), Flag(tb))
 
 
 def emit_batch_dot(cg, node):
@@ -85,7 +87,7 @@ def emit_batch_dot(cg, node):
     k = a.dims[1] if ta else a.dims[2]
     n = b.dims[1] if tb else b.dims[2]
     func = "batch_matmul" if _blas_ok(a, b, y) else "batch_matmul_loops"
-    cg.call("blas", func, a.args, b.args, y.args, a.dims[0], m, k, n, int(ta), int(tb))
+    cg.call("blas", func, a.args, b.args, y.args, a.dims[0], m, k, n, Flag(ta), Flag(tb))
 
 
 def _prod(dims):

@@ -12,6 +12,7 @@ resolved while planning and passed as runtime values, never baked into code.
 """
 from numba import njit
 
+from ..codegen import Flag
 from .random import six_dims
 from .softmax import split_axis
 
@@ -90,7 +91,7 @@ def emit_transpose(cg, node):
     steps = [strides[r[-1]] for r in runs]
     pad = 6 - len(runs)
     cg.call("layout", "strided_copy", x.args, y.args, _tuple(["1"] * pad + dims), "0",
-            _tuple(["0"] * pad + steps), 0)
+            _tuple(["0"] * pad + steps), Flag(0))
 
 
 def _slices(cg, node, shape):
@@ -115,9 +116,9 @@ def emit_slice(cg, node, scatter=False):
     steps = _tuple(["0"] * pad + steps if steps else ["0"] * 6)
     if scatter:
         cg.call("layout", "zero", y.args, y.n)
-        cg.call("layout", "strided_copy", src.args, y.args, dims, cg.rt(start), steps, 1)
+        cg.call("layout", "strided_copy", src.args, y.args, dims, cg.rt(start), steps, Flag(1))
     else:
-        cg.call("layout", "strided_copy", src.args, y.args, dims, cg.rt(start), steps, 0)
+        cg.call("layout", "strided_copy", src.args, y.args, dims, cg.rt(start), steps, Flag(0))
 
 
 def _num(shape, k):

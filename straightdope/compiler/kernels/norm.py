@@ -8,6 +8,7 @@ squared deviations), as `np.var` does.
 import numpy as np
 from numba import njit
 
+from ..codegen import Flag
 from .softmax import split_axis
 
 JIT = dict(cache=True, nogil=True, boundscheck=False)
@@ -149,7 +150,7 @@ def emit_batchnorm(cg, node):
     batch_stats = cg.is_train and not a["use_global_stats"]
     cg.call("norm", "batchnorm", x.args, gamma.args, beta.args, mean.args, var.args, y.args,
             nm.args, nv.args, *split_axis(x, a["axis"]), cg.lit(float(a["eps"])),
-            cg.lit(float(a["momentum"])), int(a["fix_gamma"]), int(batch_stats))
+            cg.lit(float(a["momentum"])), int(a["fix_gamma"]), Flag(batch_stats))
 
 
 def emit_batchnorm_grad(cg, node):
@@ -159,7 +160,7 @@ def emit_batchnorm_grad(cg, node):
     batch_stats = a["training"] and not a["use_global_stats"]
     cg.call("norm", "batchnorm_grad", og.args, x.args, gamma.args, mean.args, var.args,
             dx.args, dg.args, db.args, *split_axis(x, a["axis"]), cg.lit(float(a["eps"])),
-            int(a["fix_gamma"]), int(batch_stats))
+            int(a["fix_gamma"]), Flag(batch_stats))
 
 
 def emit_layernorm(cg, node):

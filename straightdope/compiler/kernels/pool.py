@@ -9,6 +9,8 @@ as in the NumPy reference.
 import numpy as np
 from numba import njit
 
+from ..codegen import Flag
+
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 MAX, AVG, SUM = 0, 1, 2
 
@@ -78,7 +80,7 @@ def pool2d_grad(og, ogo, x, xo, y, yo, dx, dxo, NC, H, W, OH, OW, kh, kw, sh, sw
 def pool_args(cg, node, x, out):
     from ...ops.nn import pool_params
     kernel, stride, pad, _, extra = pool_params(node.attrs, x.shape)
-    kind = {"max": MAX, "avg": AVG, "sum": SUM}[node.attrs["pool_type"]]
+    kind = Flag({"max": MAX, "avg": AVG, "sum": SUM}[node.attrs["pool_type"]])
     full_count = node.attrs["count_include_pad"] or not any(tuple(pad) + tuple(extra))
     lit = cg.lit
     if node.attrs["global_pool"]:

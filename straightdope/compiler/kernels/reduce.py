@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from ...ops.reduce import norm_axes
+from ..codegen import Flag
 
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 SUM, MEAN, MAX, MIN, PROD = 0, 1, 2, 3, 4
@@ -143,6 +144,22 @@ def reduce_6d(x, xo, y, yo, dims, reduced, op):
         y[yo + o] = acc[o] * scale
 
 
+@njit(**JIT)
+def arg_reduce(x, xo, y, yo, A, C, B, largest):
+    """y[a, b] = the first index c of the largest (or smallest) x[a, c, b], as a number."""
+    for a in range(A):
+        for b in range(B):
+            base = xo + a * C * B + b
+            best = x[base]
+            k = 0
+            for c in range(1, C):
+                v = x[base + c * B]
+                if (v > best) if largest else (v < best):
+                    best = v
+                    k = c
+            y[yo + a * B + b] = k
+
+
 # ------------------------------------------------------------------ emitters
 def collapse(dims, shape, reduced):
     """[(is_reduced, [dim names])] after dropping length-1 axes and merging neighbours."""
@@ -166,7 +183,7 @@ def emit_reduce_axes(cg, x, y, axes, op):
     runs = collapse(x.dims, x.shape, reduced)
     pattern = "".join("R" if r else "K" for r, _ in runs)
     sizes = [_p(d) for _, d in runs]
-    code = OPCODES[op]
+    code = Flag(OPCODES[op])
     krk = {"": ("1", "1", "1"), "K": (sizes[0] if sizes else "1", "1", "1"),
            "R": ("1", sizes[0] if sizes else "1", "1"),
            "KR": tuple(sizes[:2]) + ("1",), "RK": ("1",) + tuple(sizes[:2]),
@@ -197,5 +214,16 @@ def emit_sum_to_like(cg, node):
     emit_reduce_axes(cg, x, y, axes, "_sum_to_like")
 
 
+def emit_arg_reduce(cg, node):
+    x, y = cg.ref(node.inputs[0]), cg.out(node)
+    from .softmax import split_axis
+    if node.attrs["axis"] is None:
+        A, C, B = "1", x.n, "1"
+    else:
+        A, C, B = split_axis(x, node.attrs["axis"])
+    cg.call("reduce", "arg_reduce", x.args, y.args, A, C, B, Flag(node.op.name == "argmax"))
+
+
 EMITTERS = {name: emit_reduce for name in ("sum", "mean", "max", "min", "prod")}
+EMITTERS.update(argmax=emit_arg_reduce, argmin=emit_arg_reduce)
 EMITTERS["_sum_to_like"] = emit_sum_to_like

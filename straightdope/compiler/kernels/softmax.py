@@ -7,6 +7,8 @@ Maxima are subtracted before `exp` (stable), sums are taken in float64.
 import numpy as np
 from numba import njit
 
+from ..codegen import Flag
+
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 
 
@@ -106,13 +108,13 @@ def emit_softmax(cg, node):
     x, y = cg.ref(node.inputs[0]), cg.out(node)
     A, C, B = split_axis(x, node.attrs["axis"])
     cg.call("softmax", "softmax", x.args, y.args, A, C, B,
-            cg.lit(float(node.attrs["temperature"])), int(node.op.name == "log_softmax"))
+            cg.lit(float(node.attrs["temperature"])), Flag(node.op.name == "log_softmax"))
 
 
 def emit_softmax_output(cg, node):
     x, y = cg.ref(node.inputs[0]), cg.out(node)
     A, C, B = split_axis(x, 1 if node.attrs["multi_output"] else -1)
-    cg.call("softmax", "softmax", x.args, y.args, A, C, B, "1.0", 0)
+    cg.call("softmax", "softmax", x.args, y.args, A, C, B, "1.0", Flag(0))
 
 
 def emit_softmax_output_grad(cg, node):

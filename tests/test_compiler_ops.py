@@ -1,0 +1,151 @@
+"""Every registry op through the Numba compiler: Numba vs the NumPy reference vs imperative.
+
+The cases are the shared ones in `op_cases.py` (one small call per op). Numba
+compile time dominates, so the cases are compiled in a few *groups*: one graph
+holds many cases side by side, is compiled once (a CachedOp: one forward and one
+backward graph, float32) and each case then checks its own slice of the outputs
+and gradients against the reference executor and against imperative `nd` +
+autograd. Compiled code stays in the on-disk cache, so a second run of this file
+compiles nothing.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+from op_cases import CASES
+
+import straightdope as mx  # noqa: F401
+from straightdope import autograd, nd, sym
+from straightdope.cached_op import CachedOp
+from straightdope.compiler import NumbaBackend
+from straightdope.compiler.kernels import missing
+from straightdope.graph import ReferenceBackend
+from straightdope.ops import OPS
+
+FAMILIES = {
+    "elementwise": lambda c: OPS[c.op].scalar_expr is not None or c.op in (
+        "add_n", "Cast", "broadcast_to", "broadcast_like", "_zeros", "_ones", "_full"),
+    "reduce": lambda c: c.op in ("sum", "mean", "max", "min", "prod", "argmax", "argmin",
+                                 "softmax",
+                                 "log_softmax", "pick", "one_hot", "SoftmaxOutput", "Softmax",
+                                 "softmax_cross_entropy"),
+    "nn": lambda c: c.op in ("dot", "batch_dot", "FullyConnected", "Convolution", "Pooling",
+                             "BatchNorm", "LayerNorm", "Dropout"),
+}
+
+
+def family(case):
+    for name, test in FAMILIES.items():
+        if test(case):
+            return name
+    return "shape"
+
+
+def _input_names(k, case, arrays):
+    return [f"c{k}_{j}" for j in range(len(arrays))]
+
+
+def _build(cases, dtype):
+    """One symbol holding all cases; per case its input names, arrays and output slice."""
+    rng = np.random.default_rng(0)
+    outs, info = [], []
+    for k, case in enumerate(cases):
+        arrays = [np.asarray(a, dtype=dtype) for a in case.make(rng)]
+        names = _input_names(k, case, arrays)
+        variables = [sym.var(n) for n in names]
+        out = getattr(sym, case.op)(*variables, **case.attrs)
+        visible = OPS[case.op].visible_count(out._outputs[0][0].attrs)
+        start = len(outs)
+        for j in range(visible):
+            outs.append(out[j] if len(out._outputs) > 1 else out)
+        info.append((case, names, arrays, slice(start, len(outs))))
+    return sym.Group(outs), info
+
+
+GROUPS = {}
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def _run(cases, backend, dtype, train):
+    """All `cases` as one CachedOp (one forward and one backward compile) under autograd:
+    outputs, input gradients, and the stages of the compiled forward graph."""
+    group, info = _build(cases, dtype)
+    params = {}
+    rng = np.random.default_rng(1)
+    for case, names, arrays, _ in info:
+        for j, (n, a) in enumerate(zip(names, arrays)):
+            params[n] = nd.array(a, dtype=dtype)
+            if j in case.wrt:
+                params[n].attach_grad()
+    op = CachedOp(group, [], backend=backend)
+    with autograd.record(train_mode=train):
+        outs = op([], params)
+    heads = [nd.array(rng.standard_normal(o.shape), dtype=dtype) for o in outs]
+    autograd.backward(outs, heads)
+    return {"out": [o.asnumpy() for o in outs], "heads": heads, "info": info,
+            "grad": {n: p.grad.asnumpy() for n, p in params.items() if p.grad is not None},
+            "stages": op.last_plan.forward.stages}
+
+
+def _group(key):
+    """A family of cases compiled once per session with the Numba backend, and run
+    with the reference backend for comparison (float32, like the library's default)."""
+    if key not in GROUPS:
+        name, train = key
+        cases = [c for c in CASES if family(c) == name and c.train == train]
+        GROUPS[key] = (_run(cases, NumbaBackend(), np.float32, train),
+                       _run(cases, ReferenceBackend(), np.float32, train))
+    return GROUPS[key]
+
+
+def _imperative(case, names, arrays, heads, train):
+    xs = [nd.array(a, dtype=a.dtype) for a in arrays]
+    for j in case.wrt:
+        xs[j].attach_grad()
+    with autograd.record(train_mode=train):
+        out = getattr(nd, case.op)(*xs, **case.attrs)
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    outs = outs[:len(heads)]
+    if case.wrt:
+        autograd.backward(outs, heads)
+    return [o.asnumpy() for o in outs], {names[j]: xs[j].grad.asnumpy() for j in case.wrt}
+
+
+def test_every_registry_op_has_a_numba_implementation():
+    assert missing() == []
+    for op in OPS.values():
+        assert op.numba_kernel is not None, op.name
+
+
+def test_every_forward_op_has_a_case():
+    """Gradient-only ops (names starting with '_') run inside the backward graphs."""
+    names = {op.name for op in OPS.values() if not op.name.startswith("_")}
+    assert names - {c.op for c in CASES} == set()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_op_numba_vs_reference_vs_imperative(case):
+    numba, ref = _group((family(case), case.train))
+    k = next(i for i, (c, *_rest) in enumerate(numba["info"]) if c is case)
+    _, names, arrays, sl = numba["info"][k]
+    imp_out, imp_grad = _imperative(case, names, arrays, numba["heads"][sl], case.train)
+    for got, want, imp in zip(numba["out"][sl], ref["out"][sl], imp_out):
+        assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
+        if case.op == "Dropout" and case.train:
+            continue
+        np.testing.assert_allclose(got, want, **TOL, err_msg=f"{case.id}: numba vs reference")
+        np.testing.assert_allclose(got, imp, **TOL, err_msg=f"{case.id}: numba vs imperative")
+    for n, imp in imp_grad.items():
+        np.testing.assert_allclose(numba["grad"][n], ref["grad"][n], **TOL,
+                                   err_msg=f"{case.id}: gradient of {n}, numba vs reference")
+        np.testing.assert_allclose(numba["grad"][n], imp, **TOL,
+                                   err_msg=f"{case.id}: gradient of {n}, numba vs imperative")
+
+
+def test_groups_really_fuse_and_plan():
+    stages = _group(("elementwise", False))[0]["stages"]
+    assert list(stages) == ["traced", "shapes", "fused", "memory", "source"]
+    assert stages["fused"].groups
+    assert "def run_graph(" in stages["source"]
