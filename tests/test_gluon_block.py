@@ -406,7 +406,7 @@ def test_garbled_and_truncated_params_files(tmp_path):
     garbled = tmp_path / "garbled.params"
     garbled.write_bytes(b"\x00not an archive at all" * 10)
     for path in (truncated, garbled):
-        with pytest.raises(ArrayFileError, match="truncated"):
+        with pytest.raises(ArrayFileError, match=path.name):
             nn.Dense(2, in_units=2).load_parameters(str(path))
     with pytest.raises(FileNotFoundError):
         layer.load_parameters(str(tmp_path / "missing.params"))

@@ -22,6 +22,8 @@ import weakref
 from collections import OrderedDict
 from contextlib import contextmanager
 
+import numpy
+
 from .. import autograd, initializer, name as _name, ndarray, symbol
 from ..base import NotImplementedForSymbol
 from ..cached_op import EXECUTORS, CachedOp
@@ -599,7 +601,8 @@ class HybridBlock(Block):
             return self._call_symbolic(*args)
         if self._active and not getattr(_imperative, "on", False):
             return self._call_cached_op(*args)
-        _flatten(args, "input")             # raises a clear TypeError for non-arrays
+        if any(isinstance(a, numpy.ndarray) for a in args):
+            _flatten(args, "input")        # the usual slip: a NumPy array; explain it
         return self._forward_with_deferred_init(*args)
 
     def _call_symbolic(self, *args):
@@ -787,11 +790,10 @@ _MXNET_DTYPE_CODES = {"0": "float32", "1": "float64", "2": "float16", "3": "uint
 
 
 def _var_dtype(node, source):
-    import numpy as np
     text = node.var_attrs.get("__dtype__", "float32")
     text = _MXNET_DTYPE_CODES.get(text, text)
     try:
-        return np.dtype(text)
+        return numpy.dtype(text)
     except TypeError:
         raise ValueError(f"{source}: variable '{node.name}' has an unknown dtype "
                          f"{text!r:.40}") from None
