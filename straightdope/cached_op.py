@@ -38,6 +38,18 @@ def get_backend(name: str | None = None):
     return ReferenceBackend()
 
 
+_NDARRAY = []
+
+
+def _ndarray_class():
+    # imported on first use (ndarray imports this module); cached: an import statement
+    # in the per-call path costs more than the rest of the call
+    if not _NDARRAY:
+        from .ndarray import NDArray
+        _NDARRAY.append(NDArray)
+    return _NDARRAY[0]
+
+
 class Plan:
     """Everything compiled for one input signature."""
 
@@ -105,18 +117,41 @@ class CachedOp:
 
     # ------------------------------------------------------------- calling
     def __call__(self, data, params: dict):
-        """Run on NDArrays: `data` in data_names order, `params` by name."""
+        """Run on NDArrays: `data` in data_names order, `params` by name.
+
+        This runs on every call of a hybridized block, so the lookup of the compiled plan
+        is one tuple built from the inputs' shapes and dtypes."""
         from .ndarray import NDArray
         by_name = dict(zip(self.data_names, data))
         by_name.update(params)
-        missing = [n for n in self.input_names if n not in by_name]
-        if missing:
-            raise ValueError(f"the cached graph needs values for {missing}")
-        arrays = [by_name[n] for n in self.input_names]
+        try:
+            arrays = [by_name[n] for n in self.input_names]
+        except KeyError:
+            missing = [n for n in self.input_names if n not in by_name]
+            raise ValueError(f"the cached graph needs values for {missing}") from None
         is_train = autograd.is_training()
-        recording = autograd.is_recording() and any(autograd.needs_grad(a) for a in arrays)
-        wrt = tuple(n for n, a in zip(self.input_names, arrays)
-                    if autograd.needs_grad(a)) if recording else None
+        wrt = None
+        if autograd.is_recording():
+            wrt = tuple(n for n, a in zip(self.input_names, arrays) if autograd.needs_grad(a))
+            wrt = wrt or None
+        key = (tuple((a._data.shape, a._data.dtype) for a in arrays), is_train, wrt)
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self._new_plan(key, arrays, is_train, wrt)
+        self.last_plan = plan
+        self.calls += 1
+        results = plan.forward.run([a._data for a in arrays])
+        n_main = self.num_visible + len(self._updates)
+        for (entry, var_name), value in zip(self._updates, results[self.num_visible:n_main]):
+            by_name[var_name]._data[...] = value
+        outputs = [NDArray(np.asarray(r)) for r in results[:self.num_visible]]
+        if wrt is not None:
+            saved = results[n_main:]
+            autograd.record_node(arrays, outputs,
+                                 self._backward_fn(plan, by_name, saved), "CachedOp")
+        return outputs
+
+    def _new_plan(self, key, arrays, is_train, wrt):
         shapes = {n: a.shape for n, a in zip(self.input_names, arrays)}
         dtypes = {n: a._data.dtype for n, a in zip(self.input_names, arrays)}
         signature = tuple((n, shapes[n], dtypes[n].str) for n in self.data_names)
@@ -127,24 +162,8 @@ class CachedOp:
                 f"{self._describe(signature)}. Keep the input shape fixed, or call "
                 f"hybridize(static_shape=False) to let it adapt to new shapes.")
         self.first_signature = self.first_signature or signature
-        key = (tuple(shapes.items()), tuple((n, d.str) for n, d in dtypes.items()),
-               is_train, wrt)
-        plan = self.plans.get(key)
-        if plan is None:
-            plan = self.plans[key] = self._compile(shapes, dtypes, is_train, list(wrt or ()))
-        self.last_plan = plan
-        self.calls += 1
-        values = [a._data for a in arrays]
-        results = plan.forward.run(values)
-        n_main = self.num_visible + len(self._updates)
-        for (entry, var_name), value in zip(self._updates, results[self.num_visible:n_main]):
-            by_name[var_name]._data[...] = value
-        outputs = [NDArray(np.asarray(r)) for r in results[:self.num_visible]]
-        if wrt is not None:
-            saved = results[n_main:]
-            autograd.record_node(arrays, outputs,
-                                 self._backward_fn(plan, by_name, saved), "CachedOp")
-        return outputs
+        plan = self.plans[key] = self._compile(shapes, dtypes, is_train, list(wrt or ()))
+        return plan
 
     def _backward_fn(self, plan, by_name, saved):
         diff = plan.diff

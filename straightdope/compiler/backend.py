@@ -68,6 +68,7 @@ class Executable:
         self.stages: OrderedDict = OrderedDict()
         self.timings: dict = {}
         shapes = tuple(tuple(n.shapes[0]) for n in self._vars)
+        self._first_shapes = shapes
         self._bounds = {shapes: self._build(shapes)}
         self._bound = self._bounds[shapes]
 
@@ -113,6 +114,8 @@ class Executable:
         t["cache_file"] = info["path"]
         t["total"] = time.perf_counter() - start
 
+        if in_shapes == self._first_shapes:
+            shaped = self.graph      # the annotated graph we were given: that very object
         self.stages = OrderedDict([("traced", self.traced), ("shapes", shaped),
                                    ("fused", fused), ("memory", plan), ("source", source)])
         self.timings = t

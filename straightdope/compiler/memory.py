@@ -71,9 +71,10 @@ class MemoryPlan:
                    "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f"]
         out = {}
         for e, root in self.root.items():
-            if self.storage.get(root) == "arena":
+            where = self.storage.get(root)
+            if where == "arena" and root in self.buffer_of:
                 out[e[0]] = palette[self.buffer_of[root] % len(palette)]
-            elif self.storage.get(root) == "output":
+            elif where == "output":
                 out.setdefault(e[0], "#ffffff")
         return out
 
@@ -158,6 +159,7 @@ def plan_memory(fused: Fused, reference_graph=None) -> MemoryPlan:
         for k in range(n.num_outputs):
             if (n.id, k) not in stored and plan.root[(n.id, k)] == (n.id, k):
                 plan.fused_away.append((n.id, k))
+                plan.storage[(n.id, k)] = "register"
     plan.live = {r: (first[r], last[r]) for r in first if plan.storage.get(r) == "arena"}
 
     # greedy assignment in step order
