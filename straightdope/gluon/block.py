@@ -95,6 +95,8 @@ class _BlockScope:
 # ------------------------------------------------ nested inputs/outputs
 def _flatten(args, kind):
     """(flat list of arrays/symbols, format to rebuild the nesting with _regroup)."""
+    if type(args) is tuple and all(type(a) is NDArray for a in args):
+        return list(args), [0] * len(args)      # the common case: no nesting
     if isinstance(args, NDArray):
         return [args], 0
     if isinstance(args, Symbol):
@@ -125,6 +127,8 @@ def _regroup(args, fmt):
 
 
 def _contains_symbol(args):
+    if type(args) is tuple and all(type(a) is NDArray for a in args):
+        return False                    # the common imperative call, answered quickly
     if isinstance(args, Symbol):
         return True
     if isinstance(args, (list, tuple)):
