@@ -162,7 +162,7 @@ class CachedOp:
                 f"{self._describe(signature)}. Keep the input shape fixed, or call "
                 f"hybridize(static_shape=False) to let it adapt to new shapes.")
         self.first_signature = self.first_signature or signature
-        plan = self.plans[key] = self._compile(shapes, dtypes, is_train, list(wrt or ()))
+        plan = self.plans[key] = self._compile(shapes, dtypes, is_train, None if wrt is None else list(wrt))
         return plan
 
     def _backward_fn(self, plan, by_name, saved):
