@@ -1,0 +1,142 @@
+"""Run W1-W4 side by side in one process and print the table (medians, ratios).
+
+    python -m benchmarks.run            # everything (a few minutes)
+    python -m benchmarks.run --quick    # fewer rounds
+    python -m benchmarks.run --only W1  # workloads whose name starts with W1
+
+One thread everywhere: BLAS (NumPy's and SciPy's, which Numba uses) is pinned
+through the environment *before* NumPy loads, and again with threadpoolctl.
+Variants run interleaved, round after round, so a slow moment of the machine
+hits all of them alike; the table shows the median per call over the rounds.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "NUMBA_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+FIRST_CALL = r"""
+import os, sys, time, json
+t0 = time.perf_counter()
+import numpy as np
+import straightdope as mx
+from straightdope import nd
+from straightdope.gluon import nn
+net = nn.HybridSequential()
+net.add(nn.Dense(256, activation="relu"), nn.Dense(128, activation="relu"), nn.Dense(2))
+net.initialize()
+x = nd.array(np.ones((1, 512), np.float32))
+net(x)
+net.hybridize(static_alloc=True, static_shape=True)
+t1 = time.perf_counter()
+net(x)
+t2 = time.perf_counter()
+timings = dict(net._cached_op.last_plan.forward.timings)
+print(json.dumps({"first_call": t2 - t1, "import_and_imperative": t1 - t0,
+                  "cache": timings["cache"], "numba_compile": timings["numba_compile"]}))
+"""
+
+
+def first_call_times():
+    """W1's first hybridized call in fresh processes: cold (empty graph cache), cold with
+    Numba's kernel caches empty too, and from the disk cache."""
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=os.path.join(tmp, "graphs"))
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        run = lambda e: json.loads(subprocess.run(  # noqa: E731
+            [sys.executable, "-c", FIRST_CALL], env=e, cwd=root, check=True,
+            capture_output=True, text=True).stdout.strip().splitlines()[-1])
+        cold_env = dict(env, NUMBA_CACHE_DIR=os.path.join(tmp, "numba"),
+                        STRAIGHTDOPE_CACHE_DIR=os.path.join(tmp, "graphs-kernels-cold"))
+        out["cold, kernels cold too"] = run(cold_env)
+        out["cold"] = run(env)
+        out["disk cache"] = run(env)
+    return out
+
+
+def measure(variants, rounds, target=0.05):
+    """Median seconds per call of each variant, interleaved rounds."""
+    counts = {}
+    for name, f in variants.items():
+        f()
+        start = time.perf_counter()
+        f()
+        single = max(time.perf_counter() - start, 1e-7)
+        counts[name] = max(1, int(target / single))
+    samples = {name: [] for name in variants}
+    names = list(variants)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            f, n = variants[name], counts[name]
+            start = time.perf_counter()
+            for _ in range(n):
+                f()
+            samples[name].append((time.perf_counter() - start) / n)
+    return {name: float(np.median(s)) for name, s in samples.items()}
+
+
+def fmt_us(seconds):
+    us = seconds * 1e6
+    return f"{us:,.1f}" if us < 100 else f"{us:,.0f}"
+
+
+def table(results):
+    lines = ["| workload | variant | median us/call | x NumPy time | x hand-written time |",
+             "|---|---|---:|---:|---:|"]
+    for workload, times in results.items():
+        base = times.get("numpy")
+        hand = times.get("hand-written")
+        for name, t in times.items():
+            vs_np = f"{t / base:.2f}" if base else ""
+            vs_hand = f"{t / hand:.2f}" if hand else ""
+            lines.append(f"| {workload} | {name} | {fmt_us(t)} | {vs_np} | {vs_hand} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--no-first-call", action="store_true")
+    args = parser.parse_args(argv)
+    threadpool_limits(1)
+    from .workloads import WORKLOADS, memory_report
+    rounds = 5 if args.quick else 15
+    results, memory = {}, {}
+    for name, build in WORKLOADS.items():
+        if not name.startswith(args.only):
+            continue
+        variants, nets = build()
+        results[name] = measure(variants, rounds)
+        memory[name] = memory_report(nets["hybridized"], train="train" in name)
+        print(f"{name}: " + ", ".join(f"{k} {fmt_us(v)} us" for k, v in results[name].items()),
+              flush=True)
+    print()
+    print(table(results))
+    print()
+    print("| workload | intermediates, imperative (bytes) | planned (bytes) | planned / imperative |")
+    print("|---|---:|---:|---:|")
+    for name, m in memory.items():
+        ratio = m["planned"] / m["imperative"] if m["imperative"] else 0.0
+        print(f"| {name} | {m['imperative']:,} | {m['planned']:,} | {ratio:.0%} |")
+    if not args.no_first_call and (not args.only or args.only.startswith("W1")):
+        print()
+        print("| W1 first hybridized call (fresh process) | seconds | graph cache | Numba compile s |")
+        print("|---|---:|---|---:|")
+        for kind, r in first_call_times().items():
+            print(f"| {kind} | {r['first_call']:.2f} | {r['cache']} | {r['numba_compile']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
