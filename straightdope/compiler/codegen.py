@@ -130,7 +130,8 @@ class Ref:
 
     @property
     def args(self) -> str:
-        return f"{self.arr}, {self.off}"
+        # `z` is np.int64(0): a literal 0 would make Numba compile a kernel variant
+        return f"{self.arr}, {'z' if self.off == '0' else self.off}"
 
     def at(self, index: str) -> str:
         return f"{self.arr}[{index}]" if self.off == "0" else f"{self.arr}[{self.off} + {index}]"
@@ -232,9 +233,12 @@ class CodeGen:
                       f"{self.arena(dt)})")
             ref = Ref(name, "0", dims, tuple(node.shapes[entry[1]]), dt)
         elif where == "arena":
-            if root not in self.offsets:
-                self.offsets[root] = self.rt(self.plan.offset(root), "o")
-            ref = Ref(self.arena(dt), self.offsets[root], dims, tuple(node.shapes[entry[1]]), dt)
+            # one offset variable per *buffer*: a loop writing in place then reads and
+            # writes the very same address expression, which LLVM can vectorize
+            buf = self.plan.buffer_of[root]
+            if buf not in self.offsets:
+                self.offsets[buf] = self.rt(self.plan.offset(root), "o")
+            ref = Ref(self.arena(dt), self.offsets[buf], dims, tuple(node.shapes[entry[1]]), dt)
         else:
             raise AssertionError(where)
         self.refs[entry] = ref
@@ -325,6 +329,11 @@ class CodeGen:
             name = f"m{step.id}_{L}"
             self.line(f"{name} = {prod([dom_dims[a] for a in grp])}")
             sizes.append(name)
+        bases = {}
+        for ref in [self.ref(e) for e in exts] + outs:
+            if ref.off != "0" and ref.off not in bases:
+                bases[ref.off] = f"u{step.id}_{len(bases)}"
+                self.line(f"{bases[ref.off]} = np.uint64({ref.off})")
         for L in range(len(groups)):
             self.line(f"for j{L} in range({sizes[L]}):")
             self.depth += 1
@@ -338,16 +347,15 @@ class CodeGen:
                 terms.append(f"j{L}*" + "*".join(later) if later else f"j{L}")
             return " + ".join(terms) or "0"
 
-        k = index([True] * len(groups))
-        if len(groups) > 1:
-            self.line(f"k = {k}")
-            k = "k"
+        # Indices are unsigned (np.uint64): Numba then skips its negative-index
+        # wrap-around, and LLVM can vectorize `arena[offset + k]`.
+        self.line(f"k = np.uint64({index([True] * len(groups))})")
         names = {}
         for i, e in enumerate(exts):
             full = [status[e][grp[0]] == "f" for grp in groups]
-            idx = k if all(full) else index(full)
+            idx = "k" if all(full) else f"np.uint64({index(full)})"
             names[e] = f"a{step.id}_{i}"
-            self.line(f"{names[e]} = {self.ref(e).at(idx)}")
+            self.line(f"{names[e]} = {self._at(self.ref(e), idx, bases)}")
         for n in step.nodes:
             node = g.nodes[n]
             expr = self.scalar_expr(node, [names.get(tuple(e)) for e in node.inputs])
@@ -355,8 +363,12 @@ class CodeGen:
             self.line(f"t{n} = {cast}({expr})")
             names[(n, 0)] = f"t{n}"
         for e, ref in zip(step.outputs, outs):
-            self.line(f"{ref.at(k)} = {names[tuple(e)]}")
+            self.line(f"{self._at(ref, 'k', bases)} = {names[tuple(e)]}")
         self.depth -= len(groups)
+
+    @staticmethod
+    def _at(ref, index, bases):
+        return f"{ref.arr}[{index}]" if ref.off == "0" else f"{ref.arr}[{bases[ref.off]} + {index}]"
 
     def scalar_expr(self, node, operands) -> str:
         """One element of an elementwise op, with operand names and numeric attributes."""
@@ -433,7 +445,8 @@ class CodeGen:
             + (", ".join(arenas) or "none"),
         ]
         used = set(re.findall(r"\b[sor][0-9]+\b", "\n".join(self.lines)))
-        body = ["    " + m for m in self.meta_lines if m.split(" ")[0] in used] + self.lines
+        body = ["    " + m for m in self.meta_lines if m.split(" ")[0] in used]
+        body += ["    z = np.int64(0)"] + self.lines
         return "\n".join(head + body) + "\n"
 
 

@@ -26,67 +26,64 @@ def _valid(off, step, size, n_out):
 
 
 @njit(**JIT)
-def im2col(x, xo, c0, Cg, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, col):
-    """col[(c, i, j), (oh, ow)] = x[c0 + c, oh*sh - ph + i*dh, ow*sw - pw + j*dw], 0 outside;
-    x is one image starting at xo."""
-    P = OH * OW
+def im2col(X, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, col):
+    """col[(c, i, j), oh, ow] = X[c0 + c, oh*sh - ph + i*dh, ow*sw - pw + j*dw], 0 outside.
+    X is one image (C, H, W); col is (Cg*kh*kw, OH, OW). Rows are copied as slices."""
+    H, W = X.shape[1], X.shape[2]
     for c in range(Cg):
-        plane = xo + (c0 + c) * H * W
+        plane = X[c0 + c]
         for i in range(kh):
             oh_lo, oh_hi = _valid(i * dh - ph, sh, H, OH)
             for j in range(kw):
-                row = ((c * kh + i) * kw + j) * P
+                dst = col[(c * kh + i) * kw + j]
                 ow_lo, ow_hi = _valid(j * dw - pw, sw, W, OW)
-                for oh in range(OH):
-                    dst = row + oh * OW
-                    if oh < oh_lo or oh >= oh_hi:
-                        for ow in range(OW):
-                            col[dst + ow] = 0
-                        continue
-                    src = plane + (oh * sh - ph + i * dh) * W + j * dw - pw
-                    for ow in range(ow_lo):
-                        col[dst + ow] = 0
+                dst[:oh_lo, :] = 0
+                dst[oh_hi:, :] = 0
+                for oh in range(oh_lo, oh_hi):
+                    row = plane[oh * sh - ph + i * dh]
+                    out = dst[oh]
+                    out[:ow_lo] = 0
+                    start = ow_lo * sw - pw + j * dw
                     if sw == 1:
-                        for ow in range(ow_lo, ow_hi):
-                            col[dst + ow] = x[src + ow]
+                        out[ow_lo:ow_hi] = row[start:start + ow_hi - ow_lo]
                     else:
-                        for ow in range(ow_lo, ow_hi):
-                            col[dst + ow] = x[src + ow * sw]
-                    for ow in range(ow_hi, OW):
-                        col[dst + ow] = 0
+                        for ow in range(ow_hi - ow_lo):
+                            out[ow_lo + ow] = row[start + ow * sw]
+                    out[ow_hi:] = 0
 
 
 @njit(**JIT)
-def col2im(col, dx, xo, c0, Cg, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw):
+def col2im(col, DX, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw):
     """The adjoint of im2col: add each column entry back onto the pixel it came from."""
-    P = OH * OW
+    H, W = DX.shape[1], DX.shape[2]
     for c in range(Cg):
-        plane = xo + (c0 + c) * H * W
+        plane = DX[c0 + c]
         for i in range(kh):
             oh_lo, oh_hi = _valid(i * dh - ph, sh, H, OH)
             for j in range(kw):
-                row = ((c * kh + i) * kw + j) * P
+                src = col[(c * kh + i) * kw + j]
                 ow_lo, ow_hi = _valid(j * dw - pw, sw, W, OW)
                 for oh in range(oh_lo, oh_hi):
-                    src = row + oh * OW
-                    dst = plane + (oh * sh - ph + i * dh) * W + j * dw - pw
-                    for ow in range(ow_lo, ow_hi):
-                        dx[dst + ow * sw] += col[src + ow]
+                    row = plane[oh * sh - ph + i * dh]
+                    line = src[oh]
+                    start = ow_lo * sw - pw + j * dw
+                    for ow in range(ow_hi - ow_lo):
+                        row[start + ow * sw] += line[ow_lo + ow]
 
 
 @njit(**JIT)
 def conv2d(x, xo, w, wo, y, yo, N, C, H, W, F, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, G):
     Cg, Fg = C // G, F // G
     K, P = Cg * kh * kw, OH * OW
-    col = np.empty(K * P, x.dtype)
+    X = x[xo:xo + N * C * H * W].reshape((N, C, H, W))
+    Wm = w[wo:wo + F * K].reshape((F, K))
+    Y = y[yo:yo + N * F * P].reshape((N, F, P))
+    col = np.empty((K, OH, OW), x.dtype)
     cols = col.reshape((K, P))
     for n in range(N):
         for g in range(G):
-            im2col(x, xo + n * C * H * W, g * Cg, Cg, H, W, OH, OW, kh, kw, sh, sw, ph, pw,
-                   dh, dw, col)
-            wg = w[wo + g * Fg * K:wo + (g + 1) * Fg * K].reshape((Fg, K))
-            start = yo + (n * F + g * Fg) * P
-            np.dot(wg, cols, y[start:start + Fg * P].reshape((Fg, P)))
+            im2col(X[n], g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, col)
+            np.dot(Wm[g * Fg:(g + 1) * Fg], cols, Y[n, g * Fg:(g + 1) * Fg])
 
 
 @njit(**JIT)
@@ -94,21 +91,21 @@ def conv2d_grad_weight(og, ogo, x, xo, dw_, dwo, N, C, H, W, F, OH, OW, kh, kw, 
                        ph, pw, dh, dw, G):
     Cg, Fg = C // G, F // G
     K, P = Cg * kh * kw, OH * OW
-    for i in range(F * K):
-        dw_[dwo + i] = 0
-    col = np.empty(K * P, x.dtype)
+    X = x[xo:xo + N * C * H * W].reshape((N, C, H, W))
+    OG = og[ogo:ogo + N * F * P].reshape((N, F, P))
+    DW = dw_[dwo:dwo + F * K].reshape((F, K))
+    DW[...] = 0
+    col = np.empty((K, OH, OW), x.dtype)
     cols = col.reshape((K, P))
     part = np.empty((Fg, K), x.dtype)
     for n in range(N):
         for g in range(G):
-            im2col(x, xo + n * C * H * W, g * Cg, Cg, H, W, OH, OW, kh, kw, sh, sw, ph, pw,
-                   dh, dw, col)
-            start = ogo + (n * F + g * Fg) * P
-            np.dot(og[start:start + Fg * P].reshape((Fg, P)), cols.T, part)
-            base = dwo + g * Fg * K
+            im2col(X[n], g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, col)
+            np.dot(OG[n, g * Fg:(g + 1) * Fg], cols.T, part)
             for f in range(Fg):
+                row, src = DW[g * Fg + f], part[f]
                 for k in range(K):
-                    dw_[base + f * K + k] += part[f, k]
+                    row[k] += src[k]
 
 
 @njit(**JIT)
@@ -116,17 +113,16 @@ def conv2d_grad_data(og, ogo, w, wo, dx, dxo, N, C, H, W, F, OH, OW, kh, kw, sh,
                      ph, pw, dh, dw, G):
     Cg, Fg = C // G, F // G
     K, P = Cg * kh * kw, OH * OW
-    for i in range(N * C * H * W):
-        dx[dxo + i] = 0
-    col = np.empty(K * P, og.dtype)
+    Wm = w[wo:wo + F * K].reshape((F, K))
+    OG = og[ogo:ogo + N * F * P].reshape((N, F, P))
+    DX = dx[dxo:dxo + N * C * H * W].reshape((N, C, H, W))
+    DX[...] = 0
+    col = np.empty((K, OH, OW), og.dtype)
     cols = col.reshape((K, P))
     for n in range(N):
         for g in range(G):
-            wg = w[wo + g * Fg * K:wo + (g + 1) * Fg * K].reshape((Fg, K))
-            start = ogo + (n * F + g * Fg) * P
-            np.dot(wg.T, og[start:start + Fg * P].reshape((Fg, P)), cols)
-            col2im(col, dx, dxo + n * C * H * W, g * Cg, Cg, H, W, OH, OW, kh, kw, sh, sw,
-                   ph, pw, dh, dw)
+            np.dot(Wm[g * Fg:(g + 1) * Fg].T, OG[n, g * Fg:(g + 1) * Fg], cols)
+            col2im(col, DX[n], g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw)
 
 
 # ------------------------------------------------------------------ emitters

@@ -13,46 +13,55 @@ JIT = dict(cache=True, nogil=True, boundscheck=False)
 @njit(**JIT)
 def pick(x, xo, index, io, y, yo, A, C, B):
     """y[a, b] = x[a, index[a, b], b]."""
+    X = x[xo:xo + A * C * B].reshape((A, C, B))
+    I = index[io:io + A * B].reshape((A, B))
+    Y = y[yo:yo + A * B].reshape((A, B))
     for a in range(A):
         for b in range(B):
-            k = min(max(int(index[io + a * B + b]), 0), C - 1)
-            y[yo + a * B + b] = x[xo + (a * C + k) * B + b]
+            Y[a, b] = X[a, min(max(int(I[a, b]), 0), C - 1), b]
 
 
 @njit(**JIT)
 def pick_grad(og, ogo, index, io, g, go, A, C, B):
-    for i in range(A * C * B):
-        g[go + i] = 0
+    OG = og[ogo:ogo + A * B].reshape((A, B))
+    I = index[io:io + A * B].reshape((A, B))
+    G = g[go:go + A * C * B].reshape((A, C, B))
+    G[...] = 0
     for a in range(A):
         for b in range(B):
-            k = min(max(int(index[io + a * B + b]), 0), C - 1)
-            g[go + (a * C + k) * B + b] = og[ogo + a * B + b]
+            G[a, min(max(int(I[a, b]), 0), C - 1), b] = OG[a, b]
 
 
 @njit(**JIT)
 def one_hot(idx, io, y, yo, M, depth, on, off):
+    I = idx[io:io + M]
+    Y = y[yo:yo + M * depth].reshape((M, depth))
     for m in range(M):
-        k = int(idx[io + m])
+        k = int(I[m])
         for d in range(depth):
-            y[yo + m * depth + d] = on if d == k else off
+            Y[m, d] = on if d == k else off
 
 
 @njit(**JIT)
 def embedding(idx, io, w, wo, y, yo, M, V, D):
+    I = idx[io:io + M]
+    Wt = w[wo:wo + V * D].reshape((V, D))
+    Y = y[yo:yo + M * D].reshape((M, D))
     for m in range(M):
-        row = min(max(int(idx[io + m]), 0), V - 1)
-        for d in range(D):
-            y[yo + m * D + d] = w[wo + row * D + d]
+        Y[m, :] = Wt[min(max(int(I[m]), 0), V - 1), :]
 
 
 @njit(**JIT)
 def embedding_grad(og, ogo, idx, io, g, go, M, V, D):
-    for i in range(V * D):
-        g[go + i] = 0
+    OG = og[ogo:ogo + M * D].reshape((M, D))
+    I = idx[io:io + M]
+    G = g[go:go + V * D].reshape((V, D))
+    G[...] = 0
     for m in range(M):
-        row = min(max(int(idx[io + m]), 0), V - 1)
+        row = G[min(max(int(I[m]), 0), V - 1)]
+        src = OG[m]
         for d in range(D):
-            g[go + row * D + d] += og[ogo + m * D + d]
+            row[d] += src[d]
 
 
 # ------------------------------------------------------------------ emitters

@@ -22,41 +22,49 @@ JIT = dict(cache=True, nogil=True, boundscheck=False)
 @njit(**JIT)
 def block_copy(x, xo, y, yo, A, n_src, n_dst, B, src_start, dst_start, count):
     """y[a, dst_start + i, :] = x[a, src_start + i, :] for i < count; x is (A, n_src, B)."""
+    X = x[xo:xo + A * n_src * B].reshape((A, n_src * B))
+    Y = y[yo:yo + A * n_dst * B].reshape((A, n_dst * B))
     for a in range(A):
-        s = xo + (a * n_src + src_start) * B
-        d = yo + (a * n_dst + dst_start) * B
-        for i in range(count * B):
-            y[d + i] = x[s + i]
+        Y[a, dst_start * B:(dst_start + count) * B] = X[a, src_start * B:(src_start + count) * B]
 
 
 @njit(**JIT)
 def zero(y, yo, n):
-    for i in range(n):
-        y[yo + i] = 0
+    y[yo:yo + n] = 0
 
 
 @njit(**JIT)
 def strided_copy(x, xo, y, yo, dims, starts, steps, scatter):
-    """Over the 6 `dims` of y's view: y[i] = x[start + i * step] (gather), or with
-    `scatter` the other way round: x[i] -> y[start + i * step]. Steps are in elements
-    of the flat array, so they include the strides of the strided side."""
+    """Over the 6 `dims` of the contiguous side: y[i] = x[start + i . steps] (gather),
+    or with `scatter` x[i] -> y[start + i . steps]. Steps are in elements of the flat
+    strided array (they include its strides) and may be negative."""
     d0, d1, d2, d3, d4, d5 = dims
     st0, st1, st2, st3, st4, st5 = steps
-    base = starts
-    i = 0
-    for i0 in range(d0):
-        for i1 in range(d1):
-            for i2 in range(d2):
-                for i3 in range(d3):
-                    for i4 in range(d4):
-                        j = base + i0 * st0 + i1 * st1 + i2 * st2 + i3 * st3 + i4 * st4
-                        if scatter:
+    n = d0 * d1 * d2 * d3 * d4 * d5
+    if scatter:
+        src = x[xo:xo + n].reshape(dims)
+        for i0 in range(d0):
+            for i1 in range(d1):
+                for i2 in range(d2):
+                    for i3 in range(d3):
+                        for i4 in range(d4):
+                            j = yo + starts + i0 * st0 + i1 * st1 + i2 * st2 + i3 * st3 \
+                                + i4 * st4
+                            row = src[i0, i1, i2, i3, i4]
                             for i5 in range(d5):
-                                y[yo + j + i5 * st5] = x[xo + i + i5]
-                        else:
+                                y[j + i5 * st5] = row[i5]
+    else:
+        dst = y[yo:yo + n].reshape(dims)
+        for i0 in range(d0):
+            for i1 in range(d1):
+                for i2 in range(d2):
+                    for i3 in range(d3):
+                        for i4 in range(d4):
+                            j = xo + starts + i0 * st0 + i1 * st1 + i2 * st2 + i3 * st3 \
+                                + i4 * st4
+                            row = dst[i0, i1, i2, i3, i4]
                             for i5 in range(d5):
-                                y[yo + i + i5] = x[xo + j + i5 * st5]
-                        i += d5
+                                row[i5] = x[j + i5 * st5]
 
 
 # ------------------------------------------------------------------ emitters

@@ -15,19 +15,21 @@ JIT = dict(cache=True, nogil=True, boundscheck=False)
 
 
 @njit(**JIT)
-def _channel_stats(x, xo, A, C, B, c):
+def _channel_stats(X, c):
+    """Mean and (population) variance of channel c of X viewed as (A, C, B)."""
+    A, B = X.shape[0], X.shape[2]
     n = A * B
     s = 0.0
     for a in range(A):
-        base = xo + (a * C + c) * B
+        row = X[a, c]
         for b in range(B):
-            s += x[base + b]
+            s += row[b]
     mu = s / n if n > 0 else 0.0
     v = 0.0
     for a in range(A):
-        base = xo + (a * C + c) * B
+        row = X[a, c]
         for b in range(B):
-            d = x[base + b] - mu
+            d = row[b] - mu
             v += d * d
     return mu, (v / n if n > 0 else 0.0)
 
@@ -35,9 +37,11 @@ def _channel_stats(x, xo, A, C, B, c):
 @njit(**JIT)
 def batchnorm(x, xo, gamma, go, beta, bo, mean, mo, var, vo, y, yo, nm, nmo, nv, nvo,
               A, C, B, eps, momentum, fix_gamma, batch_stats):
+    X = x[xo:xo + A * C * B].reshape((A, C, B))
+    Y = y[yo:yo + A * C * B].reshape((A, C, B))
     for c in range(C):
         if batch_stats:
-            mu, v = _channel_stats(x, xo, A, C, B, c)
+            mu, v = _channel_stats(X, c)
             nm[nmo + c] = mean[mo + c] * momentum + mu * (1.0 - momentum)
             nv[nvo + c] = var[vo + c] * momentum + v * (1.0 - momentum)
         else:
@@ -49,94 +53,94 @@ def batchnorm(x, xo, gamma, go, beta, bo, mean, mo, var, vo, y, yo, nm, nmo, nv,
         scale = g * inv
         shift = beta[bo + c] - mu * scale
         for a in range(A):
-            base = (a * C + c) * B
+            src, dst = X[a, c], Y[a, c]
             for b in range(B):
-                y[yo + base + b] = x[xo + base + b] * scale + shift
+                dst[b] = src[b] * scale + shift
 
 
 @njit(**JIT)
 def batchnorm_grad(og, ogo, x, xo, gamma, go, mean, mo, var, vo, dx, dxo, dg, dgo, db, dbo,
                    A, C, B, eps, fix_gamma, batch_stats):
+    X = x[xo:xo + A * C * B].reshape((A, C, B))
+    OG = og[ogo:ogo + A * C * B].reshape((A, C, B))
+    DX = dx[dxo:dxo + A * C * B].reshape((A, C, B))
     m = A * B
     for c in range(C):
         g = 1.0 if fix_gamma else gamma[go + c]
         if batch_stats:
-            mu, v = _channel_stats(x, xo, A, C, B, c)
+            mu, v = _channel_stats(X, c)
         else:
             mu, v = mean[mo + c], var[vo + c]
         inv = 1.0 / np.sqrt(v + eps)
         sum_og = 0.0
         sum_og_xhat = 0.0
         for a in range(A):
-            base = (a * C + c) * B
+            src, grad = X[a, c], OG[a, c]
             for b in range(B):
-                o = og[ogo + base + b]
-                sum_og += o
-                sum_og_xhat += o * (x[xo + base + b] - mu) * inv
+                sum_og += grad[b]
+                sum_og_xhat += grad[b] * (src[b] - mu) * inv
         db[dbo + c] = sum_og
         dg[dgo + c] = 0.0 if fix_gamma else sum_og_xhat
         for a in range(A):
-            base = (a * C + c) * B
+            src, grad, dst = X[a, c], OG[a, c], DX[a, c]
             for b in range(B):
-                o = og[ogo + base + b]
                 if batch_stats:
-                    xhat = (x[xo + base + b] - mu) * inv
-                    dx[dxo + base + b] = g * inv / m * (m * o - sum_og - xhat * sum_og_xhat)
+                    xhat = (src[b] - mu) * inv
+                    dst[b] = g * inv / m * (m * grad[b] - sum_og - xhat * sum_og_xhat)
                 else:
-                    dx[dxo + base + b] = o * g * inv
+                    dst[b] = grad[b] * g * inv
+
+
+@njit(**JIT)
+def _row_stats(row, C, eps):
+    s = 0.0
+    for c in range(C):
+        s += row[c]
+    mu = s / C
+    v = 0.0
+    for c in range(C):
+        d = row[c] - mu
+        v += d * d
+    return mu, 1.0 / np.sqrt(v / C + eps)
 
 
 @njit(**JIT)
 def layernorm(x, xo, gamma, go, beta, bo, y, yo, A, C, B, eps):
+    X = x[xo:xo + A * C * B].reshape((A, C, B))
+    Y = y[yo:yo + A * C * B].reshape((A, C, B))
+    gam, bet = gamma[go:go + C], beta[bo:bo + C]
     for a in range(A):
         for b in range(B):
-            base = a * C * B + b
-            s = 0.0
+            row, out = X[a, :, b], Y[a, :, b]
+            mu, inv = _row_stats(row, C, eps)
             for c in range(C):
-                s += x[xo + base + c * B]
-            mu = s / C
-            v = 0.0
-            for c in range(C):
-                d = x[xo + base + c * B] - mu
-                v += d * d
-            inv = 1.0 / np.sqrt(v / C + eps)
-            for c in range(C):
-                i = base + c * B
-                y[yo + i] = (x[xo + i] - mu) * inv * gamma[go + c] + beta[bo + c]
+                out[c] = (row[c] - mu) * inv * gam[c] + bet[c]
 
 
 @njit(**JIT)
 def layernorm_grad(og, ogo, x, xo, gamma, go, dx, dxo, dg, dgo, db, dbo, A, C, B, eps):
+    X = x[xo:xo + A * C * B].reshape((A, C, B))
+    OG = og[ogo:ogo + A * C * B].reshape((A, C, B))
+    DX = dx[dxo:dxo + A * C * B].reshape((A, C, B))
+    gam = gamma[go:go + C]
     dgam = np.zeros(C, np.float64)
     dbet = np.zeros(C, np.float64)
     for a in range(A):
         for b in range(B):
-            base = a * C * B + b
-            s = 0.0
-            for c in range(C):
-                s += x[xo + base + c * B]
-            mu = s / C
-            v = 0.0
-            for c in range(C):
-                d = x[xo + base + c * B] - mu
-                v += d * d
-            inv = 1.0 / np.sqrt(v / C + eps)
+            row, grad, out = X[a, :, b], OG[a, :, b], DX[a, :, b]
+            mu, inv = _row_stats(row, C, eps)
             sum_g = 0.0
             sum_g_xhat = 0.0
             for c in range(C):
-                i = base + c * B
-                xhat = (x[xo + i] - mu) * inv
-                o = og[ogo + i]
-                dgam[c] += o * xhat
-                dbet[c] += o
-                gg = o * gamma[go + c]
+                xhat = (row[c] - mu) * inv
+                dgam[c] += grad[c] * xhat
+                dbet[c] += grad[c]
+                gg = grad[c] * gam[c]
                 sum_g += gg
                 sum_g_xhat += gg * xhat
             for c in range(C):
-                i = base + c * B
-                xhat = (x[xo + i] - mu) * inv
-                gg = og[ogo + i] * gamma[go + c]
-                dx[dxo + i] = inv / C * (C * gg - sum_g - xhat * sum_g_xhat)
+                xhat = (row[c] - mu) * inv
+                out[c] = inv / C * (C * grad[c] * gam[c] - sum_g - xhat * sum_g_xhat)
     for c in range(C):
         dg[dgo + c] = dgam[c]
         db[dbo + c] = dbet[c]

@@ -17,8 +17,10 @@ MAX, AVG, SUM = 0, 1, 2
 
 @njit(**JIT)
 def pool2d(x, xo, y, yo, NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw, kind, full_count):
+    X = x[xo:xo + NC * H * W].reshape((NC, H, W))
+    Y = y[yo:yo + NC * OH * OW].reshape((NC, OH, OW))
     for p in range(NC):
-        plane = xo + p * H * W
+        plane, out = X[p], Y[p]
         for oh in range(OH):
             h0 = oh * sh - ph
             hs, he = max(h0, 0), min(h0 + kh, H)
@@ -29,43 +31,43 @@ def pool2d(x, xo, y, yo, NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw, kind, full_co
                     m = -np.inf
                     for h in range(hs, he):
                         for w in range(ws, we):
-                            v = x[plane + h * W + w]
-                            if v > m:
-                                m = v
-                    y[yo + (p * OH + oh) * OW + ow] = m
+                            m = max(m, plane[h, w])
+                    out[oh, ow] = m
                 else:
                     s = 0.0
                     for h in range(hs, he):
                         for w in range(ws, we):
-                            s += x[plane + h * W + w]
+                            s += plane[h, w]
                     if kind == AVG:
                         count = kh * kw if full_count else max((he - hs) * (we - ws), 1)
                         s /= count
-                    y[yo + (p * OH + oh) * OW + ow] = s
+                    out[oh, ow] = s
 
 
 @njit(**JIT)
 def pool2d_grad(og, ogo, x, xo, y, yo, dx, dxo, NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw,
                 kind, full_count):
-    for i in range(NC * H * W):
-        dx[dxo + i] = 0
+    X = x[xo:xo + NC * H * W].reshape((NC, H, W))
+    DX = dx[dxo:dxo + NC * H * W].reshape((NC, H, W))
+    Y = y[yo:yo + NC * OH * OW].reshape((NC, OH, OW))
+    OG = og[ogo:ogo + NC * OH * OW].reshape((NC, OH, OW))
+    DX[...] = 0
     for p in range(NC):
-        plane = p * H * W
+        plane, dplane, out, grad = X[p], DX[p], Y[p], OG[p]
         for oh in range(OH):
             h0 = oh * sh - ph
             hs, he = max(h0, 0), min(h0 + kh, H)
             for ow in range(OW):
                 w0 = ow * sw - pw
                 ws, we = max(w0, 0), min(w0 + kw, W)
-                o = (p * OH + oh) * OW + ow
-                g = og[ogo + o]
+                g = grad[oh, ow]
                 if kind == MAX:
-                    target = y[yo + o]
+                    target = out[oh, ow]
                     done = False
                     for h in range(hs, he):
                         for w in range(ws, we):
-                            if not done and x[xo + plane + h * W + w] == target:
-                                dx[dxo + plane + h * W + w] += g
+                            if not done and plane[h, w] == target:
+                                dplane[h, w] += g
                                 done = True
                 else:
                     if kind == AVG:
@@ -73,7 +75,7 @@ def pool2d_grad(og, ogo, x, xo, y, yo, dx, dxo, NC, H, W, OH, OW, kh, kw, sh, sw
                         g = g / count
                     for h in range(hs, he):
                         for w in range(ws, we):
-                            dx[dxo + plane + h * W + w] += g
+                            dplane[h, w] += g
 
 
 # ------------------------------------------------------------------ emitters

@@ -39,6 +39,8 @@ def dropout(x, xo, y, yo, mask, mo, dims, shared, p):
     scale = 1.0 / (1.0 - p)
     d0, d1, d2, d3, d4, d5 = dims
     s0, s1, s2, s3, s4, s5 = shared
+    n = d0 * d1 * d2 * d3 * d4 * d5
+    X, Y, M = x[xo:xo + n], y[yo:yo + n], mask[mo:mo + n]
     i = 0
     for i0 in range(d0):
         for i1 in range(d1):
@@ -54,11 +56,11 @@ def dropout(x, xo, y, yo, mask, mo, dims, shared, p):
                                 j = j * d3 + (0 if s3 else i3)
                                 j = j * d4 + (0 if s4 else i4)
                                 j = j * d5 + (0 if s5 else i5)
-                                keep = mask[mo + j]
+                                keep = M[j]
                             else:
                                 keep = scale if np.random.random() >= p else 0.0
-                            mask[mo + i] = keep
-                            y[yo + i] = x[xo + i] * keep
+                            M[i] = keep
+                            Y[i] = X[i] * keep
                             i += 1
 
 

@@ -34,102 +34,101 @@ def _init(op):
 @njit(**JIT)
 def reduce_krk(x, xo, y, yo, A, R, B, op):
     """y[a, b] = reduce over r of x[a, r, b]."""
+    X = x[xo:xo + A * R * B].reshape((A, R, B))
+    Y = y[yo:yo + A * B].reshape((A, B))
     scale = 1.0 / R if op == MEAN and R > 0 else 1.0
     start = _init(op)
     if B == 1:                                  # reduce a contiguous row: scalar accumulator
         for a in range(A):
-            base = xo + a * R
+            row = X[a, :, 0]
             acc = start
             if op == SUM or op == MEAN:
                 for r in range(R):
-                    acc += x[base + r]
+                    acc += row[r]
             elif op == MAX:
                 for r in range(R):
-                    acc = max(acc, x[base + r])
+                    acc = max(acc, row[r])
             elif op == MIN:
                 for r in range(R):
-                    acc = min(acc, x[base + r])
+                    acc = min(acc, row[r])
             else:
                 for r in range(R):
-                    acc *= x[base + r]
-            y[yo + a] = acc * scale
+                    acc *= row[r]
+            Y[a, 0] = acc * scale
         return
     acc = np.empty(B, np.float64)
     for a in range(A):
         acc[:] = start
         for r in range(R):
-            base = xo + (a * R + r) * B
+            row = X[a, r]
             if op == SUM or op == MEAN:
                 for b in range(B):
-                    acc[b] += x[base + b]
+                    acc[b] += row[b]
             elif op == MAX:
                 for b in range(B):
-                    acc[b] = max(acc[b], x[base + b])
+                    acc[b] = max(acc[b], row[b])
             elif op == MIN:
                 for b in range(B):
-                    acc[b] = min(acc[b], x[base + b])
+                    acc[b] = min(acc[b], row[b])
             else:
                 for b in range(B):
-                    acc[b] *= x[base + b]
+                    acc[b] *= row[b]
         for b in range(B):
-            y[yo + a * B + b] = acc[b] * scale
+            Y[a, b] = acc[b] * scale
 
 
 @njit(**JIT)
 def reduce_rkr(x, xo, y, yo, R1, K, R2, op):
     """y[k] = reduce over r1, r2 of x[r1, k, r2]."""
+    X = x[xo:xo + R1 * K * R2].reshape((R1, K, R2))
+    Y = y[yo:yo + K]
     count = R1 * R2
     scale = 1.0 / count if op == MEAN and count > 0 else 1.0
     acc = np.empty(K, np.float64)
     acc[:] = _init(op)
     for r1 in range(R1):
         for k in range(K):
-            base = xo + (r1 * K + k) * R2
+            row = X[r1, k]
             part = acc[k]
             if op == SUM or op == MEAN:
                 s = 0.0
                 for r2 in range(R2):
-                    s += x[base + r2]
+                    s += row[r2]
                 part += s
             elif op == MAX:
                 for r2 in range(R2):
-                    part = max(part, x[base + r2])
+                    part = max(part, row[r2])
             elif op == MIN:
                 for r2 in range(R2):
-                    part = min(part, x[base + r2])
+                    part = min(part, row[r2])
             else:
                 for r2 in range(R2):
-                    part *= x[base + r2]
+                    part *= row[r2]
             acc[k] = part
     for k in range(K):
-        y[yo + k] = acc[k] * scale
+        Y[k] = acc[k] * scale
 
 
 @njit(**JIT)
 def reduce_6d(x, xo, y, yo, dims, reduced, op):
     """The general case: x viewed with 6 dims, `reduced` flags (0/1) per axis."""
     d0, d1, d2, d3, d4, d5 = dims
+    X = x[xo:xo + d0 * d1 * d2 * d3 * d4 * d5].reshape(dims)
     r0, r1, r2, r3, r4, r5 = reduced
-    k0, k1, k2, k3, k4, k5 = 1 - r0, 1 - r1, 1 - r2, 1 - r3, 1 - r4, 1 - r5
-    e0, e1, e2 = (d0 if k0 else 1), (d1 if k1 else 1), (d2 if k2 else 1)
-    e3, e4, e5 = (d3 if k3 else 1), (d4 if k4 else 1), (d5 if k5 else 1)
-    n_out = e0 * e1 * e2 * e3 * e4 * e5
-    count = 1
-    for d, r in ((d0, r0), (d1, r1), (d2, r2), (d3, r3), (d4, r4), (d5, r5)):
-        if r:
-            count *= d
-    acc = np.empty(n_out, np.float64)
-    acc[:] = _init(op)
-    i = xo
+    e0, e1, e2 = (1 if r0 else d0), (1 if r1 else d1), (1 if r2 else d2)
+    e3, e4, e5 = (1 if r3 else d3), (1 if r4 else d4), (1 if r5 else d5)
+    count = (d0 * d1 * d2 * d3 * d4 * d5) // max(e0 * e1 * e2 * e3 * e4 * e5, 1)
+    acc = np.empty((e0, e1, e2, e3, e4, e5), np.float64)
+    acc[...] = _init(op)
     for i0 in range(d0):
         for i1 in range(d1):
             for i2 in range(d2):
                 for i3 in range(d3):
                     for i4 in range(d4):
                         for i5 in range(d5):
-                            o = ((((i0 * k0 * e1 + i1 * k1) * e2 + i2 * k2) * e3 + i3 * k3)
-                                 * e4 + i4 * k4) * e5 + i5 * k5
-                            v = x[i]
+                            o = (0 if r0 else i0, 0 if r1 else i1, 0 if r2 else i2,
+                                 0 if r3 else i3, 0 if r4 else i4, 0 if r5 else i5)
+                            v = X[i0, i1, i2, i3, i4, i5]
                             if op == SUM or op == MEAN:
                                 acc[o] += v
                             elif op == MAX:
@@ -138,26 +137,28 @@ def reduce_6d(x, xo, y, yo, dims, reduced, op):
                                 acc[o] = min(acc[o], v)
                             else:
                                 acc[o] *= v
-                            i += 1
     scale = 1.0 / count if op == MEAN and count > 0 else 1.0
-    for o in range(n_out):
-        y[yo + o] = acc[o] * scale
+    flat = acc.reshape(acc.size)
+    Y = y[yo:yo + acc.size]
+    for o in range(acc.size):
+        Y[o] = flat[o] * scale
 
 
 @njit(**JIT)
 def arg_reduce(x, xo, y, yo, A, C, B, largest):
     """y[a, b] = the first index c of the largest (or smallest) x[a, c, b], as a number."""
+    X = x[xo:xo + A * C * B].reshape((A, C, B))
+    Y = y[yo:yo + A * B].reshape((A, B))
     for a in range(A):
         for b in range(B):
-            base = xo + a * C * B + b
-            best = x[base]
+            best = X[a, 0, b]
             k = 0
             for c in range(1, C):
-                v = x[base + c * B]
+                v = X[a, c, b]
                 if (v > best) if largest else (v < best):
                     best = v
                     k = c
-            y[yo + a * B + b] = k
+            Y[a, b] = k
 
 
 # ------------------------------------------------------------------ emitters

@@ -14,58 +14,65 @@ JIT = dict(cache=True, nogil=True, boundscheck=False)
 
 @njit(**JIT)
 def softmax(x, xo, y, yo, A, C, B, temperature, log):
+    X = x[xo:xo + A * C * B].reshape((A, C, B))
+    Y = y[yo:yo + A * C * B].reshape((A, C, B))
     for a in range(A):
         for b in range(B):
-            base = a * C * B + b
+            row, out = X[a, :, b], Y[a, :, b]
             m = -np.inf
             for c in range(C):
-                m = max(m, x[xo + base + c * B] / temperature)
+                m = max(m, row[c] / temperature)
             s = 0.0
             for c in range(C):
-                s += np.exp(x[xo + base + c * B] / temperature - m)
+                s += np.exp(row[c] / temperature - m)
             if log:
                 shift = m + np.log(s)
                 for c in range(C):
-                    y[yo + base + c * B] = x[xo + base + c * B] / temperature - shift
+                    out[c] = row[c] / temperature - shift
             else:
                 inv = 1.0 / s
                 for c in range(C):
-                    y[yo + base + c * B] = np.exp(x[xo + base + c * B] / temperature - m) * inv
+                    out[c] = np.exp(row[c] / temperature - m) * inv
+
+
+@njit(**JIT)
+def _log_softmax_row(row, c):
+    """(log of the normaliser, max) of one row: log_softmax[j] = row[j] - m - log(s)."""
+    m = -np.inf
+    for j in range(c):
+        m = max(m, row[j])
+    s = 0.0
+    for j in range(c):
+        s += np.exp(row[j] - m)
+    return np.log(s), m
 
 
 @njit(**JIT)
 def softmax_ce(x, xo, label, lo, y, yo, N, C):
     """y[0] = -sum_n log_softmax(x)[n, label[n]] (labels clipped into range)."""
+    X = x[xo:xo + N * C].reshape((N, C))
+    L = label[lo:lo + N]
     total = 0.0
     for n in range(N):
-        base = xo + n * C
-        m = -np.inf
-        for c in range(C):
-            m = max(m, x[base + c])
-        s = 0.0
-        for c in range(C):
-            s += np.exp(x[base + c] - m)
-        k = min(max(int(label[lo + n]), 0), C - 1)
-        total -= x[base + k] - m - np.log(s)
+        logs, m = _log_softmax_row(X[n], C)
+        k = min(max(int(L[n]), 0), C - 1)
+        total -= X[n, k] - m - logs
     y[yo] = total
 
 
 @njit(**JIT)
 def softmax_ce_grad(og, ogo, x, xo, label, lo, g, go, N, C):
     """(softmax(x) - one_hot(label)) * og[0]."""
+    X = x[xo:xo + N * C].reshape((N, C))
+    G = g[go:go + N * C].reshape((N, C))
+    L = label[lo:lo + N]
     scale = og[ogo]
     for n in range(N):
-        base = n * C
-        m = -np.inf
+        logs, m = _log_softmax_row(X[n], C)
+        k = min(max(int(L[n]), 0), C - 1)
         for c in range(C):
-            m = max(m, x[xo + base + c])
-        s = 0.0
-        for c in range(C):
-            s += np.exp(x[xo + base + c] - m)
-        k = min(max(int(label[lo + n]), 0), C - 1)
-        for c in range(C):
-            p = np.exp(x[xo + base + c] - m) / s
-            g[go + base + c] = (p - (1.0 if c == k else 0.0)) * scale
+            p = np.exp(X[n, c] - m - logs)
+            G[n, c] = (p - (1.0 if c == k else 0.0)) * scale
 
 
 @njit(**JIT)
@@ -73,27 +80,30 @@ def softmax_output_grad(y, yo, label, lo, g, go, A, C, B, batch, grad_scale, ign
                         use_ignore, normalization):
     """SoftmaxOutput's gradient: (y - one_hot(label)) * scale; labels per (a, b);
     normalization 0 null, 1 batch (divide by y.shape[0]), 2 valid (by the labels kept)."""
+    Yv = y[yo:yo + A * C * B].reshape((A, C, B))
+    G = g[go:go + A * C * B].reshape((A, C, B))
+    L = label[lo:lo + A * B].reshape((A, B))
     ignore = int(ignore_label)
     scale = grad_scale
     if normalization == 1:
         scale /= batch
     elif normalization == 2:
         valid = 0
-        for i in range(A * B):
-            if not use_ignore or int(label[lo + i]) != ignore:
-                valid += 1
+        for a in range(A):
+            for b in range(B):
+                if not use_ignore or int(L[a, b]) != ignore:
+                    valid += 1
         scale /= max(valid, 1)
     for a in range(A):
         for b in range(B):
-            raw = int(label[lo + a * B + b])
+            raw = int(L[a, b])
             k = min(max(raw, 0), C - 1)
             drop = use_ignore and raw == ignore
             for c in range(C):
-                i = (a * C + c) * B + b
                 if drop:
-                    g[go + i] = 0.0
+                    G[a, c, b] = 0.0
                 else:
-                    g[go + i] = (y[yo + i] - (1.0 if c == k else 0.0)) * scale
+                    G[a, c, b] = (Yv[a, c, b] - (1.0 if c == k else 0.0)) * scale
 
 
 # ------------------------------------------------------------------ emitters

@@ -1,5 +1,10 @@
 """Small helpers the generated code calls: flatten an input, shape an output, allocate.
 
+Kernels take flat arrays plus offsets and first take *views* (`x[xo:xo + n]`,
+reshaped to the value's shape), then index those from 0: an index `x[xo + i]`
+is signed, so Numba adds a negative-index check to every access and LLVM does
+not vectorize the loop.
+
 Why kernels for such trivial things? Every array operation that the *generated*
 function does itself (reshape, slicing, np.empty) costs Numba compile time again
 for every new graph. Written once here with `cache=True`, they are compiled once
@@ -31,11 +36,11 @@ def empty(n, proto):
 
 @njit(**JIT)
 def fill(y, yo, n, value):
-    for i in range(n):
-        y[yo + i] = value
+    y[yo:yo + n] = value
 
 
 @njit(**JIT)
 def copy(x, xo, y, yo, n):
-    for i in range(n):
-        y[yo + i] = x[xo + i]
+    # kernels index views from 0, never `array[offset + i]`: a signed index costs a
+    # negative-index check per element and stops LLVM from vectorizing the loop
+    y[yo:yo + n] = x[xo:xo + n]
