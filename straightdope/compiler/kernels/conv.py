@@ -17,6 +17,9 @@ from numba import njit
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 
 
+CHUNK = 1 << 21        # elements of the column matrix per batch of images (8 MB in float32)
+
+
 @njit(**JIT)
 def _valid(off, step, size, n_out):
     """Output positions o in [lo, hi) with 0 <= o * step + off < size."""
@@ -26,103 +29,151 @@ def _valid(off, step, size, n_out):
 
 
 @njit(**JIT)
-def im2col(X, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, col):
-    """col[(c, i, j), oh, ow] = X[c0 + c, oh*sh - ph + i*dh, ow*sw - pw + j*dw], 0 outside.
-    X is one image (C, H, W); col is (Cg*kh*kw, OH, OW). Rows are copied as slices."""
-    H, W = X.shape[1], X.shape[2]
-    for c in range(Cg):
-        plane = X[c0 + c]
-        for i in range(kh):
-            oh_lo, oh_hi = _valid(i * dh - ph, sh, H, OH)
-            for j in range(kw):
-                dst = col[(c * kh + i) * kw + j]
-                ow_lo, ow_hi = _valid(j * dw - pw, sw, W, OW)
-                dst[:oh_lo, :] = 0
-                dst[oh_hi:, :] = 0
-                for oh in range(oh_lo, oh_hi):
-                    row = plane[oh * sh - ph + i * dh]
-                    out = dst[oh]
-                    out[:ow_lo] = 0
-                    start = ow_lo * sw - pw + j * dw
-                    if sw == 1:
-                        out[ow_lo:ow_hi] = row[start:start + ow_hi - ow_lo]
-                    else:
-                        for ow in range(ow_hi - ow_lo):
-                            out[ow_lo + ow] = row[start + ow * sw]
-                    out[ow_hi:] = 0
+def _segment(dst, d0, src, s0, n, step):
+    """dst[d0 + t] = src[s0 + t * step] for t < n. Unsigned indices: no negative-index
+    checks, so the contiguous case (step 1) vectorizes like a memcpy."""
+    d, s, st = np.uint64(d0), np.uint64(s0), np.uint64(step)
+    if step == 1:
+        for t in range(np.uint64(n)):
+            dst[d + t] = src[s + t]
+    else:
+        for t in range(np.uint64(n)):
+            dst[d + t] = src[s + t * st]
 
 
 @njit(**JIT)
-def col2im(col, DX, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw):
-    """The adjoint of im2col: add each column entry back onto the pixel it came from."""
-    H, W = DX.shape[1], DX.shape[2]
+def im2col(x, xo, n0, nb, C, H, W, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, col):
+    """col[(c, i, j), (b, oh, ow)] = image n0 + b of x (N, C, H, W) at channel c0 + c, row
+    oh*sh - ph + i*dh, column ow*sw - pw + j*dw (0 outside). col is flat, row-major."""
+    P = OH * OW
+    width = nb * P
     for c in range(Cg):
-        plane = DX[c0 + c]
         for i in range(kh):
             oh_lo, oh_hi = _valid(i * dh - ph, sh, H, OH)
             for j in range(kw):
-                src = col[(c * kh + i) * kw + j]
+                row = ((c * kh + i) * kw + j) * width
                 ow_lo, ow_hi = _valid(j * dw - pw, sw, W, OW)
-                for oh in range(oh_lo, oh_hi):
-                    row = plane[oh * sh - ph + i * dh]
-                    line = src[oh]
-                    start = ow_lo * sw - pw + j * dw
-                    for ow in range(ow_hi - ow_lo):
-                        row[start + ow * sw] += line[ow_lo + ow]
+                for b in range(nb):
+                    plane = xo + ((n0 + b) * C + c0 + c) * H * W
+                    base = row + b * P
+                    col[base:base + oh_lo * OW] = 0
+                    col[base + oh_hi * OW:base + P] = 0
+                    for oh in range(oh_lo, oh_hi):
+                        dst = base + oh * OW
+                        src = plane + (oh * sh - ph + i * dh) * W + ow_lo * sw - pw + j * dw
+                        for t in range(ow_lo):
+                            col[dst + t] = 0
+                        _segment(col, dst + ow_lo, x, src, ow_hi - ow_lo, sw)
+                        for t in range(ow_hi, OW):
+                            col[dst + t] = 0
+
+
+@njit(**JIT)
+def col2im(col, dx, xo, n0, nb, C, H, W, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw):
+    """The adjoint of im2col: add each column entry back onto the pixel it came from."""
+    P = OH * OW
+    width = nb * P
+    for c in range(Cg):
+        for i in range(kh):
+            oh_lo, oh_hi = _valid(i * dh - ph, sh, H, OH)
+            for j in range(kw):
+                row = ((c * kh + i) * kw + j) * width
+                ow_lo, ow_hi = _valid(j * dw - pw, sw, W, OW)
+                n = ow_hi - ow_lo
+                for b in range(nb):
+                    plane = xo + ((n0 + b) * C + c0 + c) * H * W
+                    for oh in range(oh_lo, oh_hi):
+                        src = np.uint64(row + b * P + oh * OW + ow_lo)
+                        dst = np.uint64(plane + (oh * sh - ph + i * dh) * W + ow_lo * sw - pw
+                                        + j * dw)
+                        step = np.uint64(sw)
+                        for t in range(np.uint64(n)):
+                            dx[dst + t * step] += col[src + t]
+
+
+@njit(**JIT)
+def _chunk(N, K, P):
+    """Images per column matrix: all of them when it fits in CHUNK elements."""
+    return max(1, min(N, CHUNK // max(K * P, 1)))
 
 
 @njit(**JIT)
 def conv2d(x, xo, w, wo, y, yo, N, C, H, W, F, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, G):
+    """y = conv(x, w): for each batch of images and group, ONE matrix product
+    (Fg, K) @ (K, images * OH * OW) on BLAS, then the result is put in NCHW order."""
     Cg, Fg = C // G, F // G
     K, P = Cg * kh * kw, OH * OW
-    X = x[xo:xo + N * C * H * W].reshape((N, C, H, W))
-    Wm = w[wo:wo + F * K].reshape((F, K))
-    Y = y[yo:yo + N * F * P].reshape((N, F, P))
-    col = np.empty((K, OH, OW), x.dtype)
-    cols = col.reshape((K, P))
-    for n in range(N):
+    chunk = _chunk(N, K, P)
+    colbuf = np.empty(K * chunk * P, x.dtype)
+    outbuf = np.empty(Fg * chunk * P, x.dtype)
+    for n0 in range(0, N, chunk):
+        nb = min(chunk, N - n0)
+        col = colbuf[:K * nb * P]
+        out = outbuf[:Fg * nb * P]
         for g in range(G):
-            im2col(X[n], g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, col)
-            np.dot(Wm[g * Fg:(g + 1) * Fg], cols, Y[n, g * Fg:(g + 1) * Fg])
+            im2col(x, xo, n0, nb, C, H, W, g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw,
+                   col)
+            wg = w[wo + g * Fg * K:wo + (g + 1) * Fg * K].reshape((Fg, K))
+            np.dot(wg, col.reshape((K, nb * P)), out.reshape((Fg, nb * P)))
+            for f in range(Fg):
+                for b in range(nb):
+                    dst = yo + ((n0 + b) * F + g * Fg + f) * P
+                    y[dst:dst + P] = out[(f * nb + b) * P:(f * nb + b + 1) * P]
 
 
 @njit(**JIT)
 def conv2d_grad_weight(og, ogo, x, xo, dw_, dwo, N, C, H, W, F, OH, OW, kh, kw, sh, sw,
                        ph, pw, dh, dw, G):
+    """dW[g] = dy[g] @ col.T, with dy gathered as (Fg, images * OH * OW)."""
     Cg, Fg = C // G, F // G
     K, P = Cg * kh * kw, OH * OW
-    X = x[xo:xo + N * C * H * W].reshape((N, C, H, W))
-    OG = og[ogo:ogo + N * F * P].reshape((N, F, P))
-    DW = dw_[dwo:dwo + F * K].reshape((F, K))
-    DW[...] = 0
-    col = np.empty((K, OH, OW), x.dtype)
-    cols = col.reshape((K, P))
+    chunk = _chunk(N, K, P)
+    colbuf = np.empty(K * chunk * P, x.dtype)
+    ogbuf = np.empty(Fg * chunk * P, x.dtype)
     part = np.empty((Fg, K), x.dtype)
-    for n in range(N):
+    DW = dw_[dwo:dwo + F * K]
+    DW[:] = 0
+    for n0 in range(0, N, chunk):
+        nb = min(chunk, N - n0)
+        col = colbuf[:K * nb * P]
+        ogt = ogbuf[:Fg * nb * P]
         for g in range(G):
-            im2col(X[n], g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, col)
-            np.dot(OG[n, g * Fg:(g + 1) * Fg], cols.T, part)
+            im2col(x, xo, n0, nb, C, H, W, g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw,
+                   col)
             for f in range(Fg):
-                row, src = DW[g * Fg + f], part[f]
-                for k in range(K):
-                    row[k] += src[k]
+                for b in range(nb):
+                    src = ogo + ((n0 + b) * F + g * Fg + f) * P
+                    ogt[(f * nb + b) * P:(f * nb + b + 1) * P] = og[src:src + P]
+            np.dot(ogt.reshape((Fg, nb * P)), col.reshape((K, nb * P)).T, part)
+            flat = part.reshape(Fg * K)
+            base = g * Fg * K
+            for k in range(Fg * K):
+                DW[base + k] += flat[k]
 
 
 @njit(**JIT)
 def conv2d_grad_data(og, ogo, w, wo, dx, dxo, N, C, H, W, F, OH, OW, kh, kw, sh, sw,
                      ph, pw, dh, dw, G):
+    """dcol = W[g].T @ dy[g], then col2im adds the columns back onto dx."""
     Cg, Fg = C // G, F // G
     K, P = Cg * kh * kw, OH * OW
-    Wm = w[wo:wo + F * K].reshape((F, K))
-    OG = og[ogo:ogo + N * F * P].reshape((N, F, P))
-    DX = dx[dxo:dxo + N * C * H * W].reshape((N, C, H, W))
-    DX[...] = 0
-    col = np.empty((K, OH, OW), og.dtype)
-    cols = col.reshape((K, P))
-    for n in range(N):
+    chunk = _chunk(N, K, P)
+    colbuf = np.empty(K * chunk * P, og.dtype)
+    ogbuf = np.empty(Fg * chunk * P, og.dtype)
+    dx[dxo:dxo + N * C * H * W] = 0
+    for n0 in range(0, N, chunk):
+        nb = min(chunk, N - n0)
+        col = colbuf[:K * nb * P]
+        ogt = ogbuf[:Fg * nb * P]
         for g in range(G):
-            np.dot(Wm[g * Fg:(g + 1) * Fg].T, OG[n, g * Fg:(g + 1) * Fg], cols)
-            col2im(col, DX[n], g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw)
+            for f in range(Fg):
+                for b in range(nb):
+                    src = ogo + ((n0 + b) * F + g * Fg + f) * P
+                    ogt[(f * nb + b) * P:(f * nb + b + 1) * P] = og[src:src + P]
+            wg = w[wo + g * Fg * K:wo + (g + 1) * Fg * K].reshape((Fg, K))
+            np.dot(wg.T, ogt.reshape((Fg, nb * P)), col.reshape((K, nb * P)))
+            col2im(col, dx, dxo, n0, nb, C, H, W, g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw,
+                   dh, dw)
 
 
 # ------------------------------------------------------------------ emitters

@@ -16,9 +16,25 @@ MAX, AVG, SUM = 0, 1, 2
 
 
 @njit(**JIT)
+def _inside_2x2(H, W, OH, OW, kh, kw, sh, sw, ph, pw):
+    """A 2x2 window without padding that never leaves the image."""
+    return (kh == 2 and kw == 2 and ph == 0 and pw == 0 and (OH - 1) * sh + 2 <= H
+            and (OW - 1) * sw + 2 <= W)
+
+
+@njit(**JIT)
 def pool2d(x, xo, y, yo, NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw, kind, full_count):
     X = x[xo:xo + NC * H * W].reshape((NC, H, W))
     Y = y[yo:yo + NC * OH * OW].reshape((NC, OH, OW))
+    if kind == MAX and _inside_2x2(H, W, OH, OW, kh, kw, sh, sw, ph, pw):
+        for p in range(NC):                    # the common 2x2 window: straight-line code
+            plane, out = X[p], Y[p]
+            for oh in range(OH):
+                r0, r1, dst = plane[oh * sh], plane[oh * sh + 1], out[oh]
+                for ow in range(OW):
+                    c = ow * sw
+                    dst[ow] = max(max(r0[c], r0[c + 1]), max(r1[c], r1[c + 1]))
+        return
     for p in range(NC):
         plane, out = X[p], Y[p]
         for oh in range(OH):
@@ -52,6 +68,23 @@ def pool2d_grad(og, ogo, x, xo, y, yo, dx, dxo, NC, H, W, OH, OW, kh, kw, sh, sw
     Y = y[yo:yo + NC * OH * OW].reshape((NC, OH, OW))
     OG = og[ogo:ogo + NC * OH * OW].reshape((NC, OH, OW))
     DX[...] = 0
+    if kind == MAX and _inside_2x2(H, W, OH, OW, kh, kw, sh, sw, ph, pw):
+        for p in range(NC):
+            plane, dplane, out, grad = X[p], DX[p], Y[p], OG[p]
+            for oh in range(OH):
+                h = oh * sh
+                r0, r1, d0, d1 = plane[h], plane[h + 1], dplane[h], dplane[h + 1]
+                for ow in range(OW):
+                    c, m, g = ow * sw, out[oh, ow], grad[oh, ow]
+                    if r0[c] == m:                 # the first maximum, row-major
+                        d0[c] += g
+                    elif r0[c + 1] == m:
+                        d0[c + 1] += g
+                    elif r1[c] == m:
+                        d1[c] += g
+                    elif r1[c + 1] == m:
+                        d1[c + 1] += g
+        return
     for p in range(NC):
         plane, dplane, out, grad = X[p], DX[p], Y[p], OG[p]
         for oh in range(OH):
