@@ -150,6 +150,7 @@ class CodeGen:
         self.refs: dict = {}
         self.dims: dict = {}
         self.offsets: dict = {}
+        self.output_arrays: dict = {}
         self.modules: set = set()
         self.arenas = sorted({dtype_name(d) for d in plan.arena_sizes}
                              | {dtype_name(n.dtypes[k]) for n in self.graph.op_nodes
@@ -229,9 +230,15 @@ class CodeGen:
         where = self.plan.storage[root]
         name = f"v{entry[0]}" + (f"_{entry[1]}" if node.num_outputs > 1 else "")
         if where == "output":
-            self.line(f"{name} = {self.kernel('util', 'empty')}({typed(prod(dims))}, "
-                      f"{self.arena(dt)})")
-            ref = Ref(name, "0", dims, tuple(node.shapes[entry[1]]), dt)
+            # a fresh array per call; a value computed into an output's array (see
+            # memory._forward_into_outputs) allocates it, the output then reuses it
+            if root not in self.output_arrays:
+                rnode = self.graph.nodes[root[0]]
+                rname = f"v{root[0]}" + (f"_{root[1]}" if rnode.num_outputs > 1 else "")
+                self.line(f"{rname} = {self.kernel('util', 'empty')}({typed(prod(dims))}, "
+                          f"{self.arena(dt)})")
+                self.output_arrays[root] = rname
+            ref = Ref(self.output_arrays[root], "0", dims, tuple(node.shapes[entry[1]]), dt)
         elif where == "arena":
             # one offset variable per *buffer*: a loop writing in place then reads and
             # writes the very same address expression, which LLVM can vectorize

@@ -144,6 +144,8 @@ def plan_memory(fused: Fused, reference_graph=None) -> MemoryPlan:
                 plan.root[e] = e
                 plan.storage[e] = "output" if e in outputs else "arena"
 
+    _forward_into_outputs(plan, steps)
+
     # liveness per root, in step indices
     stored = {e for s in steps for e in s.outputs}
     first, last = {}, {}
@@ -199,6 +201,37 @@ def plan_memory(fused: Fused, reference_graph=None) -> MemoryPlan:
     plan.bytes_planned = sum(n * np.dtype(d).itemsize for d, n in plan.arena_sizes.items())
     plan.bytes_imperative = imperative_bytes(reference_graph if reference_graph is not None else g)
     return plan
+
+
+def _forward_into_outputs(plan, steps):
+    """A kernel result read only by the loop that turns it into a graph output (the
+    product before its bias add, in a training forward) is written straight into that
+    output's fresh array; the loop then updates it in place. No buffer at all."""
+    g = plan.graph
+    readers: dict = {}
+    for s in steps:
+        for e in s.inputs:
+            readers.setdefault(plan.root[e], set()).add(s.id)
+    taken = set()
+    for s in steps:
+        if s.kind != "fused":
+            continue
+        for e in s.outputs:
+            if plan.root[e] != e or plan.storage.get(e) != "output":
+                continue
+            for d in s.inputs:
+                if (plan.root[d] != d or plan.storage.get(d) != "arena" or d in taken
+                        or readers.get(d) != {s.id}
+                        or g.shape_of(d) != g.shape_of(e)
+                        or np.dtype(g.dtype_of(d)) != np.dtype(g.dtype_of(e))):
+                    continue
+                taken.add(d)
+                for v, r in list(plan.root.items()):
+                    if r == d:
+                        plan.root[v] = e
+                del plan.storage[d]
+                plan.inplace.append((e, d))
+                break
 
 
 def _best_fit(plan, free, dt, size):
