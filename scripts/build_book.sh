@@ -72,6 +72,9 @@ mkdir -p "$WDIST"
 find "$NM/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
     \( -name '*.woff2' -o -name '*.woff' -o -name '*.ttf' -o -name '*.eot' -o -name '*.svg' \) \
     -exec cp -f {} "$WDIST/" \;
+# Widgets whose CSS was bundled (the icon font of Button, ...) ask for the same
+# fonts at _static/jupyter-widgets/<hash>.<ext>: serve them there too.
+cp -f "$WDIST"/* "$STATIC/jupyter-widgets/"
 cp -f "$ROOT/scripts/widgets-require-config.js" "$STATIC/widgets-require-config.js"
 # MathJax loads its fonts, its menu and (through autoload) TeX extensions
 # relative to tex-chtml.js: copy those parts of es5/ (4 MB of its 23 MB; no

@@ -51,10 +51,17 @@ def _ndarray_class():
 
 
 class Plan:
-    """Everything compiled for one input signature."""
+    """Everything compiled for one input signature: `shapes` of the inputs, `is_train`,
+    `wrt` (the inputs that get gradients; None for a forward-only plan), the compiled
+    `forward` (and `backward`) executables and the compile `seconds`."""
 
     def __init__(self, forward, backward=None, diff=None, seconds=0.0):
         self.forward, self.backward, self.diff, self.seconds = forward, backward, diff, seconds
+        self.shapes, self.is_train, self.wrt = {}, False, None
+
+    def __repr__(self):
+        kind = "forward+backward" if self.wrt else "forward"
+        return f"<Plan {kind} {self.shapes} train={self.is_train} {self.seconds:.2f}s>"
 
 
 class CachedOp:
@@ -162,7 +169,9 @@ class CachedOp:
                 f"{self._describe(signature)}. Keep the input shape fixed, or call "
                 f"hybridize(static_shape=False) to let it adapt to new shapes.")
         self.first_signature = self.first_signature or signature
-        plan = self.plans[key] = self._compile(shapes, dtypes, is_train, None if wrt is None else list(wrt))
+        plan = self.plans[key] = self._compile(shapes, dtypes, is_train,
+                                               None if wrt is None else list(wrt))
+        plan.shapes, plan.is_train, plan.wrt = shapes, is_train, wrt
         return plan
 
     def _backward_fn(self, plan, by_name, saved):
