@@ -112,6 +112,7 @@ class Executable:
         t["cache"] = "memory" if in_memory else ("disk" if compiled["cache_hit"] else
                                                  ("off" if not compiled["jit"] else "miss"))
         t["cache_file"] = info["path"]
+        t["cache_file_status"] = info["file"]      # reused | written | rebuilt (was damaged)
         t["total"] = time.perf_counter() - start
 
         if in_shapes == self._first_shapes:

@@ -292,8 +292,9 @@ class CodeGen:
         emitter = EMITTERS.get(node.op.name)
         if emitter is None:
             raise CodegenError(f"op {node.op.name} has no Numba kernel")
-        shapes = ", ".join(str(self.shape(e)) for e in node.inputs)
-        self.comment(f"step {step.id}: {node.op.name}({shapes})")
+        # shapes as their symbolic dims: the text must not change with the batch size
+        shapes = ", ".join("(" + ", ".join(self.ref(e).dims) + ")" for e in node.inputs)
+        self.comment(f"step {step.id}: {node.op.name}{'(' + shapes + ')'}")
         for e in step.outputs:
             self._define(e)
         emitter(self, node)
@@ -320,7 +321,7 @@ class CodeGen:
         for e in step.outputs:
             self.dims.setdefault(tuple(e), list(dom_dims))
         ops = "+".join(g.nodes[n].op.name for n in step.nodes)
-        self.comment(f"step {step.id}: fused {ops} over {dom}")
+        self.comment(f"step {step.id}: fused {ops} over ({', '.join(dom_dims)})")
         outs = [self._define(e) for e in step.outputs]
 
         # loops: drop axes of length 1, merge neighbours that every operand treats alike
