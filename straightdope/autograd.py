@@ -120,20 +120,11 @@ def mark_variables(variables, gradients, grad_reqs="write"):
 
 
 def _topological(heads):
-    order, seen = [], set()
-    stack = [(h._tape[0], False) for h in heads if h._tape is not None]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for x in node.inputs:
-            if x._tape is not None and id(x._tape[0]) not in seen:
-                stack.append((x._tape[0], False))
+    """Tape nodes from the heads back to the leaves (each before the nodes it feeds)."""
+    from .base import postorder
+    roots = [h._tape[0] for h in heads if h._tape is not None]
+    order = postorder(roots, lambda node: [x._tape[0] for x in node.inputs
+                                           if x._tape is not None])
     return order[::-1]           # heads first
 
 

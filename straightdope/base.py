@@ -16,3 +16,26 @@ class NotImplementedForSymbol(TypeError):
             f"being built, with no numbers in them yet. Python code that needs a value runs "
             f"only once, at trace time, and cannot see the data of later calls. "
             f"Instead: {instead}")
+
+
+def postorder(roots, children):
+    """Every node reachable from `roots`, each after all of its `children(node)`.
+
+    One iterative depth-first walk (deep graphs would overflow Python's recursion)
+    shared by the autograd tape and the symbol graph."""
+    order, seen = [], set()
+    for root in roots:
+        stack = [(root, False)]
+        while stack:
+            node, done = stack.pop()
+            if done:
+                order.append(node)
+                continue
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.append((node, True))
+            for child in reversed(children(node)):
+                if id(child) not in seen:
+                    stack.append((child, False))
+    return order

@@ -15,7 +15,7 @@ import copy as _copy
 import numpy as np
 
 from .. import name as _name
-from ..base import NotImplementedForSymbol
+from ..base import NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
 from ..ops.elemwise import OPERATORS
 
@@ -52,22 +52,8 @@ class _Node:
 
 def _topo(outputs):
     """Nodes reachable from `outputs`, inputs before the nodes that use them."""
-    order, seen = [], set()
-    for head, _ in outputs:
-        stack = [(head, False)]
-        while stack:
-            node, done = stack.pop()
-            if done:
-                order.append(node)
-                continue
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            stack.append((node, True))
-            for child, _ in reversed(node.inputs):
-                if id(child) not in seen:
-                    stack.append((child, False))
-    return order
+    return postorder([head for head, _ in outputs],
+                     lambda node: [child for child, _ in node.inputs])
 
 
 def _no_value(what, instead):
