@@ -95,8 +95,15 @@ def module_path(key: str) -> Path:
     return cache_dir() / f"g_{key[:40]}.py"
 
 
-def _remove_numba_cache(path: Path):
-    for f in (path.parent / "__pycache__").glob(path.stem + ".*"):
+def _remove_numba_cache(func):
+    """Delete Numba's cache files of a generated function (next to it in __pycache__,
+    or under $NUMBA_CACHE_DIR)."""
+    source = Path(func.py_func.__code__.co_filename)
+    try:
+        folder = Path(func._cache._cache_path)
+    except AttributeError:
+        folder = source.parent / "__pycache__"
+    for f in folder.glob(source.stem + ".*"):
         try:
             f.unlink()
         except OSError:
@@ -117,9 +124,9 @@ def load(source: str) -> tuple:
     if path.exists() and check_file(path, key, source):
         info["file"] = "reused"
     else:
+        # (Numba's own cache, if any, stays: it is keyed by a hash of the file's text, and
+        # the rewritten text is exactly the one it was compiled from)
         info["file"] = "rebuilt" if path.exists() else "written"
-        if path.exists():
-            _remove_numba_cache(path)       # its compiled code belongs to the bad file
         atomic_write_text(path, HEADER.format(key=key, digest=_digest(source)) + source)
     name = f"straightdope_generated_{key[:40]}"
     spec = importlib.util.spec_from_file_location(name, path)
@@ -175,7 +182,7 @@ def compile_function(func, example_args) -> dict:
             func.compile(sig)
     except Exception:
         # a damaged Numba cache file: remove it and compile from scratch
-        _remove_numba_cache(Path(func.py_func.__code__.co_filename))
+        _remove_numba_cache(func)
         func.compile(sig)
     hit = sum(func._cache_hits.values()) > 0
     func.disable_compile()
