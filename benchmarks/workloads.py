@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 import straightdope as mx
-from straightdope import autograd, gluon, nd
+from straightdope import autograd, gluon, nd, sym
+from straightdope.cached_op import CachedOp
 from straightdope.gluon import nn
 
 from . import handwritten, numpy_ref
@@ -48,8 +49,7 @@ def _net(factory, x, seed=0):
 
 
 def _copy_params(src, dst):
-    for (_, p), (_, q) in zip(sorted(src.collect_params().items()),
-                              sorted(dst.collect_params().items())):
+    for p, q in zip(src.collect_params().values(), dst.collect_params().values()):
         q.set_data(p.data().copy())
 
 
@@ -132,6 +132,30 @@ def _gluon_step(net, x, y, hybrid):
     return step
 
 
+def _graph_step(net, x, y):
+    """Net and loss traced into ONE graph, run by a CachedOp under autograd, then a plain
+    in-place SGD on the NumPy arrays: the training step without gluon's Trainer and
+    without a second graph for the loss (what is left of the framework around the
+    compiled forward and backward graphs)."""
+    data, label = sym.var("data"), sym.var("label")
+    loss = -sym.pick(sym.log_softmax(net(data)), label)
+    op = CachedOp(loss, ["data", "label"], static_alloc=True, static_shape=True)
+    params = {p.name: p.data() for p in net.collect_params().values()}
+    scale = LR / x.shape[0]
+
+    def step():
+        with autograd.record():
+            (out,) = op([x, y], params)
+        out.backward()
+        for p in params.values():
+            w, g = p._data, p.grad._data
+            g *= scale
+            w -= g
+        return out
+    step()
+    return step
+
+
 def train_mlp(batch=64, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((batch, 512)).astype(np.float32)
@@ -152,6 +176,7 @@ def train_mlp(batch=64, seed=0):
         "hand-written": lambda: handwritten.mlp_train_step(*args),
         "imperative": _gluon_step(imp, xn, yn, False),
         "hybridized": _gluon_step(hyb, xn, yn, True),
+        "one graph + plain SGD": _graph_step(_hybrid(mlp, x, ref), xn, yn),
     }
     return variants, {"hybridized": hyb}
 
@@ -171,6 +196,7 @@ def train_lenet(batch=64, seed=0):
         "numpy": lambda: numpy_ref.lenet_train_step(x, labels, p, LR),
         "imperative": _gluon_step(imp, xn, yn, False),
         "hybridized": _gluon_step(hyb, xn, yn, True),
+        "one graph + plain SGD": _graph_step(_hybrid(lenet, x, ref), xn, yn),
     }
     return variants, {"hybridized": hyb}
 

@@ -38,7 +38,7 @@ from .memory import MemoryPlan
 
 _NUMBA_DTYPES = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32",
                  "int64": "np.int64", "int8": "np.int8", "uint8": "np.uint8",
-                 "bool": "np.bool_", "float16": "np.float16"}
+                 "bool": "np.bool_"}
 _SAFE_COMMENT = re.compile(r"[^A-Za-z0-9_+,.:()*\- ]")
 
 
@@ -68,7 +68,9 @@ def lit(value) -> str:
 def dtype_name(dt) -> str:
     name = np.dtype(dt).name
     if name not in _NUMBA_DTYPES:
-        raise CodegenError(f"dtype {name} is not supported by the Numba executor")
+        raise CodegenError(f"dtype {name} is not supported by the Numba executor (it has no "
+                           f"{name} arithmetic); run this graph with hybridize(executor="
+                           f"'numpy') or cast to float32")
     return name
 
 
