@@ -47,6 +47,35 @@ print(json.dumps({"first_call": t2 - t1, "import_and_imperative": t1 - t0,
 """
 
 
+TEMPLATE = """## Results
+
+Measured on the shared 2-core machine (Intel, AVX-512), numba 0.68, numpy 2.4, one thread.
+Ratios are times: below 1 is faster than the reference column.
+
+RESULTS_TABLE
+
+### Memory
+
+Bytes of intermediate values: "imperative" is one array per value (what `nd` allocates),
+"planned" the arena of the compiled graph after liveness analysis, buffer reuse, in-place
+loops, views, and values that live only in registers inside fused loops. For the training
+rows, the forward graph (which returns every value the backward needs, so those are
+outputs, not intermediates) plus the backward graph.
+
+MEMORY_TABLE
+
+### Compile time
+
+The first hybridized call of W1 in a fresh process (`python -c ...`, after `import
+straightdope` and an imperative call), with `STRAIGHTDOPE_CACHE_DIR` empty ("cold"), with
+also Numba's kernel caches empty ("kernels cold too", what the very first use on a machine
+pays), and again with the graph in the disk cache.
+
+FIRST_CALL_TABLE
+
+"""
+
+
 def first_call_times():
     """W1's first hybridized call in fresh processes: cold (empty graph cache), cold with
     Numba's kernel caches empty too, and from the disk cache."""
@@ -109,6 +138,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", default="")
     parser.add_argument("--no-first-call", action="store_true")
+    parser.add_argument("--write-readme", action="store_true",
+                        help="put the tables into benchmarks/README.md")
     args = parser.parse_args(argv)
     threadpool_limits(1)
     from .workloads import WORKLOADS, memory_report
@@ -122,21 +153,36 @@ def main(argv=None):
         memory[name] = memory_report(nets["hybridized"], train="train" in name)
         print(f"{name}: " + ", ".join(f"{k} {fmt_us(v)} us" for k, v in results[name].items()),
               flush=True)
-    print()
-    print(table(results))
-    print()
-    print("| workload | intermediates, imperative (bytes) | planned (bytes) | planned / imperative |")
-    print("|---|---:|---:|---:|")
+    result_table = table(results)
+    mem_lines = ["| workload | intermediates, imperative (bytes) | planned (bytes) | "
+                 "planned / imperative |", "|---|---:|---:|---:|"]
     for name, m in memory.items():
         ratio = m["planned"] / m["imperative"] if m["imperative"] else 0.0
-        print(f"| {name} | {m['imperative']:,} | {m['planned']:,} | {ratio:.0%} |")
+        mem_lines.append(f"| {name} | {m['imperative']:,} | {m['planned']:,} | {ratio:.0%} |")
+    first_lines = []
     if not args.no_first_call and (not args.only or args.only.startswith("W1")):
-        print()
-        print("| W1 first hybridized call (fresh process) | seconds | graph cache | Numba compile s |")
-        print("|---|---:|---|---:|")
+        first_lines = ["| W1 first hybridized call (fresh process) | seconds | graph cache | "
+                       "Numba compile/load s |", "|---|---:|---|---:|"]
         for kind, r in first_call_times().items():
-            print(f"| {kind} | {r['first_call']:.2f} | {r['cache']} | {r['numba_compile']:.2f} |")
-
+            first_lines.append(f"| {kind} | {r['first_call']:.2f} | {r['cache']} | "
+                               f"{r['numba_compile']:.2f} |")
+    print()
+    print(result_table)
+    print()
+    print("\n".join(mem_lines))
+    if first_lines:
+        print()
+        print("\n".join(first_lines))
+    if args.write_readme:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "README.md")
+        text = open(path, encoding="utf-8").read()
+        start = text.index("## Results")
+        end = text.index("## Reading the numbers")
+        template = TEMPLATE.replace("RESULTS_TABLE", result_table).replace(
+            "MEMORY_TABLE", "\n".join(mem_lines)).replace(
+            "FIRST_CALL_TABLE", "\n".join(first_lines) or "(not measured)")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text[:start] + template + text[end:])
 
 if __name__ == "__main__":
     main()
