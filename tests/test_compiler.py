@@ -168,7 +168,6 @@ def check_plan(ex):
 
 
 def test_memory_plan_of_a_training_graph_reuses_buffers():
-    x = sym.var("data")
     net = mlp_symbol(hidden=(16, 16, 16))
     op = CachedOp(net, ["data"], backend=NumbaBackend())
     params = {}
@@ -184,7 +183,6 @@ def test_memory_plan_of_a_training_graph_reuses_buffers():
         check_plan(ex)
     bwd = op.last_plan.backward.stages["memory"]
     assert bwd.bytes_planned <= 0.5 * bwd.bytes_imperative
-    del x
 
 
 def test_outputs_are_fresh_arrays_never_overwritten():

@@ -4,26 +4,35 @@ What the generated function looks like (print `executable.stages['source']`):
 
     @njit(cache=True, ...)
     def run_graph(x0, x1, x2, A_float32, meta):
-        s0 = meta[0]                      # shapes and buffer offsets are *runtime* values,
-        ...                               # so one compiled function serves every batch size
-        v0 = k_util.flat(x0)              # every value is a flat 1-D array (+ an offset)
-        k_blas.matmul(v0, 0, v1, 0, A_float32, o5, s0, s1, s2, 0, 1)   # dot -> BLAS
-        for j0 in range(m3_0):            # fused bias add + relu: one loop, no temporaries
-            for j1 in range(m3_1):
-                k = j0*m3_1 + j1
-                a0 = A_float32[o5 + k]
-                a1 = v2[j1]
-                t6 = np.float32(a0 + a1)
+        s0 = meta[0]                  # shapes and buffer offsets are *runtime* values,
+        o5 = meta[5]                  # so one compiled function serves every batch size
+        z = np.int64(0)
+        v0 = k_util.flat(x0)          # every value is a flat 1-D array plus an offset
+        # step 0: dot((s0, s1), (s2, s1))
+        k_blas.matmul(v0, z, v1, z, A_float32, o5, s0, s1, s2, 0, 1)    # BLAS, into the arena
+        # step 1: fused broadcast_add+Activation over (s0, s2)
+        u1_0 = np.uint64(o5)
+        for j0 in range(m1_0):        # bias add + relu: one loop, in place, no temporaries
+            for j1 in range(m1_1):
+                k = np.uint64(j0*m1_1 + j1)
+                a1_0 = A_float32[u1_0 + k]
+                a1_1 = v2[np.uint64(j1)]
+                t6 = np.float32((a1_0 + a1_1))
                 t7 = np.float32(max(t6, 0.0))
-                v7[k] = t7
-        return (k_util.shaped(v7, (s0, s2)),)
+                A_float32[u1_0 + k] = t7
+        ...
+        return (k_util.shaped(v9, (s0, s8)), )
 
-Rules that keep it safe and fast to compile:
+Rules that keep it safe, fast, and fast to compile:
 * identifiers are made here (`x0`, `v7`, `s3`, ...); node names never reach the text;
 * attribute values enter only through `lit()`, which accepts plain numbers only;
 * elementwise chains are explicit scalar loops (array expressions compile far slower);
-* everything else calls a precompiled kernel from `compiler/kernels/` (cache=True),
-  so the generated function itself only does loops, scalar maths and calls.
+  their indices are unsigned, so Numba adds no negative-index check and LLVM vectorizes;
+* everything else calls a precompiled kernel from `compiler/kernels/` (cache=True), with
+  sizes typed `np.int64(...)` so that one compiled kernel serves every call, and only
+  small flags (`Flag`: an op code, a transpose) as literals, each a compiled variant;
+* the text depends on shapes only through structure (which axes broadcast, which
+  buffers are shared), never through sizes.
 """
 from __future__ import annotations
 
@@ -33,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fuse import Fused, reads
+from .fuse import Fused
 from .memory import MemoryPlan
 
 _NUMBA_DTYPES = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32",
@@ -134,9 +143,6 @@ class Ref:
     def args(self) -> str:
         # `z` is np.int64(0): a literal 0 would make Numba compile a kernel variant
         return f"{self.arr}, {'z' if self.off == '0' else self.off}"
-
-    def at(self, index: str) -> str:
-        return f"{self.arr}[{index}]" if self.off == "0" else f"{self.arr}[{self.off} + {index}]"
 
 
 class CodeGen:

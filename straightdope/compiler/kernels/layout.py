@@ -13,7 +13,6 @@ resolved while planning and passed as runtime values, never baked into code.
 from numba import njit
 
 from ..codegen import Flag
-from .random import six_dims
 from .softmax import split_axis
 
 JIT = dict(cache=True, nogil=True, boundscheck=False)
@@ -203,4 +202,3 @@ def emit_split(cg, node):
 EMITTERS = {"transpose": emit_transpose, "slice": emit_slice, "_slice_grad": emit_slice_grad,
             "slice_axis": emit_slice_axis, "_slice_axis_grad": emit_slice_axis_grad,
             "concat": emit_concat, "_concat_grad": emit_concat_grad, "split": emit_split}
-_ = six_dims
