@@ -76,6 +76,21 @@ FIRST_CALL_TABLE
 """
 
 
+HAND_FIRST_CALL = r"""
+import time, json
+t0 = time.perf_counter()
+import numpy as np
+from benchmarks import handwritten
+f = np.float32
+args = [np.ones(s, f) for s in ((1, 512), (256, 512), (256,), (128, 256), (128,), (2, 128), (2,),
+                                (1, 256), (1, 128))]
+t1 = time.perf_counter()
+handwritten.mlp_forward(*args)
+t2 = time.perf_counter()
+print(json.dumps({"first_call": t2 - t0, "cache": "numba", "numba_compile": t2 - t1}))
+"""
+
+
 def first_call_times():
     """W1's first hybridized call in fresh processes: cold (empty graph cache), cold with
     Numba's kernel caches empty too, and from the disk cache."""
@@ -91,6 +106,10 @@ def first_call_times():
         out["cold, kernels cold too"] = run(cold_env)
         out["cold"] = run(env)
         out["disk cache"] = run(env)
+        hand = subprocess.run([sys.executable, "-c", HAND_FIRST_CALL], env=env, cwd=root,
+                              check=True, capture_output=True, text=True)
+        out["for comparison: the hand-written @njit function from Numba's cache, "
+            "import included"] = json.loads(hand.stdout.strip().splitlines()[-1])
     return out
 
 
