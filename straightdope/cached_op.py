@@ -38,18 +38,6 @@ def get_backend(name: str | None = None):
     return ReferenceBackend()
 
 
-_NDARRAY = []
-
-
-def _ndarray_class():
-    # imported on first use (ndarray imports this module); cached: an import statement
-    # in the per-call path costs more than the rest of the call
-    if not _NDARRAY:
-        from .ndarray import NDArray
-        _NDARRAY.append(NDArray)
-    return _NDARRAY[0]
-
-
 class Plan:
     """Everything compiled for one input signature: `shapes` of the inputs, `is_train`,
     `wrt` (the inputs that get gradients; None for a forward-only plan), the compiled
