@@ -157,13 +157,15 @@ def _fast_load(func, sig) -> bool:
             return False
     except Exception:
         return False
+    from numba.core.compiler_lock import global_compiler_lock
     cls = type(ctx)
-    full = cls.refresh
-    cls.refresh = lambda self: rtsys.initialize(self)
-    try:
-        func.compile(sig)
-    finally:
-        cls.refresh = full
+    with global_compiler_lock:        # no other thread compiles while refresh is cut short
+        full = cls.refresh
+        cls.refresh = lambda self: rtsys.initialize(self)
+        try:
+            func.compile(sig)
+        finally:
+            cls.refresh = full
     return sum(func._cache_hits.values()) > 0
 
 
