@@ -182,6 +182,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
         if var._grad is None:
             continue
         data = g._data if g.shape == var.shape else g._data.reshape(var.shape)
+        var._grad_stamp += 1           # lets a Trainer tell fresh gradients from stale ones
         if var._grad_req == "add":
             var._grad._data += data
         elif var._grad_req == "write":

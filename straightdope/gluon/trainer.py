@@ -17,8 +17,6 @@ straightdope runs on one CPU, so ``allreduce_grads`` has nothing to do and
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import optimizer as opt
 from ..serialization import load_arrays, save_arrays
 from .parameter import Parameter
@@ -136,15 +134,15 @@ class Trainer:
             if param.grad_req == 'null':
                 continue                    # frozen (e.g. BatchNorm running statistics)
             weight, grad = self._data_and_grad(param)
-            if not self._check_fresh(i, param, grad, ignore_stale_grad):
+            if not self._check_fresh(i, param, weight, ignore_stale_grad):
                 continue
             indices.append(i)
             grads.append(grad)
             weights.append(weight)
         if indices:
             self._updaters[0](indices, grads, weights)
-        for i, grad in zip(indices, grads):
-            self._last_grads[i] = _snapshot(grad)
+        for i, weight in zip(indices, weights):
+            self._last_grads[i] = weight._grad_stamp
 
     def _data_and_grad(self, param):
         # Parameter's own errors say what to do (initialize, or run one forward pass first
@@ -154,19 +152,16 @@ class Trainer:
         except Exception as err:
             raise type(err)(f"trainer.step(): {err}") from None
 
-    def _check_fresh(self, index, param, grad, ignore_stale_grad):
+    def _check_fresh(self, index, param, weight, ignore_stale_grad):
         """Was `param`'s gradient written by a backward() since the last update?
 
-        MXNet's arrays carry a "fresh gradient" flag set by backward(); straightdope's do
-        not, so the gradient is compared with its content at the last update instead: a
-        buffer that is bit-for-bit unchanged (and not all zeros) means no backward() reached
-        the parameter (its block was not used, or backward was not called). The price: a
-        parameter whose gradient really is the same nonzero constant at every step (a loss
-        that is linear in it, with the same data) cannot be told apart and is reported.
-        Returns False to skip a stale parameter when that is allowed.
+        Every backward() that writes an array's gradient bumps its `_grad_stamp` (MXNet
+        keeps a "fresh gradient" flag for the same purpose); an unchanged stamp means no
+        backward() reached the parameter (its block was not used, or backward was not
+        called). Returns False to skip a stale parameter when that is allowed.
         """
         last = self._last_grads.get(index)
-        stale = last is not None and _unchanged(last, grad)
+        stale = last is not None and last == weight._grad_stamp
         if not stale:
             return True
         if ignore_stale_grad:
@@ -208,14 +203,3 @@ class Trainer:
                                      f"a different network")
         self._optimizer.param_dict = dict(enumerate(self._params))
         self._last_grads = {}
-
-
-def _snapshot(grad):
-    return grad.asnumpy()           # a copy: the buffer itself is overwritten by backward
-
-
-def _unchanged(last, grad):
-    # All zeros is never called stale: a freshly computed gradient may well be zero (dead
-    # ReLUs, zero-initialised layers), and a false alarm would stop a correct training loop.
-    values = np.asarray(grad)
-    return last.shape == values.shape and np.array_equal(last, values) and values.any()

@@ -17,7 +17,7 @@ DEFAULT_DTYPE = np.float32
 
 class NDArray:
     """An n-dimensional array on the CPU (`straightdope.cpu()`), float32 by default."""
-    __slots__ = ("_data", "_grad", "_grad_req", "_tape", "_ctx", "__weakref__")
+    __slots__ = ("_data", "_grad", "_grad_req", "_tape", "_ctx", "_grad_stamp", "__weakref__")
     __array_priority__ = 1000.0       # numpy scalars defer to our operators
 
     def __init__(self, data: np.ndarray, ctx: Context | None = None):
@@ -26,6 +26,7 @@ class NDArray:
         self._grad_req = "null"
         self._tape = None             # (TapeNode, output index) when recorded
         self._ctx = ctx
+        self._grad_stamp = 0          # counts backward() writes into .grad (Trainer reads it)
 
     # ------------------------------------------------------------ properties
     @property
