@@ -22,12 +22,13 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numba
 import numpy as np
+
+from ..serialization import atomic_write
 
 HEADER = "# straightdope-generated key={key} sha256={digest}\n"
 _MODULES: dict = {}          # key -> loaded module
@@ -67,17 +68,8 @@ def _digest(body: str) -> str:
 
 def atomic_write_text(path: Path, text: str):
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    data = text.encode("utf-8")
+    atomic_write(path, lambda f: f.write(data))
 
 
 def check_file(path: Path, key: str, source: str) -> bool:
