@@ -22,18 +22,14 @@ class _State(threading.local):
 _state = _State()
 
 
-def _get(name, default=False):
-    return getattr(_state, name, default)
-
-
 def is_recording() -> bool:
     """Are operations being recorded for a later backward()?"""
-    return _get("recording")
+    return _state.recording
 
 
 def is_training() -> bool:
     """Do Dropout and BatchNorm behave as in training?"""
-    return _get("training")
+    return _state.training
 
 
 def set_recording(flag: bool) -> bool:

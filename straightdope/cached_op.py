@@ -17,6 +17,7 @@ import time
 import numpy as np
 
 from . import autograd
+from .ndarray import NDArray
 from .graph import Graph, ReferenceBackend, annotate, differentiate
 from .symbol.symbol import Group, Symbol
 
@@ -72,6 +73,8 @@ class CachedOp:
         self.full = Group([symbol] + ([self.extra] if self.extra is not None else []))
         self.num_visible = len(symbol._outputs)
         self.input_names = Graph.from_symbol(self.full).input_names
+        self._update_index = [self.input_names.index(name) for _, name in self._updates]
+        self._data_index = [i for i, n in enumerate(self.input_names) if n in self.data_names]
         self.plans: dict = {}
         self.first_signature = None
         self.calls = 0
@@ -112,11 +115,7 @@ class CachedOp:
 
     # ------------------------------------------------------------- calling
     def __call__(self, data, params: dict):
-        """Run on NDArrays: `data` in data_names order, `params` by name.
-
-        This runs on every call of a hybridized block, so the lookup of the compiled plan
-        is one tuple built from the inputs' shapes and dtypes."""
-        from .ndarray import NDArray
+        """Run on NDArrays: `data` in data_names order, `params` by name."""
         by_name = dict(zip(self.data_names, data))
         by_name.update(params)
         try:
@@ -124,27 +123,51 @@ class CachedOp:
         except KeyError:
             missing = [n for n in self.input_names if n not in by_name]
             raise ValueError(f"the cached graph needs values for {missing}") from None
+        return self.call(arrays)
+
+    def call(self, arrays):
+        """Run on NDArrays given in `input_names` order.
+
+        This runs on every call of a hybridized block, so it is kept short: the compiled
+        plan is found by one tuple of the inputs' shapes and dtypes."""
         is_train = autograd.is_training()
         wrt = None
         if autograd.is_recording():
-            wrt = tuple(n for n, a in zip(self.input_names, arrays) if autograd.needs_grad(a))
+            wrt = tuple([n for n, a in zip(self.input_names, arrays) if autograd.needs_grad(a)])
             wrt = wrt or None
-        key = (tuple((a._data.shape, a._data.dtype) for a in arrays), is_train, wrt)
+        try:
+            data = [a._data for a in arrays]
+        except AttributeError:
+            missing = [n for n, a in zip(self.input_names, arrays) if a is None]
+            raise ValueError(f"the cached graph needs values for {missing}, which have none "
+                             f"(a Parameter that is not initialized?)") from None
+        if self.static_shape:
+            # Shapes are fixed, so only the data inputs need checking: a Parameter cannot
+            # change its shape (set_data and load_parameters refuse, cast() re-traces).
+            key = (tuple([(data[i].shape, data[i].dtype) for i in self._data_index]),
+                   is_train, wrt)
+        else:
+            key = (tuple([(d.shape, d.dtype) for d in data]), is_train, wrt)
         plan = self.plans.get(key)
         if plan is None:
             plan = self._new_plan(key, arrays, is_train, wrt)
         self.last_plan = plan
         self.calls += 1
-        results = plan.forward.run([a._data for a in arrays])
-        n_main = self.num_visible + len(self._updates)
-        for (entry, var_name), value in zip(self._updates, results[self.num_visible:n_main]):
-            by_name[var_name]._data[...] = value
+        results = plan.forward.run(data)
         outputs = [NDArray(np.asarray(r)) for r in results[:self.num_visible]]
+        if self._updates or wrt is not None:
+            self._after_forward(plan, arrays, outputs, results, wrt)
+        return outputs
+
+    def _after_forward(self, plan, arrays, outputs, results, wrt):
+        """Write new running statistics back; under record(), put one node on the tape."""
+        n_main = self.num_visible + len(self._updates)
+        for index, value in zip(self._update_index, results[self.num_visible:n_main]):
+            arrays[index]._data[...] = value
         if wrt is not None:
             saved = results[n_main:]
-            autograd.record_node(arrays, outputs,
-                                 self._backward_fn(plan, by_name, saved), "CachedOp")
-        return outputs
+            autograd.record_node(arrays, outputs, self._backward_fn(plan, arrays, saved),
+                                 "CachedOp")
 
     def _new_plan(self, key, arrays, is_train, wrt):
         shapes = {n: a.shape for n, a in zip(self.input_names, arrays)}
@@ -162,8 +185,9 @@ class CachedOp:
         plan.shapes, plan.is_train, plan.wrt = shapes, is_train, wrt
         return plan
 
-    def _backward_fn(self, plan, by_name, saved):
+    def _backward_fn(self, plan, arrays, saved):
         diff = plan.diff
+        by_name = dict(zip(self.input_names, arrays))
 
         def backward(out_grads):
             feeds = dict(zip(diff.head_names, (g._data for g in out_grads)))
@@ -172,7 +196,6 @@ class CachedOp:
             for name in plan.backward.graph.input_names:
                 values.append(feeds[name] if name in feeds else by_name[name]._data)
             grads = dict(zip(diff.wrt, plan.backward.run(values)))
-            from .ndarray import NDArray
             return [NDArray(grads[n]) if n in grads else None for n in self.input_names]
         return backward
 

@@ -12,9 +12,11 @@ Three settings are shared by all optimizers, as in MXNet:
 * ``clip_gradient`` clips every element of the (rescaled) gradient to ``[-c, c]``.
 * ``wd`` (weight decay) adds ``wd * weight`` to the gradient: the gradient of an L2 penalty.
 
-The updates are plain NumPy on the arrays' values: updating weights is not part of any graph
-and is never recorded by autograd. ``np.asarray(ndarray)`` reads an NDArray's values without
-copying them; results are written back with ``weight[...] = new_values``.
+The updates below are written in plain NumPy on the arrays' values: updating weights is not
+part of any graph and is never recorded by autograd. ``np.asarray(ndarray)`` reads an
+NDArray's values without copying them; results are written back with ``weight[...] = ...``.
+SGD and Adam run the same formulas as one Numba loop when they can
+(``straightdope/compiler/kernels/update.py``): one pass over memory instead of five.
 
     opt = mx.optimizer.create('sgd', learning_rate=0.1, momentum=0.9)
     updater = mx.optimizer.get_updater(opt)
@@ -35,6 +37,35 @@ __all__ = ['Optimizer', 'SGD', 'NAG', 'Adam', 'RMSProp', 'AdaGrad', 'Updater', '
 def _values(x):
     """The values of an NDArray (or NumPy array) as NumPy, without copying: read only!"""
     return np.asarray(x)
+
+
+_update_kernels = None
+
+
+def _fused(*arrays):
+    """Flat views of `arrays` for the one-pass update loops, or None to use NumPy: the
+    loops need C-contiguous float32/float64 arrays of one dtype (and a working Numba)."""
+    global _update_kernels
+    values = [np.asarray(a) for a in arrays]
+    dtype = values[0].dtype
+    if dtype not in (np.float32, np.float64) or any(
+            v.dtype != dtype or not v.flags.c_contiguous or not v.flags.writeable
+            for v in values):
+        return None
+    if _update_kernels is None:
+        import numba
+        if numba.config.DISABLE_JIT:        # interpreted loops would be far slower than NumPy
+            _update_kernels = False
+        else:
+            from .compiler.kernels import update
+            _update_kernels = update
+    if _update_kernels is False:
+        return None
+    return [v.reshape(-1) for v in values]
+
+
+def _clip_value(clip_gradient):
+    return -1.0 if clip_gradient is None else float(clip_gradient)
 
 
 class Optimizer:
@@ -213,6 +244,15 @@ class SGD(Optimizer):
     def update(self, index, weight, grad, state):
         self._update_count(index)
         lr, wd = self._get_lr(index), self._get_wd(index)
+        flat = _fused(weight, grad) if state is None else _fused(weight, grad, state)
+        if flat is not None:
+            clip = _clip_value(self.clip_gradient)
+            if state is None:
+                _update_kernels.sgd(*flat, lr, wd, self.rescale_grad, clip)
+            else:
+                _update_kernels.sgd_momentum(*flat, lr, wd, self.momentum,
+                                             self.rescale_grad, clip)
+            return
         g = self._grad(grad)
         w = _values(weight)
         if state is None:
@@ -277,8 +317,13 @@ class Adam(Optimizer):
         lr, wd = self._get_lr(index), self._get_wd(index)
         t = self._index_update_count[index]
         lr *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
-        g = self._grad(grad, weight, wd)
         mean, var = state
+        flat = _fused(weight, grad, mean, var)
+        if flat is not None:
+            _update_kernels.adam(*flat, lr, wd, self.beta1, self.beta2, self.epsilon,
+                                 self.rescale_grad, _clip_value(self.clip_gradient))
+            return
+        g = self._grad(grad, weight, wd)
         mean[...] = self.beta1 * _values(mean) + (1.0 - self.beta1) * g
         var[...] = self.beta2 * _values(var) + (1.0 - self.beta2) * np.square(g)
         weight[...] = _values(weight) - lr * _values(mean) / (np.sqrt(_values(var)) +

@@ -66,6 +66,43 @@ def test_adam_by_hand():
     assert opt.num_update == 3 and optimizer.Adam().learning_rate == 0.001
 
 
+@pytest.mark.parametrize("name,kw", [
+    ("sgd", dict(learning_rate=0.1, wd=0.01)),
+    ("sgd", dict(learning_rate=0.1, wd=0.01, momentum=0.9, clip_gradient=0.3)),
+    ("adam", dict(learning_rate=0.01, wd=0.1, clip_gradient=0.5)),
+])
+def test_one_pass_update_loops_match_the_numpy_formulas(name, kw, monkeypatch):
+    """SGD and Adam run as one Numba loop on contiguous float arrays; the NumPy
+    formulas stay as the definition (and for other arrays). Both must agree."""
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((7, 5)).astype(np.float32)
+    grads = [rng.standard_normal((7, 5)).astype(np.float32) * 3 for _ in range(4)]
+    assert optimizer._fused(w0.copy(), grads[0]) is not None       # the loops do run here
+    fused, _, fused_updater = run_updates(name, 4, w0, grads, rescale_grad=0.5, **kw)
+    monkeypatch.setattr(optimizer, "_fused", lambda *arrays: None)
+    plain, _, plain_updater = run_updates(name, 4, w0, grads, rescale_grad=0.5, **kw)
+    assert not np.array_equal(fused, w0)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
+    states = [fused_updater.states[0], plain_updater.states[0]]
+    if states[0] is not None:
+        for a, b in zip(*[s if isinstance(s, tuple) else (s,) for s in states]):
+            np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_update_loops_are_used_only_where_they_apply():
+    w = np.zeros((4, 3), np.float32)
+    assert [v.shape for v in optimizer._fused(w, np.ones((4, 3), np.float32))] == [(12,), (12,)]
+    assert optimizer._fused(w, np.ones((4, 3))) is None               # float64 grad
+    assert optimizer._fused(w, np.ones((3, 4), np.float32).T) is None  # not C-contiguous
+    assert optimizer._fused(w.astype(np.int32), w.astype(np.int32)) is None
+    # a strided weight still updates correctly (through NumPy)
+    big = nd.zeros((4, 6))
+    view = nd.NDArray(big._data[:, ::2])
+    optimizer.get_updater(optimizer.create('sgd', learning_rate=1.0))(0, nd.ones((4, 3)), view)
+    np.testing.assert_allclose(big.asnumpy()[:, ::2], -1.0)
+    np.testing.assert_allclose(big.asnumpy()[:, 1::2], 0.0)
+
+
 def test_nag_rmsprop_adagrad_by_hand():
     lr, mom = 0.1, 0.9
     w, _, _ = run_updates('nag', 3, W0, GRADS, learning_rate=lr, momentum=mom)

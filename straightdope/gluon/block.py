@@ -126,6 +126,13 @@ def _regroup(args, fmt):
     return ret, args
 
 
+def _only_ndarrays(args):
+    for a in args:
+        if type(a) is not NDArray:
+            return False
+    return True
+
+
 def _contains_symbol(args):
     if type(args) is tuple and all(type(a) is NDArray for a in args):
         return False                    # the common imperative call, answered quickly
@@ -149,13 +156,17 @@ def _describe_format(fmt):
     return f"{len(flat)} input(s) {fmt}"
 
 
-_imperative = threading.local()
+class _Imperative(threading.local):
+    on = False          # a class default: reading a missing thread-local attribute is slow
+
+
+_imperative = _Imperative()
 
 
 @contextmanager
 def _imperative_only():
     """Run hybridized blocks through their Python forward (used once to learn shapes)."""
-    old = getattr(_imperative, "on", False)
+    old = _imperative.on
     _imperative.on = True
     try:
         yield
@@ -410,11 +421,13 @@ class Block:
 
     # -------------------------------------------------------------- calling
     def __call__(self, *args):
-        for hook in list(self._forward_pre_hooks.values()):
-            hook(self, args)
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
         out = self._call(*args)
-        for hook in list(self._forward_hooks.values()):
-            hook(self, args, out)
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
         return out
 
     def _call(self, *args):
@@ -552,6 +565,8 @@ class HybridBlock(Block):
         self._cached_graph = None       # (input variables, output symbol)
         self._cached_op = None
         self._cached_params = None      # [(variable name, Parameter)]
+        self._slots = None              # per graph input: index of the call argument, or
+                                        # the Parameter (set once a cached call succeeded)
         self._in_format = self._out_format = None
         self.trace_count = 0            # times forward ran on Symbols to build the cache
 
@@ -567,7 +582,7 @@ class HybridBlock(Block):
         super().register_child(block, name)
 
     def _clear_cached_op(self):
-        self._cached_graph = self._cached_op = self._cached_params = None
+        self._cached_graph = self._cached_op = self._cached_params = self._slots = None
         super()._clear_cached_op()
 
     def hybridize(self, active=True, static_alloc=False, static_shape=False, executor=None,
@@ -601,9 +616,25 @@ class HybridBlock(Block):
 
     # ------------------------------------------------------------ calling
     def _call(self, *args):
+        if _only_ndarrays(args):            # the usual call: arrays, no nesting
+            if not self._active or _imperative.on:
+                return self._forward_with_deferred_init(*args)
+            slots = self._slots
+            if slots is not None and len(args) == len(self._in_format):
+                # The per-call path once compiled: the call's arrays and the parameters'
+                # arrays, in the graph's order, straight to the cached op. No Python of
+                # the block runs, and nothing is flattened or looked up by name.
+                try:
+                    outs = self._cached_op.call([args[s] if type(s) is int else s._data
+                                                 for s in slots])
+                except ValueError as err:
+                    raise self._running_error(err)
+                return outs[0] if self._out_format == 0 else \
+                    _regroup(outs, self._out_format)[0]
+            return self._call_cached_op(*args)
         if _contains_symbol(args):
             return self._call_symbolic(*args)
-        if self._active and not getattr(_imperative, "on", False):
+        if self._active and not _imperative.on:
             return self._call_cached_op(*args)
         if any(isinstance(a, numpy.ndarray) for a in args):
             _flatten(args, "input")        # the usual slip: a NumPy array; explain it
@@ -620,7 +651,7 @@ class HybridBlock(Block):
 
     def forward(self, x, *args):
         """MXNet 1.x style: call hybrid_forward with the right F and the parameters."""
-        if _contains_symbol((x,) + args):
+        if (args or type(x) is not NDArray) and _contains_symbol((x,) + args):
             F, params = symbol, {k: p.var() for k, p in self._reg_params.items()}
         else:
             F, params = ndarray, {k: p.data() for k, p in self._reg_params.items()}
@@ -679,10 +710,25 @@ class HybridBlock(Block):
         params = self._cached_param_arrays(*args)
         try:
             outs = self._cached_op(flat, params)
-        except ValueError as err:      # OpError (shapes), static_shape violations
-            err.args = (f"{self._describe()} (running its cached graph): {err}",)
-            raise
+        except ValueError as err:
+            raise self._running_error(err)
+        if self._slots is None and isinstance(self._in_format, list) and \
+                not any(self._in_format):
+            self._slots = self._call_slots(len(flat))
         return _regroup(outs, self._out_format)[0]
+
+    def _running_error(self, err):
+        """OpError (shapes) and static_shape violations, told with the block's name."""
+        err.args = (f"{self._describe()} (running its cached graph): {err}",)
+        return err
+
+    def _call_slots(self, n_inputs):
+        """Where each input of the cached graph comes from on a call with `n_inputs` flat
+        NDArrays: an argument's index, or a Parameter (whose array is read at each call)."""
+        params = dict(self._cached_params)
+        data_names = self._cached_op.data_names
+        return [data_names.index(n) if n in data_names else params[n]
+                for n in self._cached_op.input_names]
 
     def _cached_param_arrays(self, *args):
         arrays = {name: p._data for name, p in self._cached_params}
@@ -852,7 +898,7 @@ class SymbolBlock(HybridBlock):
 
     def _clear_cached_op(self):
         # The graph is ours from the start; only the compiled op goes stale.
-        self._cached_op = self._cached_params = None
+        self._cached_op = self._cached_params = self._slots = None
         Block._clear_cached_op(self)
 
     def forward(self, x, *args):

@@ -39,16 +39,20 @@ class DeferredInitializationError(MXNetError):
 # ------------------------------------------------------------------ tracing
 # HybridBlock sets this while it runs forward on Symbols; Parameter.data()
 # then answers with a graph variable instead of an array.
-_trace_state = threading.local()
+class _TraceState(threading.local):
+    depth = 0           # a class default: reading a missing thread-local attribute is slow
+
+
+_trace_state = _TraceState()
 
 
 def is_tracing() -> bool:
-    return getattr(_trace_state, "depth", 0) > 0
+    return _trace_state.depth > 0
 
 
 @contextmanager
 def tracing():
-    _trace_state.depth = getattr(_trace_state, "depth", 0) + 1
+    _trace_state.depth += 1
     try:
         yield
     finally:
