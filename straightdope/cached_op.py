@@ -130,9 +130,9 @@ class CachedOp:
 
         This runs on every call of a hybridized block, so it is kept short: the compiled
         plan is found by one tuple of the inputs' shapes and dtypes."""
-        is_train = autograd.is_training()
+        is_train = autograd._state.training
         wrt = None
-        if autograd.is_recording():
+        if autograd._state.recording:
             wrt = tuple([n for n, a in zip(self.input_names, arrays) if autograd.needs_grad(a)])
             wrt = wrt or None
         try:

@@ -126,7 +126,7 @@ class PageLog:
                 log.foreign_requests.append(request.url)
 
         def on_response(response):
-            if response.status >= 400 and not response.url.endswith("/favicon.ico"):
+            if response.status >= 400:
                 log.failed_responses.append(f"{response.status} {response.url}")
 
         def on_request_failed(request):

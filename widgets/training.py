@@ -144,7 +144,9 @@ def train(net, train_data, test_data, loss_fn, trainer, epochs, metric=None,
         total = epochs * len(train_data)
     except TypeError:                     # a generator has no length: bar without a total
         total = None
-    bar = tqdm(total=total, disable=not progress, unit='batch', leave=False)
+    # leave=True: the finished bar (100%) stays, so a saved notebook or the rendered
+    # book shows the final state rather than the 0% of the moment it was displayed.
+    bar = tqdm(total=total, disable=not progress, unit='batch', leave=True)
 
     try:
         for epoch in range(epochs):

@@ -615,23 +615,26 @@ class HybridBlock(Block):
         super().cast(dtype)
 
     # ------------------------------------------------------------ calling
+    def __call__(self, *args):
+        slots = self._slots
+        if slots is not None and len(args) == len(self._in_format) and _only_ndarrays(args) \
+                and not (self._forward_pre_hooks or self._forward_hooks or _imperative.on):
+            # The per-call path once compiled: the call's arrays and the parameters'
+            # arrays, in the graph's order, straight to the cached op. No Python of the
+            # block runs, and nothing is flattened or looked up by name.
+            try:
+                outs = self._cached_op.call([args[s] if type(s) is int else s._data
+                                             for s in slots])
+            except ValueError as err:
+                raise self._running_error(err)
+            return outs[0] if self._out_format == 0 else _regroup(outs, self._out_format)[0]
+        return super().__call__(*args)
+
     def _call(self, *args):
         if _only_ndarrays(args):            # the usual call: arrays, no nesting
-            if not self._active or _imperative.on:
-                return self._forward_with_deferred_init(*args)
-            slots = self._slots
-            if slots is not None and len(args) == len(self._in_format):
-                # The per-call path once compiled: the call's arrays and the parameters'
-                # arrays, in the graph's order, straight to the cached op. No Python of
-                # the block runs, and nothing is flattened or looked up by name.
-                try:
-                    outs = self._cached_op.call([args[s] if type(s) is int else s._data
-                                                 for s in slots])
-                except ValueError as err:
-                    raise self._running_error(err)
-                return outs[0] if self._out_format == 0 else \
-                    _regroup(outs, self._out_format)[0]
-            return self._call_cached_op(*args)
+            if self._active and not _imperative.on:
+                return self._call_cached_op(*args)
+            return self._forward_with_deferred_init(*args)
         if _contains_symbol(args):
             return self._call_symbolic(*args)
         if self._active and not _imperative.on:
