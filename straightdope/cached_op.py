@@ -47,6 +47,7 @@ class Plan:
     def __init__(self, forward, backward=None, diff=None, seconds=0.0):
         self.forward, self.backward, self.diff, self.seconds = forward, backward, diff, seconds
         self.shapes, self.is_train, self.wrt = {}, False, None
+        self.backward_inputs = None     # names the backward graph takes, in order
 
     def __repr__(self):
         kind = "forward+backward" if self.wrt else "forward"
@@ -167,7 +168,8 @@ class CachedOp:
         if wrt is not None:
             saved = results[n_main:]
             autograd.record_node(arrays, outputs, self._backward_fn(plan, arrays, saved),
-                                 "CachedOp")
+                                 "CachedOp",
+                                 fresh_grads=getattr(plan.backward, "fresh_outputs", False))
 
     def _new_plan(self, key, arrays, is_train, wrt):
         shapes = {n: a.shape for n, a in zip(self.input_names, arrays)}
@@ -188,12 +190,14 @@ class CachedOp:
     def _backward_fn(self, plan, arrays, saved):
         diff = plan.diff
         by_name = dict(zip(self.input_names, arrays))
+        if plan.backward_inputs is None:
+            plan.backward_inputs = plan.backward.graph.input_names
 
         def backward(out_grads):
             feeds = dict(zip(diff.head_names, (g._data for g in out_grads)))
             feeds.update(zip(diff.saved_names, saved))
             values = []
-            for name in plan.backward.graph.input_names:
+            for name in plan.backward_inputs:
                 values.append(feeds[name] if name in feeds else by_name[name]._data)
             grads = dict(zip(diff.wrt, plan.backward.run(values)))
             return [NDArray(grads[n]) if n in grads else None for n in self.input_names]

@@ -305,6 +305,21 @@ def test_random_graphs_numba_equals_reference(spec, static_alloc, static_shape, 
                                        err_msg=f"gradient of {k}")
         check_plan(op.last_plan.forward)
         check_plan(op.last_plan.backward)
+        check_fresh_outputs(op.last_plan.forward)
+        check_fresh_outputs(op.last_plan.backward)
+
+
+def check_fresh_outputs(ex):
+    """What Executable.fresh_outputs promises (autograd hands such arrays to .grad without
+    copying): outputs share memory with no input, no other output and no arena."""
+    assert ex.fresh_outputs
+    inputs = [x.astype(n.dtypes[0]) for x, n in
+              zip(random_inputs(ex.graph), [n for n in ex.graph.nodes if n.is_var])]
+    outs = ex.run(inputs)
+    others = inputs + list(ex._bound.arenas or [])
+    for i, o in enumerate(outs):
+        for other in others + outs[i + 1:]:
+            assert not np.shares_memory(o, other), "an output shares memory"
 
 
 # --------------------------------------------------------------- randomness

@@ -387,6 +387,40 @@ def test_grad_req_add_accumulates_through_the_cached_op(executor):
     assert net.weight.grad().asnumpy().sum() == 0
 
 
+def test_compiled_gradients_are_handed_to_grad_without_a_copy():
+    """backward() lets .grad take over the arrays a compiled backward graph returns (new
+    arrays nobody else holds) instead of copying them; .grad stays the same NDArray, its
+    values stay right, and no two gradients share memory."""
+    net = nn.HybridSequential()
+    net.add(nn.Dense(5, activation="relu"), nn.Dense(3))
+    net.initialize()
+    x = nd.random.uniform(shape=(4, 6))
+    net(x)
+    reference = {}
+    with autograd.record():
+        loss = (net(x) ** 2).sum()
+    loss.backward()
+    for name, p in net.collect_params().items():
+        reference[name] = p.grad().asnumpy()
+    net.hybridize(executor="numba")
+    grads = {name: p.grad() for name, p in net.collect_params().items()}
+    first = None
+    for step in range(2):
+        with autograd.record():
+            loss = (net(x) ** 2).sum()
+        loss.backward()
+        for name, p in net.collect_params().items():
+            assert p.grad() is grads[name]
+            np.testing.assert_allclose(p.grad().asnumpy(), reference[name], rtol=1e-5,
+                                       atol=1e-6)
+        buffers = [p.grad()._data for p in net.collect_params().values()]
+        for i, a in enumerate(buffers):
+            assert not any(np.shares_memory(a, b) for b in buffers[i + 1:])
+        if first is None:
+            first = buffers
+    assert any(a is not b for a, b in zip(first, buffers)), "the arrays were taken over"
+
+
 def test_hybridized_children_inside_an_imperative_block(executor):
     class Mixed(Block):
         def __init__(self):

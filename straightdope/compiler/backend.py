@@ -54,7 +54,12 @@ class Bound:
 
 
 class Executable:
-    """A graph compiled by `NumbaBackend`: `run(list of arrays) -> list of arrays`."""
+    """A graph compiled by `NumbaBackend`: `run(list of arrays) -> list of arrays`.
+
+    The arrays `run` returns are new on every call and share memory with nothing (not
+    the arena, not the inputs, not each other: outputs that would be views or repeats
+    are copied), so callers may keep them: `fresh_outputs`."""
+    fresh_outputs = True
 
     def __init__(self, graph: Graph, is_train=False, static_alloc=False, static_shape=False):
         if any(n.shapes is None or n.dtypes is None for n in graph.nodes):
