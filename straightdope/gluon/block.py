@@ -616,18 +616,23 @@ class HybridBlock(Block):
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args):
-        slots = self._slots
-        if slots is not None and len(args) == len(self._in_format) and _only_ndarrays(args) \
-                and not (self._forward_pre_hooks or self._forward_hooks or _imperative.on):
-            # The per-call path once compiled: the call's arrays and the parameters'
-            # arrays, in the graph's order, straight to the cached op. No Python of the
-            # block runs, and nothing is flattened or looked up by name.
-            try:
-                outs = self._cached_op.call([args[s] if type(s) is int else s._data
-                                             for s in slots])
-            except ValueError as err:
-                raise self._running_error(err)
-            return outs[0] if self._out_format == 0 else _regroup(outs, self._out_format)[0]
+        # The two calls that happen millions of times, without detours: NDArrays in, no
+        # hooks. (Everything else, and the first calls, go through Block.__call__.)
+        if _only_ndarrays(args) and not (self._forward_pre_hooks or self._forward_hooks):
+            if not self._active or _imperative.on:
+                return self._forward_with_deferred_init(*args)         # imperative
+            slots = self._slots
+            if slots is not None and len(args) == len(self._in_format):
+                # Compiled: the call's arrays and the parameters' arrays, in the graph's
+                # order, straight to the cached op. No Python of the block runs, and
+                # nothing is flattened or looked up by name.
+                try:
+                    outs = self._cached_op.call([args[s] if type(s) is int else s._data
+                                                 for s in slots])
+                except ValueError as err:
+                    raise self._running_error(err)
+                return outs[0] if self._out_format == 0 else \
+                    _regroup(outs, self._out_format)[0]
         return super().__call__(*args)
 
     def _call(self, *args):
@@ -657,7 +662,9 @@ class HybridBlock(Block):
         if (args or type(x) is not NDArray) and _contains_symbol((x,) + args):
             F, params = symbol, {k: p.var() for k, p in self._reg_params.items()}
         else:
-            F, params = ndarray, {k: p.data() for k, p in self._reg_params.items()}
+            # p._data when there is one: p.data() says the same, only slower
+            F, params = ndarray, {k: p._data if p._data is not None else p.data()
+                                  for k, p in self._reg_params.items()}
         return self.hybrid_forward(F, x, *args, **params)
 
     def hybrid_forward(self, F, x, *args, **kwargs):

@@ -108,17 +108,24 @@ def _make_function(op):
 
     def function(*args, **kwargs):
         try:
-            if kwargs and not inputs_by_name.isdisjoint(kwargs):
-                key = tuple(kv for kv in kwargs.items() if kv[0] not in inputs_by_name)
+            if not kwargs or inputs_by_name.isdisjoint(kwargs):
+                # arrays all positional, keywords are attributes: nd.relu(x),
+                # nd.Activation(x, act_type='relu')
+                attrs, names = fast[tuple(kwargs.items())]
+                arrays = args
             else:
-                key = tuple(kwargs.items())
-            attrs, names = fast[key]
-            arrays = args
-            if len(args) < len(names):
-                arrays = args + tuple(kwargs.get(n) for n in names[len(args):])
-            if len(arrays) == len(names) and all(type(x) is NDArray for x in arrays) and (
-                    len(kwargs) == len(key) + len(names) - len(args)):
-                return invoke(op, arrays, attrs, parsed=True)
+                # some arrays by keyword: nd.FullyConnected(x, w, bias=b, num_hidden=4)
+                key = tuple([kv for kv in kwargs.items() if kv[0] not in inputs_by_name])
+                attrs, names = fast[key]
+                arrays = args + tuple([kwargs.get(n) for n in names[len(args):]])
+                if len(kwargs) != len(key) + len(names) - len(args):
+                    arrays = ()             # an array keyword twice, or unknown: bind slowly
+            if len(arrays) == len(names):
+                for x in arrays:
+                    if type(x) is not NDArray:
+                        break
+                else:
+                    return invoke(op, arrays, attrs, parsed=True)
         except (KeyError, TypeError):
             pass
         out = kwargs.get("out")
