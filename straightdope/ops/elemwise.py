@@ -45,8 +45,10 @@ UNARY = {
     "square": (np.square, "({0} * {0})", lambda F, x, y, og: og * x * 2.0),
     "sin": (np.sin, "np.sin({0})", lambda F, x, y, og: og * F.cos(x)),
     "cos": (np.cos, "np.cos({0})", lambda F, x, y, og: -og * F.sin(x)),
+    # relu's gradient reads the output (y > 0 exactly where x > 0): a compiled training
+    # step then keeps only the activations, not the values before relu as well
     "relu": (lambda x: np.maximum(x, 0), "max({0}, 0.0)",
-             lambda F, x, y, og: og * F._greater_scalar(x, scalar=0.0)),
+             lambda F, x, y, og: og * F._greater_scalar(y, scalar=0.0)),
     "sigmoid": (lambda x: special.expit(x), "(1.0 / (1.0 + np.exp(-{0})))",
                 lambda F, x, y, og: og * y * (1.0 - y)),
     "tanh": (np.tanh, "np.tanh({0})", lambda F, x, y, og: og * (1.0 - y * y)),
