@@ -66,7 +66,7 @@ def test_export_writes_mxnet_style_files(exported, tmp_path):
     assert {"Convolution", "BatchNorm", "Pooling", "FullyConnected", "Dropout"} <= set(ops)
     arrays = load_arrays(params_file)
     prefix = net.prefix
-    assert f"arg:{prefix}conv2d0_weight" in arrays and f"arg:{prefix}dense1_bias" in arrays
+    assert f"arg:{prefix}conv0_weight" in arrays and f"arg:{prefix}dense1_bias" in arrays
     assert f"aux:{prefix}batchnorm0_running_mean" in arrays
     np.testing.assert_array_equal(arrays[f"aux:{prefix}batchnorm0_running_var"],
                                   net[1].running_var.data().asnumpy())
@@ -143,10 +143,10 @@ def test_symbol_block_without_params_initializes_from_the_graph(exported):
     net = SymbolBlock.imports(sym_file, ["data"])
     net.initialize()
     assert net(x).shape == (2, 2)
-    conv_weight = [p for n, p in net.collect_params().items() if n.endswith("conv2d0_weight")][0]
+    conv_weight = [p for n, p in net.collect_params().items() if n.endswith("conv0_weight")][0]
     assert conv_weight.shape == (3, 1, 3, 3)
     names = list(net._collect_params_with_prefix())
-    assert "conv2d0_weight" in names and "batchnorm0_running_mean" in names
+    assert "conv0_weight" in names and "batchnorm0_running_mean" in names
 
 
 def test_multi_output_blocks_export_and_import(tmp_path):

@@ -30,6 +30,9 @@ class Conv2D(HybridBlock):
     Weight shape: (channels, in_channels // groups, kernel_h, kernel_w).
     """
 
+    def _alias(self):
+        return "conv"                   # MXNet 1.x names: conv0_weight, conv0_bias, ...
+
     def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
                  dilation=(1, 1), groups=1, layout="NCHW", activation=None, use_bias=True,
                  weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
@@ -89,6 +92,9 @@ class Conv2D(HybridBlock):
 
 class _Pooling(HybridBlock):
     """Max or average over windows; global pooling covers the whole image."""
+
+    def _alias(self):
+        return "pool"                   # MXNet 1.x names: pool0, pool1, ...
 
     def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type,
                  layout, count_include_pad=None, **kwargs):
