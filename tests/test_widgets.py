@@ -254,12 +254,17 @@ def test_trace_inspector_shows_untraceable_forward_as_an_error(cls, words):
     imperative, hybridized = inspector.calls
     assert imperative.error is None and imperative.printed
     assert isinstance(hybridized.error, NotImplementedForSymbol)
+    assert hybridized.trace_failed and not hybridized.traced
     panel = inspector.hybridized_html.value
     assert "NotImplementedForSymbol" in panel and words in panel
+    # The Python ran (on Symbols) and raised: not "cached graph ran, no Python".
+    assert "call 2 &middot; tracing failed: Python ran on Symbols" in panel
+    assert "cached graph ran" not in panel
     assert "#c62828" in panel                               # in red
     assert "Traceback" not in panel
     inspector.call_button.click()                           # the widget keeps working
     assert isinstance(inspector.calls[-1].error, NotImplementedForSymbol)
+    assert inspector.calls[-1].trace_failed
     assert "2 failed" in inspector.counter_html.value
     assert "Not traced yet" in inspector.json_html.value
 

@@ -32,6 +32,7 @@ class Call:
     traced: bool          # did this call trace the block (run its Python on Symbols)?
     error: Exception | None = None
     result: str = ""      # a one-line description of what the call returned
+    trace_failed: bool = False   # hybridized, no graph yet, and tracing raised `error`
 
 
 def _describe(result) -> str:
@@ -118,8 +119,12 @@ class TraceInspector(w.VBox):
         after = getattr(self.block, "trace_count", 0)
         op_after = getattr(self.block, "_cached_op", None)
         traced = after > before or (op_after is not None and op_after is not op_before)
+        # A hybridized call that raised and left no cached graph behind failed while
+        # tracing: the Python did run (on Symbols), it did not just skip to a graph.
+        trace_failed = (mode == "hybridized" and error is not None and not traced
+                        and op_after is None)
         record = Call(len(self.calls) + 1, mode, printed, traced, error,
-                      "" if error is not None else _describe(result))
+                      "" if error is not None else _describe(result), trace_failed)
         self.calls.append(record)
         if traced and op_after is not None:
             self.traced_json = op_after.symbol.tojson()
@@ -140,6 +145,8 @@ class TraceInspector(w.VBox):
     def _call_html(self, call: Call, accent: str) -> str:
         if call.mode == "imperative":
             what = "Python ran, F = ndarray"
+        elif call.trace_failed:
+            what = "tracing failed: Python ran on Symbols, F = symbol"
         elif call.traced:
             what = "traced: Python ran once, F = symbol"
         else:
