@@ -75,3 +75,20 @@ def test_chapter_structure(name):
     assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     for heading in ("**What you will learn**", "## Summary", "## Exercises"):
         assert heading in text, f"{name}.ipynb lacks {heading!r}"
+
+
+# The HTML book shows about 80 characters of a code cell; longer lines are cut off
+# behind a horizontal scroll bar (see artifacts/screenshots/).
+MAX_CODE_LINE = 80
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_code_lines_fit_the_page(name):
+    path = BOOK / f"{name}.ipynb"
+    if not path.exists():
+        pytest.skip(f"{path.name} is not written yet")
+    nb = nbformat.read(path, as_version=4)
+    long = [(i, len(line)) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+            for line in cell.source.splitlines() if len(line) > MAX_CODE_LINE]
+    assert not long, (f"{name}.ipynb: (cell, length) of code lines longer than "
+                      f"{MAX_CODE_LINE} characters: {long}")
