@@ -131,6 +131,22 @@ def test_graph_view_node_details_and_highlight():
     assert "shape not known yet" in view.details_html.value
 
 
+def test_graph_view_inspector_wraps_below_the_drawing_in_a_narrow_column():
+    import ipywidgets
+    view = GraphView(mlp_symbol(), (2, 3), executor="numpy")
+    row = next(c for c in view.children
+               if isinstance(c, ipywidgets.HBox) and view.graph_html in c.children)
+    assert row.layout.flex_flow == "row wrap"
+    side = row.children[1]
+    graph_basis = int(view.graph_html.layout.flex.split()[-1].removesuffix("px"))
+    side_min = int(side.layout.min_width.removesuffix("px"))
+    # The HTML book's text column (about 700 px) cannot hold both, so the inspector
+    # wraps below and the drawing gets the whole width (it used to get 3/5 of it)...
+    assert graph_basis + side_min > 700
+    # ...while a JupyterLab notebook (about 1100 px of output) shows them side by side.
+    assert graph_basis + side_min + 12 < 1100
+
+
 def test_graph_view_without_example_inputs_shows_the_traced_graph_only():
     view = GraphView(mlp_symbol())
     assert list(view.stages) == ["traced"]

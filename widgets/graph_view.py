@@ -26,6 +26,8 @@ from straightdope.symbol import Symbol
 from . import _style as st
 
 STAGE_ORDER = ("traced", "shapes", "fused", "memory", "source")
+#: Below this width (px) for the drawing, the node inspector moves under it.
+GRAPH_MIN_WIDTH = 520
 STAGE_LABELS = {"traced": "traced", "shapes": "shapes inferred", "fused": "fused",
                 "memory": "memory planned", "source": "generated code"}
 
@@ -324,13 +326,20 @@ class GraphView(w.VBox):
         self.hide_params = w.Checkbox(value=hide_params, description="hide parameters",
                                       indent=False)
         self.node_picker = w.Dropdown(description="node", layout=w.Layout(width="95%"))
-        self.graph_html = w.HTML(layout=w.Layout(flex="3 1 0%", overflow="auto"))
+        # The drawing and the node inspector sit side by side when there is room for
+        # both (JupyterLab); in a narrow column (the HTML book, about 700 px) the
+        # inspector wraps below, so the drawing keeps the full width and readable labels
+        # instead of shrinking to 3/5 of the column.
+        self.graph_html = w.HTML(layout=w.Layout(flex=f"3 1 {GRAPH_MIN_WIDTH}px",
+                                                 overflow="auto"))
         self.details_html = w.HTML(layout=w.Layout(width="100%"))
         side = w.VBox([self.node_picker, self.details_html],
-                      layout=w.Layout(flex="2 1 0%", min_width="280px", padding="0 0 0 12px"))
+                      layout=w.Layout(flex="2 1 280px", min_width="280px",
+                                      padding="0 0 0 12px"))
         header = w.HTML(st.CSS + st.heading("The graph hybridize() traced"))
         super().__init__([header, w.HBox([self.stage_buttons, self.hide_params]),
-                          w.HBox([self.graph_html, side], layout=w.Layout(width="100%"))])
+                          w.HBox([self.graph_html, side],
+                                 layout=w.Layout(width="100%", flex_flow="row wrap"))])
         self.add_class("sd-widget")
         self.stage_buttons.observe(self._on_stage, names="value")
         self.hide_params.observe(lambda change: self._draw(), names="value")
