@@ -131,6 +131,8 @@ def test_constant_never_trains():
     assert c.grad_req == "null"
     named = Constant("scale", np.eye(2))       # the 1.x spelling
     assert named.name == "scale" and named.shape == (2, 2)
+    assert named.dtype == np.float32               # as nd.array(np.eye(2)): float32
+    assert Constant(nd.array([1, 2], dtype="float64")).dtype == np.float64
 
     class Scale(HybridBlock):
         def __init__(self):

@@ -387,6 +387,26 @@ def test_grad_req_add_accumulates_through_the_cached_op(executor):
     assert net.weight.grad().asnumpy().sum() == 0
 
 
+def test_mixed_dtypes_in_a_graph_are_explained_not_truncated(executor):
+    """uint8 images into a float32 network: a compiled op computes in one dtype, so the
+    graph refuses (as MXNet does) instead of silently computing in integers."""
+    net = nn.HybridSequential()
+    net.add(nn.Dense(4, activation="relu"), nn.Dense(2))
+    net.initialize()
+    net(nd.ones((3, 5)))
+    net.hybridize(executor=executor)
+    with pytest.raises(OpError, match=r"dense\d+_fwd.*FullyConnected.*different dtypes "
+                                      r"\(data: uint8, weight: float32.*astype\('float32'\)"):
+        net(nd.array(np.ones((3, 5)), dtype="uint8"))
+    assert net(nd.ones((3, 5))).dtype == np.float32        # the float32 call still works
+    # index-like inputs (labels, indices) may have their own dtype
+    loss = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    loss.hybridize(executor=executor)
+    labels = nd.array([0, 1, 1], dtype="int32")
+    np.testing.assert_allclose(loss(net(nd.ones((3, 5))), labels).asnumpy(),
+                               loss(net(nd.ones((3, 5))), labels.astype("float32")).asnumpy())
+
+
 def test_compiled_gradients_are_handed_to_grad_without_a_copy():
     """backward() lets .grad take over the arrays a compiled backward graph returns (new
     arrays nobody else holds) instead of copying them; .grad stays the same NDArray, its

@@ -383,9 +383,12 @@ class Constant(Parameter):
             name, value = "const", name_or_value
         else:
             name = name_or_value
-        value = value._data if isinstance(value, NDArray) else _np.asarray(value)
+        is_array = isinstance(value, NDArray)
+        value = value._data if is_array else _np.asarray(value)
         if value.dtype.kind not in "fiub":
             raise TypeError(f"Constant '{name}': needs numbers, got {value.dtype}")
+        if not is_array:                # as nd.array(value): float32 unless an NDArray
+            value = value.astype(_np.float32)
         self.value = value
         super().__init__(name, grad_req="null", shape=value.shape, dtype=value.dtype,
                          init=initializer.Constant(value.tolist()), differentiable=False)
