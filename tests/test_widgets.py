@@ -341,3 +341,28 @@ def test_benchmark_live_run_stops_and_closes_cleanly():
     bench.close()                                      # ...and close() joins the thread
     assert not _benchmark_threads()
     assert bench.comm is None and bench.image.comm is None
+
+
+# ------------------------------------------------------------------ training
+def test_training_live_plot_has_whole_epoch_ticks(monkeypatch):
+    import IPython.display
+    from widgets.training import LivePlot
+
+    class Handle:                       # what display(..., display_id=True) returns
+        def __init__(self, obj):        # in a notebook (outside one it returns None)
+            self.shown = [obj]
+
+        def update(self, obj):
+            self.shown.append(obj)
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj, display_id: Handle(obj))
+    plot = LivePlot(epochs=2)
+    history = {"train_loss": [1.4, 0.3], "train_acc": [0.6, 0.9], "test_acc": [0.8, 0.9]}
+    plot.update(history)
+    for ax in (plot.ax_loss, plot.ax_acc):
+        lo, hi = ax.get_xlim()
+        ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+        assert ticks == [1.0, 2.0], ticks                  # not 0.5, 1.0, 1.5, ...
+    assert [line.get_label() for line in plot.ax_acc.get_lines()] == [
+        "train accuracy", "test accuracy"]
+    assert len(plot._handle.shown) == 2                     # drawn, then redrawn in place

@@ -67,8 +67,10 @@ class LivePlot:
 
     def __init__(self, epochs, metric_name='accuracy'):
         from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
         from IPython.display import display, Image
         self._Image = Image
+        self._integer_ticks = MaxNLocator
         self.epochs = epochs
         self.metric_name = metric_name
         self.fig = Figure(figsize=(6, 3.2), dpi=100)
@@ -95,6 +97,9 @@ class LivePlot:
             ax.plot(epochs, history['test_acc'], 's--', label=f'test {self.metric_name}')
         ax.set(xlabel='epoch', ylabel=self.metric_name, xlim=(0.5, self.epochs + 0.5))
         ax.legend()
+        for ax in (self.ax_loss, self.ax_acc):
+            # Epochs are whole numbers: no ticks at 0.5, 1.5, ...
+            ax.xaxis.set_major_locator(self._integer_ticks(integer=True))
         self.fig.tight_layout()
         self._handle.update(self._Image(data=self._png()))
 
