@@ -16,6 +16,17 @@ from straightdope.symbol import SymbolFileError
 
 
 # ------------------------------------------------------------------ NDArray
+def test_activation_needs_act_type_and_writes_it_to_json():
+    """As in MXNet, act_type is required, so every Activation node in a graph's JSON says
+    which activation it is (a reader of the file, or another framework, needs it)."""
+    with pytest.raises(OpError, match="Activation: attribute 'act_type' is required"):
+        nd.Activation(nd.ones((2,)))
+    graph = json.loads(sym.Activation(sym.var("data"), act_type="relu").tojson())
+    assert graph["nodes"][1]["attrs"] == {"act_type": "relu"}
+    reloaded = json.loads(sym.load_json(json.dumps(graph)).tojson())
+    assert reloaded["nodes"][1]["attrs"] == {"act_type": "relu"}
+
+
 def test_newcomer_flow_gradients_and_json():
     x = mx.nd.ones((2, 3))
     x.attach_grad()

@@ -100,7 +100,8 @@ def _activation_gradient(F, attrs, inputs, outputs, out_grads):
     return [UNARY[attrs["act_type"]][2](F, inputs[0], outputs[0], out_grads[0])]
 
 
-register("Activation", attrs={"act_type": Choice(*ACT_TYPES)},
+# act_type is required, as in MXNet (so it is always written into a graph's JSON)
+register("Activation", attrs={"act_type": Choice(*ACT_TYPES, required=True)},
          forward=_activation_forward, infer_shape=same_shape, gradient=_activation_gradient,
          scalar_expr=lambda attrs: UNARY[attrs["act_type"]][1], elementwise=True,
          doc="Activation(data, act_type='relu'|'sigmoid'|'tanh'|'softrelu'|'softsign').")

@@ -107,8 +107,9 @@ def Shape(default=None, required=False):
     return Attr("shape", default, required=required)
 
 
-def Choice(*choices, default=None):
-    return Attr("str", default if default is not None else choices[0], choices=tuple(choices))
+def Choice(*choices, default=None, required=False):
+    return Attr("str", None if required else (default if default is not None else choices[0]),
+                choices=tuple(choices), required=required)
 
 
 def OptInt(default=None):
