@@ -320,6 +320,17 @@ def test_benchmark_of_a_net_forward_and_backward():
     assert net.d1.weight.grad().shape == (8, 3)            # the backward really ran
 
 
+def test_benchmark_of_a_net_keeps_its_mode_and_hybridize_options():
+    net = make_net(width=8)                                   # imperative
+    BenchmarkPlot(net, (2, 3), repeats=2).run()
+    assert not net._active                                    # given back imperative
+    net.hybridize(executor="numpy")
+    bench = BenchmarkPlot(net, (2, 3), repeats=2)
+    assert bench.hybridize_kwargs["executor"] == "numpy"      # its own options
+    bench.run()
+    assert net._active and net._flags["executor"] == "numpy"  # still as it was
+
+
 def test_benchmark_live_run_stops_and_closes_cleanly():
     bench = BenchmarkPlot(Hybridize_net, (1, 3), width=10, repeats=20_000,
                           hybridize_kwargs={"executor": "numpy"}, redraw_seconds=0.05)

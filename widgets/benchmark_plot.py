@@ -24,7 +24,7 @@ import ipywidgets as w
 import numpy as np
 
 from . import _style as st
-from .graph_view import is_block
+from .graph_view import is_block, is_hybridized
 
 MODES = ("imperative", "hybridized")
 COLORS = {"imperative": st.IMPERATIVE, "hybridized": st.HYBRIDIZED}
@@ -190,6 +190,8 @@ class BenchmarkPlot(w.VBox):
     appears and every run builds and initializes a fresh net of that width).
     `input_shape`: the shape of one input batch; the batch-size slider changes its first
     dimension. Controls changed while it runs restart the measurement.
+    A net you pass is hybridized with its own hybridize() options (unless
+    `hybridize_kwargs` says otherwise) and is left in the mode it was in after each run.
     """
 
     def __init__(self, net_or_factory, input_shape, repeats=50, backward=False,
@@ -199,6 +201,10 @@ class BenchmarkPlot(w.VBox):
         self.factory = None if is_block(net_or_factory) else net_or_factory
         self.net = net_or_factory if self.factory is None else None
         self.input_shape = tuple(input_shape)
+        if hybridize_kwargs is None and self.net is not None:
+            # Measure the net as its owner hybridized it (executor, static_alloc...), as
+            # the TraceInspector does; a factory's nets get the defaults.
+            hybridize_kwargs = dict(getattr(self.net, "_flags", None) or {})
         self.hybridize_kwargs = hybridize_kwargs or {}
         self.redraw_seconds = redraw_seconds
         self.seed = seed
@@ -294,23 +300,30 @@ class BenchmarkPlot(w.VBox):
         """Yield (mode, seconds) per call and finally ("done", summary); updates progress
         and keeps the net's own prints out of the notebook."""
         net, x = self._prepare(config)
+        was_hybridized = is_hybridized(net)
         total = 2 * config["repeats"] + 1
         self.progress.max, self.progress.value = total, 0
         # Each progress update is a message to the browser: about a hundred per run is enough.
         every, done = max(1, total // 100), 0
-        with st.thread_stdout(st.Discard()):   # a net that prints would flood the page
-            for mode, value in measure(net, x, config["repeats"], config["backward"], stop,
-                                       self.hybridize_kwargs):
-                if mode == "done":
-                    self.progress.value = done
-                    self.result = summarize(value, stopped=bool(stop and stop.is_set()),
-                                            **config)
-                    yield mode, self.result
-                    return
-                done += 1
-                if done % every == 0:
-                    self.progress.value = done
-                yield mode, value
+        try:
+            with st.thread_stdout(st.Discard()):   # a net that prints would flood the page
+                for mode, value in measure(net, x, config["repeats"], config["backward"],
+                                           stop, self.hybridize_kwargs):
+                    if mode == "done":
+                        self.progress.value = done
+                        self.result = summarize(value, stopped=bool(stop and stop.is_set()),
+                                                **config)
+                        yield mode, self.result
+                        return
+                    done += 1
+                    if done % every == 0:
+                        self.progress.value = done
+                    yield mode, value
+        finally:
+            # A net that was not hybridized is given back imperative (measure() ends
+            # hybridized); a hybridized one stays so, with the options it was measured with.
+            if not was_hybridized:
+                net.hybridize(False)
 
     def _show(self, result):
         self.figure = draw(result, self.figure)
