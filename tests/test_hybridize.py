@@ -387,6 +387,24 @@ def test_grad_req_add_accumulates_through_the_cached_op(executor):
     assert net.weight.grad().asnumpy().sum() == 0
 
 
+def test_none_as_an_argument_stays_none_when_hybridized(executor):
+    """loss(pred, label, None), as MXNet allows: hybrid_forward sees None both ways."""
+    pred, label = nd.array([[1.0, 2.0], [3.0, 4.0]]), nd.zeros((2, 2))
+    weight = nd.array([[2.0], [0.0]])
+    want = mx.gluon.loss.L2Loss()(pred, label, None).asnumpy()
+    loss = mx.gluon.loss.L2Loss()
+    loss.hybridize(executor=executor)
+    for _ in range(2):
+        np.testing.assert_allclose(loss(pred, label, None).asnumpy(), want)
+    assert loss.trace_count == 1
+    with pytest.raises(ValueError, match=r"traced for calls with 2 input\(s\).*now called "
+                                         r"with 3 input\(s\)"):
+        loss(pred, label, weight)
+    weighted = mx.gluon.loss.L2Loss()
+    weighted.hybridize(executor=executor)
+    np.testing.assert_allclose(weighted(pred, label, weight).asnumpy(), want * [2.0, 0.0])
+
+
 def test_mixed_dtypes_in_a_graph_are_explained_not_truncated(executor):
     """uint8 images into a float32 network: a compiled op computes in one dtype, so the
     graph refuses (as MXNet does) instead of silently computing in integers."""

@@ -102,6 +102,8 @@ def _flatten(args, kind):
     if isinstance(args, Symbol):
         n = len(args._outputs)
         return [args], (n if n > 1 else 0)      # a multi-output symbol becomes a list
+    if args is None and kind == "input":
+        return [], -1                           # loss(pred, label, None): stays None
     if not isinstance(args, (list, tuple)):
         raise TypeError(f"a HybridBlock's {kind}s must be NDArrays or Symbols (or lists of "
                         f"them), got {type(args).__name__}: {args!r:.80}. Wrap NumPy data "
@@ -118,6 +120,8 @@ def _regroup(args, fmt):
     if isinstance(fmt, int):
         if fmt == 0:
             return args[0], args[1:]
+        if fmt == -1:
+            return None, args
         return list(args[:fmt]), args[fmt:]
     ret = []
     for f in fmt:
@@ -148,12 +152,12 @@ def _describe_format(fmt):
 
     def walk(f):
         if isinstance(f, int):
-            flat.append(1)
+            flat.append(0 if f == -1 else 1)
         else:
             for x in f:
                 walk(x)
     walk(fmt)
-    return f"{len(flat)} input(s) {fmt}"
+    return f"{sum(flat)} input(s) {fmt}"
 
 
 class _Imperative(threading.local):
