@@ -10,6 +10,7 @@ compiled gradient graph (see `straightdope/cached_op.py`).
 from __future__ import annotations
 
 import threading
+import weakref
 from contextlib import contextmanager
 
 class _State(threading.local):
@@ -129,6 +130,11 @@ def _topological(heads):
     return order[::-1]           # heads first
 
 
+# Arrays whose recorded graph a backward() freed, so that a second backward() on them can
+# say so (rather than "nothing was recorded"). Weak: it keeps no array alive.
+_freed = weakref.WeakValueDictionary()
+
+
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     """Compute gradients of `heads` for every array marked with attach_grad()."""
     from . import ndarray as nd
@@ -138,6 +144,11 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     if head_grads is None:
         head_grads = [None] * len(heads)
     if all(h._tape is None for h in heads):
+        if any(_freed.get(id(h)) is h for h in heads):
+            raise ValueError("backward(): this array's recorded graph was already used by an "
+                             "earlier backward() and then freed. To call backward() twice on "
+                             "the same graph, pass retain_graph=True to the first call; or "
+                             "record the computation again.")
         raise ValueError("backward(): nothing was recorded for this array. Compute the loss "
                          "inside `with autograd.record():` and call attach_grad() on the "
                          "arrays (or initialize the Parameters) you want gradients for.")
@@ -179,6 +190,8 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     for h in heads:
         if h._grad_req != "null" and id(h) in grads:
             leaves.setdefault(id(h), h)
+        if not retain_graph:
+            _freed[id(h)] = h
     for key, var in leaves.items():
         if key not in grads:
             continue

@@ -172,6 +172,22 @@ def test_backward_without_record_explains():
         y.backward()
 
 
+def test_a_second_backward_says_the_graph_was_freed_and_how_to_keep_it():
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        z = (x * x).sum()
+    z.backward()
+    with pytest.raises(ValueError, match=r"already used by an earlier backward\(\).*"
+                                         r"retain_graph=True"):
+        z.backward()
+    with autograd.record():
+        z = (x * x).sum()
+    z.backward(retain_graph=True)
+    z.backward()                                      # kept: a second pass works
+    np.testing.assert_allclose(x.grad.asnumpy(), [2.0, 4.0])
+
+
 def test_batchnorm_updates_running_stats_only_in_training():
     x = nd.array(np.random.default_rng(0).normal(3.0, 2.0, (64, 2)))
     gamma, beta = nd.ones((2,)), nd.zeros((2,))

@@ -82,7 +82,7 @@ class MemoryPlan:
         return self.graph.to_dot(
             hide_params=hide_params, colors=self.colors(),
             clusters=self.fused.clusters(),
-            title=title or f"{len(self.buffers)} buffers: {self.bytes_planned:,} bytes "
+            title=title or f"{_count(len(self.buffers), 'buffer')}: {self.bytes_planned:,} bytes "
                            f"(imperative: {self.bytes_imperative:,})")
 
     def __str__(self):
@@ -90,7 +90,7 @@ class MemoryPlan:
         ratio = self.bytes_planned / self.bytes_imperative if self.bytes_imperative else 0.0
         lines = [f"memory: intermediates need {self.bytes_imperative:,} bytes imperatively "
                  f"(one buffer per value), {self.bytes_planned:,} bytes planned "
-                 f"({ratio:.0%}) in {len(self.buffers)} buffers"]
+                 f"({ratio:.0%}) in {_count(len(self.buffers), 'buffer')}"]
         for b in self.buffers:
             vals = ", ".join(g._value(v) + ("*" if any(v == w for w, _ in self.inplace) else "")
                              for v in b.values)
@@ -120,6 +120,10 @@ def imperative_bytes(graph) -> int:
             if (n.id, k) not in outputs:
                 total += _numel(n.shapes[k]) * np.dtype(n.dtypes[k]).itemsize
     return total
+
+
+def _count(n, noun):
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def plan_memory(fused: Fused, reference_graph=None) -> MemoryPlan:

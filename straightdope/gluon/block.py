@@ -148,16 +148,21 @@ def _contains_symbol(args):
 
 
 def _describe_format(fmt):
-    flat = []
+    """A call structure in words: `(array, [array, array], None)` and how many arrays."""
+    count = 0
 
     def walk(f):
+        nonlocal count
+        if f == -1:
+            return "None"
         if isinstance(f, int):
-            flat.append(0 if f == -1 else 1)
-        else:
-            for x in f:
-                walk(x)
-    walk(fmt)
-    return f"{sum(flat)} input(s) {fmt}"
+            count += max(f, 1)
+            return "array" if f == 0 else "[" + ", ".join(["array"] * f) + "]"
+        return "[" + ", ".join(walk(x) for x in f) + "]"
+    text = walk(fmt)
+    if isinstance(fmt, list):           # the top level is the call's argument list
+        text = "(" + text[1:-1] + ")"
+    return f"{count} array(s) {text}"
 
 
 class _Imperative(threading.local):
