@@ -131,6 +131,13 @@ def test_page_renders_offline(name, built_book, book_url, chromium_browser, arti
             f"{name}: {error_outputs.count()} error output(s):\n"
             + error_outputs.first.inner_text()[:2000]
         )
+        overflowing = page.evaluate(
+            "[...document.querySelectorAll('div.cell_output pre')]"
+            ".filter(p => p.scrollWidth > p.clientWidth + 2)"
+            ".map(p => p.innerText.split('\\n').sort((a, b) => b.length - a.length)[0])")
+        assert not overflowing, (
+            f"{name}: {len(overflowing)} output(s) wider than the page, e.g. "
+            f"{overflowing[0][:200]!r}")
         outputs_text = "\n".join(page.locator(".cell_output").all_inner_texts())
         assert "Traceback" not in outputs_text, f"{name}: a cell output shows a Traceback"
         assert "Error displaying widget" not in page.content(), f"{name}: a widget failed to render"
