@@ -733,7 +733,7 @@ class HybridBlock(Block):
             raise self._running_error(err)
         if self._slots is None and isinstance(self._in_format, list) and \
                 not any(self._in_format):
-            self._slots = self._call_slots(len(flat))
+            self._slots = self._call_slots()
         return _regroup(outs, self._out_format)[0]
 
     def _running_error(self, err):
@@ -741,9 +741,9 @@ class HybridBlock(Block):
         err.args = (f"{self._describe()} (running its cached graph): {err}",)
         return err
 
-    def _call_slots(self, n_inputs):
-        """Where each input of the cached graph comes from on a call with `n_inputs` flat
-        NDArrays: an argument's index, or a Parameter (whose array is read at each call)."""
+    def _call_slots(self):
+        """Where each input of the cached graph comes from on a plain NDArray call: an
+        argument's index, or a Parameter (whose array is read at each call)."""
         params = dict(self._cached_params)
         data_names = self._cached_op.data_names
         return [data_names.index(n) if n in data_names else params[n]
