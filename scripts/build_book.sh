@@ -105,6 +105,11 @@ trap 'rm -f "$TMP_TOC"' EXIT
             echo "- file: $name"
         done < <(printf '%s\n' "${chapters[@]}" | LC_ALL=C sort)
     fi
+    # Pages after the chapters (Markdown, not numbered).
+    if [[ -f book/references.md ]]; then
+        ((${#chapters[@]})) || echo "chapters:"
+        echo "- file: references"
+    fi
 } >"$TMP_TOC"
 if ! cmp -s "$TMP_TOC" "$TOC"; then
     cp "$TMP_TOC" "$TOC"

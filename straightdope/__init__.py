@@ -22,6 +22,19 @@ npx = numpy_extension
 init = initializer
 
 
+class _ShortReprModule(type(ndarray)):
+    """A module that prints as <module 'straightdope.symbol'>, without the folder it was
+    installed in: `print(F)` inside hybrid_forward then shows which module F is, and the
+    same text on every machine."""
+
+    def __repr__(self):
+        return f"<module {self.__name__!r}>"
+
+
+for _module in (ndarray, symbol, numpy, numpy_extension):
+    _module.__class__ = _ShortReprModule
+
+
 def __getattr__(attr):
     # Heavier parts load on first use, so `import straightdope` stays light.
     import importlib

@@ -230,6 +230,14 @@ def test_trace_inspector_prints_on_the_trace_only():
     assert "x: <Symbol data>" in traced.printed
     assert "F: &lt;module &#x27;straightdope.symbol&#x27;" in inspector.hybridized_html.value
 
+
+def test_trace_inspector_shows_modules_without_the_folder_they_were_installed_in():
+    inspector = TraceInspector(make_net(), nd.random.normal(shape=(1, 3)))
+    first, traced = inspector.calls
+    assert "F: <module 'straightdope.ndarray'>\n" in first.printed
+    assert "F: <module 'straightdope.symbol'>\n" in traced.printed
+    assert " from " not in first.printed + traced.printed
+
     inspector.call_button.click()                          # the cached graph runs
     again = inspector.calls[-1]
     assert again.mode == "hybridized" and again.printed == "" and not again.traced
