@@ -12,6 +12,7 @@ The executor that compiles graphs is pluggable: the Numba code generator in
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import numpy as np
@@ -77,6 +78,7 @@ class CachedOp:
         self._update_index = [self.input_names.index(name) for _, name in self._updates]
         self._data_index = [i for i, n in enumerate(self.input_names) if n in self.data_names]
         self.plans: dict = {}
+        self._compiling = threading.Lock()   # threads meeting a new signature compile it once
         self.first_signature = None
         self.calls = 0
         self.compiles = 0
@@ -151,7 +153,8 @@ class CachedOp:
             key = (tuple([(d.shape, d.dtype) for d in data]), is_train, wrt)
         plan = self.plans.get(key)
         if plan is None:
-            plan = self._new_plan(key, arrays, is_train, wrt)
+            with self._compiling:
+                plan = self.plans.get(key) or self._new_plan(key, arrays, is_train, wrt)
         self.last_plan = plan
         self.calls += 1
         results = plan.forward.run(data)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections import OrderedDict
 
@@ -50,7 +51,22 @@ class Bound:
         self.fn, self.meta, self.arena_specs = fn, meta, arena_specs
         self.in_shapes = in_shapes
         self.out_plan = out_plan            # None when outputs need no fixing up
-        self.arenas = [np.empty(n, dt) for dt, n in arena_specs] if static_alloc else None
+        self._per_thread = threading.local() if static_alloc else None
+
+    @property
+    def arenas(self):
+        """With static_alloc, this thread's arenas, kept across its calls; else None (a
+        fresh arena per call). Each thread has its own: the compiled code runs without
+        the GIL, and two threads sharing an arena would overwrite each other's values."""
+        if self._per_thread is None:
+            return None
+        arenas = getattr(self._per_thread, "arenas", None)
+        if arenas is None:
+            arenas = self._per_thread.arenas = self.new_arenas()
+        return arenas
+
+    def new_arenas(self):
+        return [np.empty(n, dt) for dt, n in self.arena_specs]
 
 
 class Executable:
@@ -74,6 +90,7 @@ class Executable:
         self.timings: dict = {}
         shapes = tuple(tuple(n.shapes[0]) for n in self._vars)
         self._first_shapes = shapes
+        self._lock = threading.Lock()     # threads meeting a new shape plan it once
         self._bounds = {shapes: self._build(shapes)}
         self._bound = self._bounds[shapes]
 
@@ -152,8 +169,7 @@ class Executable:
             shapes = tuple([x.shape for x in inputs])
             if shapes != b.in_shapes:
                 b = self._rebind(shapes)
-        arenas = b.arenas if b.arenas is not None else [np.empty(n, dt) for dt, n in
-                                                         b.arena_specs]
+        arenas = b.arenas if self.static_alloc else b.new_arenas()
         try:
             outs = b.fn(*inputs, *arenas, b.meta)
         except TypeError:
@@ -171,9 +187,10 @@ class Executable:
         if len(shapes) != len(self._vars):
             raise ValueError(f"this graph takes {len(self._vars)} inputs "
                              f"{[n.name for n in self._vars]}, got {len(shapes)}")
-        b = self._bounds.get(shapes)
-        if b is None:
-            b = self._bounds[shapes] = self._build(shapes)
+        with self._lock:
+            b = self._bounds.get(shapes)
+            if b is None:
+                b = self._bounds[shapes] = self._build(shapes)
         self._bound = b
         return b
 

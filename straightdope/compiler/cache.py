@@ -18,10 +18,12 @@ runtime values) reuses the compiled function at once.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -33,6 +35,19 @@ from ..serialization import atomic_write
 HEADER = "# straightdope-generated key={key} sha256={digest}\n"
 _MODULES: dict = {}          # key -> loaded module
 _KERNEL_HASH = None
+_LOCK = threading.RLock()
+
+
+def _one_thread_at_a_time(fn):
+    """Threads that need the same module or compiled function at once: the first
+    loads or compiles it, the others wait and then find it done. (Without this, a
+    thread could see a module another thread is still compiling, try to compile it
+    itself and fail: Numba's `disable_compile()` had already been called.)"""
+    @functools.wraps(fn)
+    def serialized(*args, **kwargs):
+        with _LOCK:
+            return fn(*args, **kwargs)
+    return serialized
 
 
 def cache_dir() -> Path:
@@ -102,6 +117,7 @@ def _remove_numba_cache(func):
             pass
 
 
+@_one_thread_at_a_time
 def load(source: str) -> tuple:
     """(module, info) for a generated source; info says what happened:
     {'key', 'path', 'memory': bool, 'file': 'reused'|'written'|'rebuilt'}."""
@@ -161,6 +177,7 @@ def _fast_load(func, sig) -> bool:
     return sum(func._cache_hits.values()) > 0
 
 
+@_one_thread_at_a_time
 def compile_function(func, example_args) -> dict:
     """Compile (or load from Numba's cache) for the argument types of `example_args`;
     then forbid further compilation so a wrongly typed call fails fast instead of
