@@ -8,6 +8,7 @@
 * `codegen.py` writes the Python source of the whole graph (pass 4)
 * `cache.py`   the on-disk cache of generated modules and their machine code
 * `backend.py` NumbaBackend / Executable: runs the passes, then runs the code
+* `loops.py`   graphs with loops: compiled segments, and loop bodies compiled once
 * `kernels/`   precompiled Numba kernels for everything that is not a fused loop
 
 `STRAIGHTDOPE_DEBUG=1` prints the compile times of every graph, `=2` also the
@@ -16,8 +17,10 @@ fused steps and the memory plan, `=3` also the generated source.
 from .backend import STAGES, Executable, NumbaBackend  # noqa: F401
 from .codegen import CodegenError  # noqa: F401
 from . import kernels as _kernels
+from . import loops as _loops
 
 _kernels.install()
+_loops.install()
 
 
 def _seed_numba(seed_state):

@@ -245,4 +245,7 @@ class NumbaBackend:
 
     def compile(self, graph: Graph, is_train: bool = False, static_alloc: bool = False,
                 static_shape: bool = False) -> Executable:
+        from . import loops
+        if loops.needs_loops(graph):     # loop nodes: compiled segments + compiled bodies
+            return loops.LoopExecutable(graph, self, is_train, static_alloc, static_shape)
         return Executable(graph, is_train, static_alloc, static_shape)

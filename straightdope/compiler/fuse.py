@@ -148,8 +148,29 @@ def _joinable(graph, node, steps, step_of, ancestors):
         # joining must not close a cycle: no other input may depend on the group
         if any(step_of.get(q) != group.id and group.id in ancestors[q] for q, _ in node.inputs):
             continue
+        # ancestors[] is per node; a group that grew since may reach the group through
+        # another member, so check the steps themselves too
+        if any(step_of.get(q) not in (None, group.id) and
+               _step_reaches(graph, steps, step_of, step_of[q], group.id)
+               for q, _ in node.inputs):
+            continue
         return group
     return None
+
+
+def _step_reaches(graph, steps, step_of, start, target) -> bool:
+    """Whether step `start` depends on step `target`, through any member of any step."""
+    seen, todo = {start}, [start]
+    while todo:
+        for n in steps[todo.pop()].nodes:
+            for q, _ in graph.nodes[n].inputs:
+                dep = step_of.get(q)
+                if dep == target:
+                    return True
+                if dep is not None and dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+    return False
 
 
 def _toposort(graph, steps, step_of):

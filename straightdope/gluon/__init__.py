@@ -9,7 +9,7 @@
 from .parameter import (Constant, DeferredInitializationError, Parameter,  # noqa: F401
                         ParameterDict)
 from .block import Block, HybridBlock, SymbolBlock  # noqa: F401
-from . import contrib, data, nn, utils  # noqa: F401
+from . import contrib, data, nn, rnn, utils  # noqa: F401
 from .. import metric  # noqa: F401
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import name as _name
+from ..base import postorder
 from ..symbol.symbol import Group, Symbol, _Node, _topo
 
 
@@ -25,48 +26,62 @@ class Differentiated:
     num_outputs: int           # visible outputs + extra outputs (the rest of forward is saved)
 
 
+def gradient_symbols(outputs: list, head_grads: list, wrt: list,
+                     is_train: bool = True) -> list:
+    """Gradients of `outputs` (Symbols) with respect to the values `wrt` (Symbols), given
+    the gradients flowing into the outputs: Symbols built in the same graph (None where
+    an output does not depend on a value). The walk stops at the `wrt` values, so they
+    may be any values, not only variables (a loop body's gradient needs that)."""
+    from .. import symbol as sym
+    targets = {(id(n), k) for s in wrt for n, k in s._outputs}
+    stops = {id(n) for s in wrt for n, _ in s._outputs}
+    heads = [e for s in outputs for e in s._outputs]
+    nodes = postorder([n for n, _ in heads],
+                      lambda node: [] if id(node) in stops else [c for c, _ in node.inputs])
+    needs = set()
+    for node in nodes:
+        if id(node) in stops or any(id(c) in needs for c, _ in node.inputs):
+            needs.add(id(node))
+    grads: dict = {}
+    for (node, k), g in zip(heads, head_grads):
+        key = (id(node), k)
+        grads[key] = g if key not in grads else grads[key] + g
+    for node in reversed(nodes):
+        if node.is_var or id(node) in stops or id(node) not in needs:
+            continue
+        out_grads = [grads.get((id(node), k)) for k in range(node.num_outputs())]
+        if all(g is None for g in out_grads):
+            continue
+        outs = [Symbol([(node, k)]) for k in range(node.num_outputs())]
+        out_grads = [g if g is not None else sym.zeros_like(o) for g, o in zip(out_grads, outs)]
+        ins = [Symbol([e]) for e in node.inputs]
+        in_grads = node.op.backward(sym, node.attrs, ins, outs, out_grads, is_train=is_train)
+        for (child, k), g in zip(node.inputs, in_grads):
+            if g is None or id(child) not in needs:
+                continue
+            key = (id(child), k)
+            grads[key] = g if key not in grads else grads[key] + g
+    return [grads.get((id(s._outputs[0][0]), s._outputs[0][1])) for s in wrt]
+
+
 def differentiate(symbol: Symbol, wrt: list, is_train: bool = True,
                   extra_outputs: Symbol | None = None) -> Differentiated:
     from .. import symbol as sym
     extra = extra_outputs._outputs if extra_outputs is not None else []
     forward_nodes = _topo(symbol._outputs + extra)
     forward_ids = {id(n) for n in forward_nodes}
-    # Only values that depend on a variable in `wrt` need gradients.
-    wanted = set(wrt)
-    needs = set()
-    for node in forward_nodes:
-        if (node.is_var and node.name in wanted) or any(id(c) in needs for c, _ in node.inputs):
-            needs.add(id(node))
-
-    grads: dict = {}
+    variables = {n.name: n for n in forward_nodes if n.is_var}
+    wrt_symbols = [Symbol([(variables[name], 0)]) for name in wrt]
     head_names = []
     with _name.Prefix("_grad_"):
-        for k, entry in enumerate(symbol._outputs):
+        heads = []
+        for k in range(len(symbol._outputs)):
             head = sym.var(f"_head_grad{k}")
             head_names.append(head.name)
-            key = (id(entry[0]), entry[1])
-            grads[key] = head if key not in grads else grads[key] + head
-        for node in reversed(forward_nodes):
-            if node.is_var or id(node) not in needs:
-                continue
-            out_grads = [grads.get((id(node), k)) for k in range(node.num_outputs())]
-            if all(g is None for g in out_grads):
-                continue
-            outs = [Symbol([(node, k)]) for k in range(node.num_outputs())]
-            out_grads = [g if g is not None else sym.zeros_like(o)
-                         for g, o in zip(out_grads, outs)]
-            ins = [Symbol([e]) for e in node.inputs]
-            in_grads = node.op.backward(sym, node.attrs, ins, outs, out_grads, is_train=is_train)
-            for (child, k), g in zip(node.inputs, in_grads):
-                if g is None or id(child) not in needs:
-                    continue
-                key = (id(child), k)
-                grads[key] = g if key not in grads else grads[key] + g
-        variables = {n.name: n for n in forward_nodes if n.is_var}
-        results = []
-        for name in wrt:
-            g = grads.get((id(variables[name]), 0))
-            results.append(g if g is not None else sym.zeros_like(Symbol([(variables[name], 0)])))
+            heads.append(head)
+        found = gradient_symbols(list(symbol), heads, wrt_symbols, is_train)
+        results = [g if g is not None else sym.zeros_like(v)
+                   for g, v in zip(found, wrt_symbols)]
 
     # Split: backward nodes that read forward *op* values get them as saved inputs.
     saved_entries, saved_vars, clones = [], {}, {}

@@ -206,3 +206,4 @@ def _norm(self, ord=2, axis=None, keepdims=False):
 
 NDArray.norm = _norm
 NDArray.square = lambda self: square(self)  # noqa: F821
+from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)

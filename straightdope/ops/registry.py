@@ -32,7 +32,8 @@ class OpError(ValueError):
 
 @dataclass(frozen=True)
 class Attr:
-    kind: str                      # int, float, bool, shape, str, int_or_none, shape_or_none
+    kind: str                      # int, float, bool, shape, str, int_or_none, shape_or_none,
+                                   # subgraphs
     default: Any = None
     choices: tuple = ()
     required: bool = False
@@ -41,6 +42,11 @@ class Attr:
         def bad(why: str):
             raise OpError(f"{op_name}: attribute '{attr_name}' {why}, got {value!r}")
 
+        if self.kind == "subgraphs":
+            if not isinstance(value, (tuple, list)) or not all(
+                    type(g).__name__ == "Symbol" for g in value):
+                bad("must be a tuple of Symbols (the graphs the op runs)")
+            return tuple(value)
         if self.kind == "str" and str(value) in self.choices:
             return str(value)
         if value is None or (isinstance(value, str) and value == "None"):
@@ -124,6 +130,12 @@ def OptFloat(default=None):
     return Attr("float_or_none", default)
 
 
+def Subgraphs():
+    """The graphs a control-flow op runs (a loop's body, a branch): Symbols, not text.
+    MXNet's JSON keeps them in the node's "subgraphs" list, not among its "attrs"."""
+    return Attr("subgraphs", ())
+
+
 # ----------------------------------------------------------------------- ops
 
 @dataclass
@@ -135,8 +147,9 @@ class Op:
     forward: Callable = None               # forward(attrs, *arrays, is_train=False) -> array | tuple
     infer_shape: Callable = None           # infer_shape(attrs, in_shapes) -> (in_shapes, out_shapes)
     gradient: Callable | None = None       # gradient(F, attrs, inputs, outputs, out_grads) -> [grad|None]
-    num_outputs: int = 1                   # -1: as many as the 'num_outputs' attribute says
-    num_visible_outputs: int | None = None  # extra outputs are internal (a mask, new running stats)
+    num_outputs: int | Callable = 1        # -1: as many as the 'num_outputs' attribute says;
+                                           # or a function of the attributes
+    num_visible_outputs: int | Callable | None = None  # extra outputs are internal (a mask)
     aux_inputs: tuple[str, ...] = ()       # inputs that are auxiliary states (BatchNorm's running stats)
     aux_writeback: dict[int, int] = field(default_factory=dict)  # output index -> aux input index
     variadic: bool = False                 # takes any number of inputs (concat, add_n)
@@ -156,9 +169,13 @@ class Op:
         self._attr_cache: dict = {}     # parsed attributes by call spelling (parsing is slow)
 
     def output_count(self, attrs: dict) -> int:
+        if callable(self.num_outputs):
+            return self.num_outputs(attrs)
         return attrs["num_outputs"] if self.num_outputs == -1 else self.num_outputs
 
     def visible_count(self, attrs: dict) -> int:
+        if callable(self.num_visible_outputs):
+            return self.num_visible_outputs(attrs)
         return self.output_count(attrs) if self.num_outputs == -1 else self.num_visible_outputs
 
     def backward(self, F, attrs, inputs, outputs, out_grads, is_train=False) -> list:

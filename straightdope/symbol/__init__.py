@@ -88,3 +88,4 @@ def _reshape(self, *shape, **kwargs):
 
 Symbol.reshape = _reshape
 Symbol.T = property(lambda self: globals()["transpose"](self))
+from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)

@@ -19,8 +19,17 @@ class SymbolFileError(ValueError):
     """A symbol JSON file or string that cannot be turned into a graph."""
 
 
-def to_json(symbol: Symbol) -> str:
-    nodes = _topo(symbol._outputs)
+def _attr_text(name, value):
+    # MXNet prints its index lists (a loop's *_locs) as [0, 1] and shapes as (2, 3)
+    if name.endswith("_locs"):
+        return str(list(value))
+    return str(value)
+
+
+def graph_doc(entries) -> dict:
+    """The JSON document (a dict) of the graph that computes `entries`; the body of a
+    control-flow node is written the same way, inside the node ("subgraphs")."""
+    nodes = _topo(entries)
     index = {id(n): k for k, n in enumerate(nodes)}
     out_nodes = []
     for node in nodes:
@@ -29,33 +38,48 @@ def to_json(symbol: Symbol) -> str:
             if node.var_attrs:
                 entry["attrs"] = dict(node.var_attrs)
         else:
-            attrs = {k: str(v) for k, v in node.attrs.items()
-                     if v != node.op.attrs[k].default or node.op.attrs[k].required}
+            attrs = {k: _attr_text(k, v) for k, v in node.attrs.items()
+                     if node.op.attrs[k].kind != "subgraphs"
+                     and (v != node.op.attrs[k].default or node.op.attrs[k].required)}
             if attrs:
                 entry["attrs"] = attrs
         entry["inputs"] = [[index[id(child)], i, 0] for child, i in node.inputs]
+        if node.subgraphs:
+            entry["subgraphs"] = [graph_doc(g._outputs) for g in node.subgraphs]
         out_nodes.append(entry)
     row_ptr = [0]
     for node in nodes:
         row_ptr.append(row_ptr[-1] + node.num_outputs())
-    doc = {
+    return {
         "nodes": out_nodes,
         "arg_nodes": [k for k, n in enumerate(nodes) if n.is_var],
         "node_row_ptr": row_ptr,
-        "heads": [[index[id(node)], i, 0] for node, i in symbol._outputs],
-        "attrs": {"mxnet_version": ["int", MXNET_VERSION]},
+        "heads": [[index[id(node)], i, 0] for node, i in entries],
     }
+
+
+def to_json(symbol: Symbol) -> str:
+    doc = graph_doc(symbol._outputs)
+    doc["attrs"] = {"mxnet_version": ["int", MXNET_VERSION]}
     return json.dumps(doc, indent=2)
 
 
 def from_json(text: str, source: str = "<string>") -> Symbol:
-    def fail(why):
-        raise SymbolFileError(f"{source}: {why}") from None
-
     try:
         doc = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        fail(f"not valid JSON ({err}); is this a -symbol.json file written by export()?")
+        raise SymbolFileError(f"{source}: not valid JSON ({err}); is this a -symbol.json "
+                              f"file written by export()?") from None
+    return from_doc(doc, source)
+
+
+def from_doc(doc, source: str = "<string>", depth: int = 0) -> Symbol:
+    """The Symbol of a parsed JSON document (a control-flow node's subgraphs too)."""
+    def fail(why):
+        raise SymbolFileError(f"{source}: {why}") from None
+
+    if depth > 16:
+        fail("subgraphs are nested more than 16 deep")
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) \
             or not isinstance(doc.get("heads"), list):
         fail("expected a JSON object with 'nodes' and 'heads' lists (MXNet's symbol layout)")
@@ -94,9 +118,20 @@ def from_json(text: str, source: str = "<string>") -> Symbol:
                 fail(f"{where}: a variable cannot have inputs")
             nodes.append(_Node(None, name, var_attrs=dict(attrs)))
             continue
+        raw_subgraphs = raw.get("subgraphs", [])
+        if not isinstance(raw_subgraphs, list):
+            fail(f"{where}: 'subgraphs' must be a list of graphs")
+        subgraphs = tuple(from_doc(g, f"{source}: {where}, subgraph {i}", depth + 1)
+                          for i, g in enumerate(raw_subgraphs))
         try:
             op = get_op(op_name)
-            parsed = op.parse_attrs({a: v for a, v in attrs.items() if not a.startswith("__")})
+            given = {a: v for a, v in attrs.items() if not a.startswith("__")}
+            if "subgraphs" in op.attrs:
+                given["subgraphs"] = subgraphs
+            elif subgraphs:
+                fail(f"{where}: {op_name} holds no subgraphs, but the file gives "
+                     f"{len(subgraphs)}")
+            parsed = op.parse_attrs(given)
         except OpError as err:
             fail(f"{where}: {err}")
         if op.variadic:

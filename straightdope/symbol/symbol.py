@@ -11,6 +11,7 @@ with an explanation, because a placeholder has no value yet.
 from __future__ import annotations
 
 import copy as _copy
+import itertools as _itertools
 
 import numpy as np
 
@@ -20,9 +21,12 @@ from ..ops import OpError, get_op
 from ..ops.elemwise import OPERATORS
 
 
+_serials = _itertools.count()
+
+
 class _Node:
     """A node of the symbol graph: an op applied to inputs, or a variable (op None)."""
-    __slots__ = ("op", "name", "attrs", "inputs", "var_attrs")
+    __slots__ = ("op", "name", "attrs", "inputs", "var_attrs", "serial")
 
     def __init__(self, op, name, attrs=None, inputs=(), var_attrs=None):
         self.op = op
@@ -30,6 +34,13 @@ class _Node:
         self.attrs = attrs or {}
         self.inputs = list(inputs)          # [(node, output index)]
         self.var_attrs = var_attrs or {}    # variables: "__shape__", "__init__", ...
+        self.serial = next(_serials)        # creation order: tells a loop body's nodes
+                                            # from the graph around it
+
+    @property
+    def subgraphs(self):
+        """The graphs a control-flow node runs (a loop body, branches), as Symbols."""
+        return () if self.op is None else self.attrs.get("subgraphs", ())
 
     @property
     def is_var(self):
@@ -94,8 +105,35 @@ class Symbol:
         return dict(node.var_attrs) if node.is_var else {k: str(v) for k, v in node.attrs.items()}
 
     # ------------------------------------------------------------- structure
-    def _nodes(self):
+    @property
+    def entries(self):
+        """The values this Symbol stands for: a list of (node, output index)."""
+        return list(self._outputs)
+
+    def walk(self):
+        """Every node of the graph, each after the nodes it reads (topological order).
+        A control-flow node's body is not walked into: see `node.subgraphs`."""
         return _topo(self._outputs)
+
+    _nodes = walk
+
+    def substitute(self, mapping):
+        """A copy of this graph with the variables named in `mapping` replaced by other
+        Symbols (MXNet's `sym(**kwargs)` composition). Every op node is new."""
+        new = {}
+
+        def entry(node, k):
+            replaced = new[id(node)]
+            return replaced if isinstance(replaced, tuple) else (replaced, k)
+
+        for node in _topo(self._outputs):
+            if node.is_var:
+                target = mapping.get(node.name)
+                new[id(node)] = node if target is None else target._outputs[0]
+            else:
+                new[id(node)] = _Node(node.op, node.name, node.attrs,
+                                      [entry(c, k) for c, k in node.inputs], node.var_attrs)
+        return Symbol([entry(n, k) for n, k in self._outputs])
 
     def _aux_nodes(self):
         aux = set()

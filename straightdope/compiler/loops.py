@@ -1,0 +1,207 @@
+"""Loops in compiled graphs: a loop body is compiled ONCE and run once per step.
+
+Unrolling a recurrent network writes every time step into the graph, so the
+graph, and the time Numba takes to compile it, grow with the sequence length. A
+traced `foreach` instead is one node holding its body. Here a graph with such
+nodes is cut into pieces:
+
+    segment 0 (one compiled function) -> foreach (body compiled once, run T times)
+              -> segment 1 (one compiled function) -> ...
+
+Each segment is an ordinary graph for `backend.Executable`; a loop node runs its
+compiled body in a Python loop, writing each step's outputs (and the states each
+step saw, which the backward pass reads) into arrays allocated once per call with
+a leading time axis. Compile time therefore does not depend on the number of
+steps, only on the size of the body. The backward pass of a `foreach` is itself a
+`foreach` (over the reversed sequence), so it runs the same way.
+
+The few ops that have no Numba kernel (`reverse`) run with their NumPy forward
+between segments, as loop nodes do ("host steps").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Graph, Node, annotate
+from ..ops import get_op
+from ..ops.control_flow import CONTROL_FLOW_OPS, body_graph
+
+# Ops that run between compiled segments, and how (shown by ops.numba_kernel).
+HOST_OPS = {"_foreach": "loop: body compiled once, run per step (compiler/loops.py)",
+            "_while_loop": "loop: body compiled once, run per step (compiler/loops.py)",
+            "_cond": "branches compiled once, one runs per call (compiler/loops.py)",
+            "reverse": "NumPy, between compiled segments (compiler/loops.py)"}
+
+
+def install():
+    for name, how in HOST_OPS.items():
+        get_op(name).numba_kernel = how
+
+
+def needs_loops(graph: Graph) -> bool:
+    return any(n.op is not None and n.op.name in HOST_OPS for n in graph.nodes)
+
+
+class _Segment:
+    """Consecutive compiled ops: one Executable, its input and output values."""
+
+    def __init__(self, graph, nodes, later_uses, backend_exe, is_train, flags):
+        ids = {n.id for n in nodes}
+        inputs, seen = [], set()
+        for n in nodes:
+            for e in n.inputs:
+                e = tuple(e)
+                if e[0] not in ids and e not in seen:
+                    seen.add(e)
+                    inputs.append(e)
+        self.inputs = inputs
+        self.outputs = [(n.id, k) for n in nodes for k in range(n.num_outputs)
+                        if (n.id, k) in later_uses]
+        built, remap = [], {}
+        for e in inputs:
+            src = graph.nodes[e[0]]
+            remap[e] = (len(built), 0)
+            built.append(Node(len(built), f"in{len(built)}", None, kind="data",
+                              shapes=[src.shapes[e[1]]], dtypes=[src.dtypes[e[1]]]))
+        for n in nodes:
+            new = Node(len(built), n.name, n.op, dict(n.attrs),
+                       [remap[tuple(e)] for e in n.inputs], n.num_outputs, {}, "op",
+                       list(n.shapes), list(n.dtypes))
+            built.append(new)
+            for k in range(n.num_outputs):
+                remap[(n.id, k)] = (new.id, k)
+        self.graph = Graph(built, [remap[e] for e in self.outputs])
+        self.exe = backend_exe(self.graph, is_train, **flags)
+
+    def run(self, values):
+        return self.exe.run([values[e] for e in self.inputs])
+
+
+class _HostStep:
+    """A loop node (body compiled once) or an op without a kernel (NumPy)."""
+
+    def __init__(self, graph, node, backend, is_train):
+        self.node, self.is_train = node, is_train
+        self.inputs = [tuple(e) for e in node.inputs]
+        self.outputs = [(node.id, k) for k in range(node.num_outputs)]
+        self.bodies = None
+        if node.op.name == "_foreach":
+            self.bodies = [self._compile_body(graph, node, backend)]
+
+    def _compile_body(self, graph, node, backend):
+        a = node.attrs
+        body = body_graph(a["subgraphs"][0])
+        n_data, n_states = len(a["in_data_locs"]), len(a["in_state_locs"])
+        locs = list(a["in_data_locs"]) + list(a["in_state_locs"]) + list(a["remain_locs"])
+        shapes, dtypes = {}, {}
+        for k, (loc, e) in enumerate(zip(locs, self.inputs)):
+            shape = graph.shape_of(e)
+            name = body.input_names[loc]
+            shapes[name] = tuple(shape[1:]) if k < n_data else tuple(shape)
+            dtypes[name] = graph.dtype_of(e)
+        self.n_data, self.n_states, self.n_out = n_data, n_states, a["num_out_data"]
+        self.data_locs, self.state_locs = a["in_data_locs"], a["in_state_locs"]
+        self.remain_locs = a["remain_locs"]
+        self.n_feeds = len(body.input_names)
+        shaped = annotate(body, shapes, dtypes)
+        self.out_specs = [(tuple(shaped.shape_of(e)), shaped.dtype_of(e)) for e in shaped.outputs]
+        return backend.compile(shaped, is_train=self.is_train)
+
+    def run(self, values):
+        arrays = [values[e] for e in self.inputs]
+        if self.bodies is None:
+            return self.node.op.run(self.node.attrs, arrays, self.is_train)
+        return self._run_foreach(arrays)
+
+    def _run_foreach(self, arrays):
+        body = self.bodies[0]
+        data = arrays[:self.n_data]
+        states = arrays[self.n_data:self.n_data + self.n_states]
+        feeds = [None] * self.n_feeds
+        for loc, value in zip(self.remain_locs, arrays[self.n_data + self.n_states:]):
+            feeds[loc] = value
+        steps = data[0].shape[0]
+        # one array per output with a leading time axis, allocated once per call
+        stacked = [np.empty((steps,) + shape, dt) for shape, dt in self.out_specs[:self.n_out]]
+        history = [np.empty((steps,) + s.shape, s.dtype) for s in states]
+        for t in range(steps):
+            for loc, value in zip(self.data_locs, data):
+                feeds[loc] = value[t]
+            for loc, value, seen in zip(self.state_locs, states, history):
+                feeds[loc] = value
+                seen[t] = value
+            results = body.run(feeds)
+            for out, r in zip(stacked, results):
+                out[t] = r
+            states = results[self.n_out:]
+        return stacked + [np.asarray(s) for s in states] + history
+
+
+class LoopExecutable:
+    """A graph with loop nodes, run as compiled segments and loops (see the module
+    docstring). Same interface as `backend.Executable`: `run(inputs) -> outputs`."""
+    fresh_outputs = True
+
+    def __init__(self, graph: Graph, backend, is_train=False, static_alloc=False,
+                 static_shape=False):
+        from .backend import Executable
+        self.graph, self.is_train = graph, is_train
+        flags = dict(static_alloc=static_alloc, static_shape=static_shape)
+        uses = {}
+        for n in graph.nodes:
+            for e in n.inputs:
+                uses.setdefault(tuple(e), []).append(n.id)
+        outputs = {tuple(e) for e in graph.outputs}
+        self.steps, pending = [], []
+
+        def close():
+            if pending:
+                ids = {n.id for n in pending}
+                later = {e for e, users in uses.items() if e[0] in ids and
+                         any(u not in ids for u in users)} | {e for e in outputs if e[0] in ids}
+                self.steps.append(_Segment(graph, list(pending), later, Executable,
+                                           is_train, flags))
+                pending.clear()
+
+        for n in graph.nodes:
+            if n.is_var:
+                continue
+            if n.op.name in HOST_OPS:
+                close()
+                self.steps.append(_HostStep(graph, n, backend, is_train))
+            else:
+                pending.append(n)
+        close()
+        self.var_entries = [(n.id, 0) for n in graph.nodes if n.is_var]
+        self.stages = {"shapes": graph, "steps": self.describe()}
+        self.timings = {}
+
+    def describe(self) -> str:
+        lines = []
+        for k, step in enumerate(self.steps):
+            if isinstance(step, _Segment):
+                lines.append(f"step {k}: compiled segment of {len(step.graph.op_nodes)} ops")
+            elif step.bodies:
+                body = step.bodies[0].graph
+                lines.append(f"step {k}: {step.node.op.name} '{step.node.name}', body of "
+                             f"{len(body.op_nodes)} ops compiled once, run per step")
+            else:
+                lines.append(f"step {k}: {step.node.op.name} '{step.node.name}' (NumPy)")
+        return "\n".join(lines)
+
+    def run(self, inputs: list) -> list:
+        values = dict(zip(self.var_entries, inputs))
+        for step in self.steps:
+            values.update(zip(step.outputs, step.run(values)))
+        results, seen = [], set()
+        for e in self.graph.outputs:
+            e = tuple(e)
+            value = values[e]
+            # fresh arrays: an input or a repeated output is copied
+            fresh = e not in seen and not self.graph.nodes[e[0]].is_var
+            results.append(np.asarray(value) if fresh else np.array(value, copy=True))
+            seen.add(e)
+        return results
+
+
+__all__ = ["LoopExecutable", "needs_loops", "install", "CONTROL_FLOW_OPS"]

@@ -1,0 +1,210 @@
+"""`sym.contrib`: control flow that stays in the graph (MXNet 1.x's `F.contrib`).
+
+    outputs, states = F.contrib.foreach(body, data, init_states)
+    outputs, loop_vars = F.contrib.while_loop(cond, func, loop_vars, max_iterations)
+    results = F.contrib.cond(pred, then_func, else_func)
+
+Here the Python functions run ONCE, on placeholder variables, and what they build
+becomes the body of one node (`_foreach`, `_while_loop`, `_cond`). The node reads
+whatever the body reads from outside (parameters, earlier values) as extra inputs,
+so the body itself is a closed graph: a *subgraph*. With `F = nd` the same calls
+run the Python functions on real arrays (`straightdope.ndarray.contrib`).
+"""
+from __future__ import annotations
+
+from .. import name as _name
+from ..ops import OpError, get_op
+from .symbol import Symbol, _Node, _topo, var
+
+
+def _as_list(x, what):
+    """(list of single-output Symbols, whether x was one Symbol)."""
+    if isinstance(x, Symbol):
+        return [x], True
+    if isinstance(x, (list, tuple)) and all(isinstance(s, Symbol) for s in x):
+        return list(x), False
+    raise TypeError(f"{what} must be a Symbol or a list of Symbols, got {type(x).__name__}")
+
+
+def _next_serial():
+    """Nodes made from now on have serials >= this one (see _Node.serial)."""
+    return _Node(None, "_mark").serial + 1
+
+
+def _close(outputs, start, placeholders):
+    """Make the body graph built since `start` closed: every value it reads from outside
+    (a node made before `start`, or any variable but the loop's own `placeholders`) is
+    replaced by a new variable of the body. Returns (body Symbol, [(that variable's
+    name, the outside value)])."""
+    own = {id(p._outputs[0][0]) for p in placeholders}
+    stand_ins, outside = {}, []
+
+    def inside(node):
+        return id(node) in own or (node.serial >= start and not node.is_var)
+
+    def entry(node, k):
+        if inside(node):
+            return (node, k)
+        if (id(node), k) not in stand_ins:
+            name = node.name if node.is_var else node.output_name(k)
+            while name in {n for n, _ in outside}:
+                name += "_"
+            stand_ins[(id(node), k)] = _Node(None, name, var_attrs=dict(node.var_attrs)
+                                             if node.is_var else {})
+            outside.append((name, Symbol([(node, k)])))
+        return (stand_ins[(id(node), k)], 0)
+
+    heads = [s._outputs[0] for s in outputs]
+    for node in _topo(heads):
+        if inside(node) and not node.is_var:
+            node.inputs = [entry(c, k) for c, k in node.inputs]
+    return Symbol([entry(n, k) for n, k in heads]), outside
+
+
+def _placeholders(prefix, count):
+    return [var(f"{prefix}{i}") for i in range(count)]
+
+
+def _locs(body, symbols, what, op_name, drop_unused=False):
+    names = body.list_inputs()
+    locs, kept = [], []
+    for k, s in enumerate(symbols):
+        if s.name in names:
+            locs.append(names.index(s.name))
+            kept.append(k)
+        elif not drop_unused:
+            raise OpError(f"{op_name}: the body does not use {what} {k}; every {what} must "
+                          f"be read by the body (drop the ones it does not need)")
+    return locs, kept
+
+
+def foreach(body, data, init_states, name="foreach", _drop_unused=False):
+    """Run `body(data_t, states) -> (outputs_t, new_states)` for every t along axis 0
+    of `data`; return (outputs stacked along axis 0, final states)."""
+    data_list, data_single = _as_list(data, "foreach: data")
+    states_list, states_single = _as_list(init_states, "foreach: init_states") \
+        if not (isinstance(init_states, (list, tuple)) and not init_states) else ([], False)
+    name = _name.current().get(name, "foreach")
+    start = _next_serial()
+    xs = _placeholders(f"{name}_data", len(data_list))
+    ss = _placeholders(f"{name}_state", len(states_list))
+    out, new_states = body(xs[0] if data_single else xs, ss[0] if states_single else ss)
+    outs, out_single = _as_list(out, "foreach: the body's first result (its outputs)") \
+        if not (isinstance(out, (list, tuple)) and not out) else ([], False)
+    new_list, _ = _as_list(new_states, "foreach: the body's second result (its states)") \
+        if not (isinstance(new_states, (list, tuple)) and not new_states) else ([], False)
+    if len(new_list) != len(states_list):
+        raise OpError(f"foreach: the body returns {len(new_list)} states but was given "
+                      f"{len(states_list)}; return one new value per loop state")
+    graph, outside = _close(outs + new_list, start, xs + ss)
+    data_locs, keep_data = _locs(graph, xs, "data array", "foreach", _drop_unused)
+    if not data_locs:
+        raise OpError("foreach: the body reads none of the data arrays, so there is nothing "
+                      "to iterate over")
+    state_locs, _ = _locs(graph, ss, "loop state", "foreach")
+    names = graph.list_inputs()
+    remain_locs = [names.index(n) for n, _ in outside]
+    inputs = [data_list[k] for k in keep_data] + states_list + [s for _, s in outside]
+    attrs = {"num_args": len(inputs) + 1, "num_outputs": len(outs) + len(new_list),
+             "num_out_data": len(outs), "in_state_locs": tuple(state_locs),
+             "in_data_locs": tuple(data_locs), "remain_locs": tuple(remain_locs),
+             "subgraphs": (graph,)}
+    results = _node("_foreach", name, inputs, attrs)
+    outputs, states = results[:len(outs)], results[len(outs):]
+    return (outputs[0] if out_single else outputs), (states[0] if states_single else states)
+
+
+def _node(op_name, name, inputs, attrs):
+    op = get_op(op_name)
+    node = _Node(op, name, op.parse_attrs(attrs), [s._outputs[0] for s in inputs])
+    return [Symbol([(node, i)]) for i in range(node.num_visible())]
+
+
+def _gather(inputs, index, graph, outside, fixed=None):
+    """Where each input of a closed graph comes from among the node's `inputs` (which
+    grow by the outside values not seen yet); `fixed` pins names to input positions."""
+    by_name, locs = dict(outside), []
+    for n in graph.list_inputs():
+        if fixed and n in fixed:
+            locs.append(fixed[n])
+            continue
+        source = by_name[n]
+        key = (id(source._outputs[0][0]), source._outputs[0][1])
+        if key not in index:
+            index[key] = len(inputs)
+            inputs.append(source)
+        locs.append(index[key])
+    return tuple(locs)
+
+
+def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
+    """Repeat `func(*loop_vars) -> (outputs, new_loop_vars)` while `cond(*loop_vars)`,
+    at most `max_iterations` times. Returns (outputs stacked along axis 0 and padded
+    with zeros to max_iterations steps, final loop variables)."""
+    vars_list, single = _as_list(loop_vars, "while_loop: loop_vars")
+    if max_iterations is None:
+        raise OpError("while_loop: max_iterations is required when the loop is traced into "
+                      "a graph (hybridize): the graph needs a fixed size for the stacked "
+                      "outputs. Pass max_iterations=<the most steps the loop can take>.")
+    name = _name.current().get(name, "while_loop")
+    start = _next_serial()
+    vs = _placeholders(f"{name}_var", len(vars_list))
+    pred, _ = _as_list(cond(*vs), "while_loop: cond's result")
+    cond_graph, cond_outside = _close(pred, start, vs)
+    start = _next_serial()
+    vs2 = _placeholders(f"{name}_var", len(vars_list))
+    out, new_vars = func(*vs2)
+    outs = [] if isinstance(out, (list, tuple)) and not out else \
+        _as_list(out, "while_loop: func's outputs")[0]
+    new_list = _as_list(new_vars, "while_loop: func's new loop_vars")[0]
+    if len(new_list) != len(vars_list):
+        raise OpError(f"while_loop: func returns {len(new_list)} loop variables but was "
+                      f"given {len(vars_list)}")
+    func_graph, func_outside = _close(outs + new_list, start, vs2)
+    # The loop variables are the node's first inputs; what the bodies read follows.
+    inputs, index = list(vars_list), {}
+    cond_locs = _gather(inputs, index, cond_graph, cond_outside,
+                        {v.name: j for j, v in enumerate(vs)})
+    func_locs = _gather(inputs, index, func_graph, func_outside,
+                        {v.name: j for j, v in enumerate(vs2)})
+    func_names = func_graph.list_inputs()
+    missing = [j for j, v in enumerate(vs2) if v.name not in func_names]
+    if missing:
+        raise OpError(f"while_loop: func does not read loop variable {missing[0]}; every "
+                      f"loop variable must be used by func")
+    attrs = {"num_args": len(inputs) + 2, "num_outputs": len(outs) + len(new_list),
+             "num_out_data": len(outs), "max_iterations": int(max_iterations),
+             "cond_input_locs": cond_locs, "func_input_locs": func_locs,
+             "func_var_locs": tuple(func_names.index(v.name) for v in vs2),
+             "subgraphs": (cond_graph, func_graph)}
+    results = _node("_while_loop", name, inputs, attrs)
+    outputs, final = results[:len(outs)], results[len(outs):]
+    return outputs, (final[0] if single else final)
+
+
+def cond(pred, then_func, else_func, name="cond"):
+    """Run `then_func()` if `pred` (a one-element Symbol) is nonzero, else `else_func()`.
+    Both branches must return the same number of outputs with the same shapes."""
+    name = _name.current().get(name, "cond")
+    closed = []
+    for fn, what in ((lambda: pred, "pred"), (then_func, "then_func"), (else_func, "else_func")):
+        start = _next_serial()
+        result = fn()
+        outs, single = _as_list(result, f"cond: {what}'s result")
+        closed.append((outs, single, start))
+    (pred_outs, _, _), (then_outs, then_single, s1), (else_outs, _, s2) = closed
+    if len(then_outs) != len(else_outs):
+        raise OpError(f"cond: then_func returns {len(then_outs)} outputs but else_func "
+                      f"returns {len(else_outs)}; both branches must return as many.")
+    graphs = [_close(pred_outs, _next_serial(), []), _close(then_outs, s1, []),
+              _close(else_outs, s2, [])]
+    inputs, index = [], {}
+    locs = [_gather(inputs, index, g, outside) for g, outside in graphs]
+    attrs = {"num_args": len(inputs) + 3, "num_outputs": len(then_outs),
+             "cond_input_locs": locs[0], "then_input_locs": locs[1],
+             "else_input_locs": locs[2], "subgraphs": tuple(g for g, _ in graphs)}
+    results = _node("_cond", name, inputs, attrs)
+    return results[0] if then_single else results
+
+
+__all__ = ["foreach", "while_loop", "cond"]
