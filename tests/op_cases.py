@@ -243,6 +243,8 @@ add(Case("split", inputs(U((2, 6))), {"num_outputs": 3, "axis": 1},
          expected=lambda ins, a: np.split(ins[0], 3, axis=1)))
 add(Case("slice_axis", inputs(U((3, 5))), {"axis": 1, "begin": 1, "end": 4},
          expected=lambda ins, a: [ins[0][:, 1:4]]))
+add(Case("reverse", inputs(U((3, 4, 2))), {"axis": (0, 2)},
+         expected=lambda ins, a: [ins[0][::-1, :, ::-1]]))
 add(Case("slice", inputs(U((4, 5))), {"begin": (1, 0), "end": (3, None), "step": (None, 2)},
          expected=lambda ins, a: [ins[0][1:3, ::2]]))
 add(Case("broadcast_to", inputs(U((1, 3))), {"shape": (4, 3)},

@@ -1,0 +1,195 @@
+"""F.contrib.foreach / while_loop / cond: the same Python functions run imperatively (nd)
+and traced into ONE node holding its body (sym), with equal values and gradients, shape
+inference, MXNet's JSON (subgraphs inside the node) and clear errors."""
+import json
+
+import numpy as np
+import pytest
+
+import straightdope as mx
+from straightdope import autograd, nd, sym
+from straightdope.gluon import HybridBlock, SymbolBlock
+from straightdope.ops import OpError
+
+
+class Recurrence(HybridBlock):
+    """h_t = tanh(x_t W + h_(t-1) U): a foreach whose body reads two parameters."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.w = self.params.get("w", shape=(3, 4))
+            self.u = self.params.get("u", shape=(4, 4))
+
+    def hybrid_forward(self, F, x, w, u):
+        def body(x_t, h):
+            h = F.tanh(F.dot(x_t, w) + F.dot(h, u))
+            return h * 2.0, h
+        start = F.zeros_like(F.dot(F.slice_axis(x, axis=0, begin=0, end=1).reshape((-3, -2)), w))
+        outs, last = F.contrib.foreach(body, x, start)
+        return outs, last
+
+
+def grads_of(net, x):
+    x.attach_grad()
+    with autograd.record():
+        outs, last = net(x)
+        loss = (outs * outs).sum() + last.sum()
+    loss.backward()
+    return [outs.asnumpy(), last.asnumpy(), x.grad.asnumpy().copy()] + \
+        [p.grad().asnumpy().copy() for p in net.collect_params().values()]
+
+
+@pytest.mark.parametrize("executor", ["numpy", "numba"])
+def test_foreach_gives_the_same_values_and_gradients_traced_and_imperative(executor):
+    net = Recurrence()
+    net.initialize(mx.init.Uniform(0.5))
+    x = nd.array(np.random.RandomState(0).rand(6, 2, 3))
+    imperative = grads_of(net, x)
+    net.hybridize(executor=executor)
+    traced = grads_of(net, x)
+    for a, b in zip(imperative, traced):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    ops = [n.op.name for n in net._cached_graph[1].walk() if n.op is not None]
+    assert ops.count("_foreach") == 1
+
+
+def test_a_foreach_node_reads_what_its_body_reads_from_outside():
+    x, w = sym.var("x"), sym.var("w")
+    scaled = w * 2.0                    # computed before the loop: an input of the node
+
+    def body(x_t, s):
+        return x_t * scaled, s + x_t
+    outs, state = sym.contrib.foreach(body, x, sym.var("s0"))
+    node = outs.entries[0][0]
+    assert node.op.name == "_foreach"
+    body_graph, = node.subgraphs
+    assert sorted(body_graph.list_inputs()) == ["foreach_data0", "foreach_state0",
+                                                "mul_scalar0_output"]
+    assert [c.name for c, _ in node.inputs] == ["x", "s0", "mul_scalar0"]
+    group = sym.Group([outs, state])
+    assert group.list_arguments() == ["x", "s0", "w"]
+    _, out_shapes, _ = group.infer_shape(x=(5, 3), s0=(3,), w=(3,))
+    assert out_shapes == [(5, 3), (3,)]
+
+
+def test_foreach_with_several_data_and_states_matches_numpy():
+    a, b = np.arange(12.0).reshape(4, 3), np.ones((4, 3))
+
+    def body(F):
+        def step(xs, states):
+            total, count = states
+            return [xs[0] + xs[1], xs[0] * 2], [total + xs[0], count + 1.0]
+        return step
+    (o1, o2), (total, count) = nd.contrib.foreach(body(nd), [nd.array(a), nd.array(b)],
+                                                  [nd.zeros((3,)), nd.zeros((3,))])
+    np.testing.assert_allclose(o1.asnumpy(), a + b)
+    np.testing.assert_allclose(total.asnumpy(), a.sum(0))
+    outs, states = sym.contrib.foreach(body(sym), [sym.var("a"), sym.var("b")],
+                                       [sym.var("t0"), sym.var("c0")])
+    got = sym.Group(outs + states).eval(a=nd.array(a), b=nd.array(b), t0=nd.zeros((3,)),
+                                        c0=nd.zeros((3,)))
+    np.testing.assert_allclose(got[1].asnumpy(), a * 2)
+    np.testing.assert_allclose(got[3].asnumpy(), np.full(3, 4.0))
+
+
+def test_while_loop_stops_on_its_condition_and_pads_traced_outputs():
+    def cond(i, s):
+        return i < 5
+
+    def func(i, s):
+        return [s * 1.0], [i + 1, s + i]
+    outs, (i, s) = nd.contrib.while_loop(cond, func, [nd.array([0.0]), nd.array([0.0])],
+                                         max_iterations=10)
+    assert outs[0].shape == (5, 1) and float(i.asnumpy()[0]) == 5
+    assert float(s.asnumpy()[0]) == 0 + 1 + 2 + 3 + 4
+    t_outs, t_vars = sym.contrib.while_loop(cond, func, [sym.var("i"), sym.var("s")],
+                                            max_iterations=8)
+    got = sym.Group(t_outs + t_vars).eval(i=nd.array([0.0]), s=nd.array([0.0]))
+    assert got[0].shape == (8, 1)               # padded to max_iterations
+    np.testing.assert_allclose(got[0].asnumpy()[:5, 0], [0, 0, 1, 3, 6])
+    np.testing.assert_allclose(got[0].asnumpy()[5:], 0)
+    assert float(got[2].asnumpy()[0]) == 10
+
+
+def test_cond_runs_one_branch_and_its_gradient_flows_through_that_branch():
+    class Pick(HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.contrib.cond(x.sum() > 0, lambda: x * 3.0, lambda: x * x)
+    net = Pick()
+    for data, grad in (([1.0, 2.0], [3.0, 3.0]), ([-1.0, -2.0], [-2.0, -4.0])):
+        for hybrid in (False, True):
+            net.hybridize(active=hybrid, executor="numpy")
+            x = nd.array(data)
+            x.attach_grad()
+            with autograd.record():
+                y = net(x)
+            y.backward()
+            np.testing.assert_allclose(x.grad.asnumpy(), grad)
+
+
+def test_a_model_with_a_loop_round_trips_through_export_and_imports(tmp_path):
+    net = Recurrence()
+    net.initialize()
+    net.hybridize(executor="numpy")
+    x = nd.array(np.random.RandomState(1).rand(4, 2, 3))
+    before = net(x)
+    sym_file, params_file = net.export(str(tmp_path / "rec"))
+    doc = json.load(open(sym_file))
+    loop = next(n for n in doc["nodes"] if n["op"] == "_foreach")
+    assert set(loop["attrs"]) >= {"num_outputs", "num_out_data", "in_data_locs",
+                                  "in_state_locs", "remain_locs", "num_args"}
+    assert loop["attrs"]["in_data_locs"].startswith("[")       # MXNet prints lists
+    assert len(loop["subgraphs"]) == 1 and loop["subgraphs"][0]["heads"]
+    loaded = SymbolBlock.imports(sym_file, ["data"], params_file)
+    after = loaded(x)
+    for a, b in zip(before, after):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-6)
+    assert sym.load(sym_file).tojson() == open(sym_file).read()
+
+
+def test_a_body_whose_state_changes_shape_is_refused_naming_the_step_and_shapes():
+    def grow(x_t, s):
+        return x_t, sym.concat(s, x_t, dim=0)
+    out, state = sym.contrib.foreach(grow, sym.var("x"), sym.var("s"))
+    with pytest.raises(OpError, match=r"loop state 0 comes into the body with shape \(2,\) "
+                                      r"but the body returns it with shape \(4,\)"):
+        sym.Group([out, state]).infer_shape(x=(3, 2), s=(2,))
+    with pytest.raises(OpError, match=r"at step 0 the body returns loop state 0 with shape "
+                                      r"\(4,\)"):
+        nd.contrib.foreach(lambda x_t, s: (x_t, nd.concat(s, x_t, dim=0)), nd.ones((3, 2)),
+                           nd.ones((2,)))
+
+
+def test_outputs_that_change_shape_between_steps_are_refused():
+    def body(x_t, s):
+        s = s + 1.0
+        return nd.ones((int(s.asnumpy()[0]),)), s
+    with pytest.raises(OpError, match=r"output 0 with shape \(2,\).*\(1,\) at step 0"):
+        nd.contrib.foreach(body, nd.ones((3, 2)), nd.zeros((1,)))
+
+
+def test_while_loop_traced_without_max_iterations_says_what_to_pass():
+    with pytest.raises(OpError, match="max_iterations is required.*Pass max_iterations="):
+        sym.contrib.while_loop(lambda i: i < 3, lambda i: ([], [i + 1]), [sym.var("i")])
+
+
+def test_cond_branches_with_different_shapes_or_counts_are_refused():
+    x = sym.var("x")
+    with pytest.raises(OpError, match="then_func returns 2 outputs but else_func returns 1"):
+        sym.contrib.cond(x.sum() > 0, lambda: [x, x], lambda: x)
+    out = sym.contrib.cond(x.sum() > 0, lambda: x, lambda: sym.concat(x, x, dim=0))
+    with pytest.raises(OpError, match=r"output 0 has shape \(3,\) in then_func but \(6,\)"):
+        out.infer_shape(x=(3,))
+
+
+def test_a_file_whose_loop_points_outside_its_body_is_refused(tmp_path):
+    net = Recurrence()
+    net.initialize()
+    net.hybridize(executor="numpy")
+    net(nd.ones((2, 1, 3)))
+    doc = json.loads(net._cached_graph[1].tojson())
+    loop = next(n for n in doc["nodes"] if n["op"] == "_foreach")
+    loop["subgraphs"][0]["heads"] = [[99, 0, 0]]
+    with pytest.raises(mx.symbol.SymbolFileError, match="subgraph 0.*points outside"):
+        sym.load_json(json.dumps(doc))
