@@ -56,11 +56,12 @@ def test_foreach_gives_the_same_values_and_gradients_traced_and_imperative(execu
 
 def test_a_foreach_node_reads_what_its_body_reads_from_outside():
     x, w = sym.var("x"), sym.var("w")
-    scaled = w * 2.0                    # computed before the loop: an input of the node
 
     def body(x_t, s):
         return x_t * scaled, s + x_t
-    outs, state = sym.contrib.foreach(body, x, sym.var("s0"))
+    with mx.name.NameManager():         # node names counted from 0
+        scaled = w * 2.0                # computed before the loop: an input of the node
+        outs, state = sym.contrib.foreach(body, x, sym.var("s0"))
     node = outs.entries[0][0]
     assert node.op.name == "_foreach"
     body_graph, = node.subgraphs
