@@ -26,7 +26,7 @@ HEAVY_MODULES = {
     "IPython", "ipykernel", "ipywidgets", "jupyter", "jupyter_client", "jupyter_core",
     "jupyter_server", "jupyterlab", "jupyter_book", "nbclient", "nbformat",
     "matplotlib", "graphviz", "sphinx", "tqdm", "sklearn",
-    "pytest", "hypothesis", "playwright", "threadpoolctl",
+    "pytest", "hypothesis", "playwright", "threadpoolctl", "onnx", "onnxruntime",
 }
 
 

@@ -1,0 +1,607 @@
+"""From a straightdope graph to an ONNX model: one small translator per op.
+
+The graph is first annotated with shapes and dtypes (the compiler's own pass), then
+walked in topological order. Each op name maps to a function in `TRANSLATORS`
+that appends ONNX nodes computing exactly what the op computes in inference. An op
+without a translator, or an attribute value a translator cannot express, stops the
+export with an `OnnxExportError` naming the node: never a silently different model.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph.ir import Graph
+from ..graph.shapes import annotate
+from ..ops import OpError
+
+OPSET = 21     # ONNX opset written (Gelu needs 20; ONNX Runtime 1.20+ and ORT Web run it)
+
+
+class OnnxExportError(ValueError):
+    """A graph that cannot be written as an equivalent ONNX model."""
+
+
+TRANSLATORS: dict = {}
+
+
+def translates(*op_names):
+    """Register a translator: fn(e, node, inputs, outputs) -> None."""
+    def register(fn):
+        for name in op_names:
+            TRANSLATORS[name] = fn
+        return fn
+    return register
+
+
+# ------------------------------------------------------------------ emitter
+class Emitter:
+    """Collects ONNX nodes and constants for one graph; knows every value's shape/dtype."""
+
+    def __init__(self, graph: Graph, varied: Graph | None):
+        from onnx import helper, numpy_helper
+        self.helper, self.numpy_helper = helper, numpy_helper
+        self.graph, self.varied = graph, varied
+        self.nodes, self.initializers = [], []
+        self.taken = {n.name for n in graph.nodes}
+        self.node = None                       # the straightdope node being translated
+
+    def fresh(self, hint: str) -> str:
+        """A new, unused value name derived from the current node's name."""
+        base = f"{self.node.name}_{hint}" if self.node is not None else hint
+        name, k = base, 1
+        while name in self.taken:
+            name, k = f"{base}{k}", k + 1
+        self.taken.add(name)
+        return name
+
+    def add(self, op_type, inputs, outputs=None, **attrs) -> str:
+        """Append one ONNX node; returns its (first) output name."""
+        outputs = outputs or [self.fresh(op_type.lower())]
+        self.nodes.append(self.helper.make_node(op_type, list(inputs), list(outputs),
+                                                name=self.fresh(op_type), **attrs))
+        return outputs[0]
+
+    def const(self, value, dtype=None, hint="const") -> str:
+        array = np.asarray(value, dtype=dtype)
+        name = self.fresh(hint)
+        self.initializers.append(self.numpy_helper.from_array(array, name))
+        return name
+
+    def ints(self, values, hint="ints") -> str:
+        return self.const(np.asarray(values, dtype=np.int64).reshape(-1), hint=hint)
+
+    # facts about the current node's inputs and outputs
+    def in_shape(self, k=0):
+        src, out = self.node.inputs[k]
+        return self.graph.nodes[src].shapes[out]
+
+    def in_dtype(self, k=0):
+        src, out = self.node.inputs[k]
+        return self.graph.nodes[src].dtypes[out]
+
+    def out_shape(self, k=0):
+        return self.node.shapes[k]
+
+    def out_shape_for_onnx(self, k=0):
+        """The output shape as a Reshape/Expand target: -1 marks the one dim that follows
+        a dynamic input size (found by annotating the graph a second time, resized)."""
+        shape = list(self.node.shapes[k])
+        if self.varied is None:
+            return shape
+        other = self.varied.nodes[self.node.id].shapes[k]
+        moving = [a for a, (d1, d2) in enumerate(zip(shape, other)) if d1 != d2]
+        if len(moving) > 1:
+            self.fail(f"its output shape {tuple(shape)} has {len(moving)} dims that follow "
+                      f"the dynamic input sizes; ONNX can infer only one. Export with "
+                      f"dynamic=False or fewer dynamic dims (dynamic_input_shapes)")
+        for a in moving:
+            shape[a] = -1
+        return shape
+
+    def fail(self, why):
+        node = self.node
+        raise OnnxExportError(f"node '{node.name}' ({node.op.name}): {why}")
+
+
+def _onnx_dtype(dtype):
+    from onnx import helper
+    return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+# -------------------------------------------------------------- the model
+def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic_dims: dict,
+                  model_name="straightdope"):
+    """Build an onnx.ModelProto. `dynamic_dims` maps an input name to the set of its axes
+    that may vary at run time."""
+    from onnx import helper
+
+    data_names = list(in_shapes)
+    graph = Graph.from_symbol(symbol, data_names=data_names)
+    names = set(graph.input_names)
+    missing = [n for n in graph.input_names if n not in params and n not in in_shapes]
+    if missing:
+        raise OnnxExportError(f"the graph's variables {missing} are neither inputs (in_shapes) "
+                              f"nor parameters (params); pass their values in params")
+    unused = [n for n in in_shapes if n not in names]
+    if unused:
+        raise OnnxExportError(f"inputs {unused} are not variables of the graph, whose "
+                              f"variables are {sorted(names)}")
+    shapes = {n: tuple(params[n].shape) for n in names if n in params}
+    dtypes = {n: params[n].dtype for n in names if n in params}
+    shapes.update(in_shapes)
+    dtypes.update(in_types)
+    try:
+        annotated = annotate(graph, shapes, dtypes)
+    except OpError as err:
+        raise OnnxExportError(f"cannot infer the graph's shapes for inputs {in_shapes}: "
+                              f"{err}") from None
+    varied = _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims)
+
+    e = Emitter(annotated, varied)
+    values = {}                            # (node id, output index) -> ONNX value name
+    inputs = []
+    for node in annotated.nodes:
+        if not node.is_var:
+            continue
+        values[(node.id, 0)] = node.name
+        if node.name in params:
+            e.initializers.append(e.numpy_helper.from_array(
+                np.ascontiguousarray(params[node.name]), node.name))
+        else:
+            dims = [f"{node.name}_dim{a}" if a in dynamic_dims.get(node.name, ()) else d
+                    for a, d in enumerate(node.shapes[0])]
+            inputs.append(helper.make_tensor_value_info(node.name,
+                                                        _onnx_dtype(node.dtypes[0]), dims))
+    for node in annotated.op_nodes:
+        e.node = node
+        translate = TRANSLATORS.get(node.op.name)
+        if translate is None:
+            raise OnnxExportError(
+                f"node '{node.name}': op {node.op.name} has no ONNX translation; the ops "
+                f"that export are listed by straightdope.onnx.export_coverage()")
+        used = node.op.visible_count(node.attrs)
+        for src, k in annotated.outputs:
+            if src == node.id:
+                used = max(used, k + 1)
+        outs = [node.name if k == 0 else f"{node.name}_output{k}" for k in range(used)]
+        for k, name in enumerate(outs):
+            if k or name in e.taken - {node.name}:
+                outs[k] = e.fresh(f"output{k}")
+        translate(e, node, [values[entry] for entry in node.inputs], outs)
+        for k, name in enumerate(outs):
+            values[(node.id, k)] = name
+    e.node = None
+
+    outputs = []
+    seen = set()
+    for k, (src, out) in enumerate(annotated.outputs):
+        name = values[(src, out)]
+        node = annotated.nodes[src]
+        if name in seen or node.is_var:    # an output twice, or an input as output
+            name = e.add("Identity", [name], [e.fresh(f"output{k}")])
+        seen.add(name)
+        dims = list(node.shapes[out])
+        if varied is not None:
+            other = varied.nodes[src].shapes[out]
+            dims = [d if d == o else f"{name}_dim{a}" for a, (d, o) in enumerate(zip(dims, other))]
+        outputs.append(helper.make_tensor_value_info(name, _onnx_dtype(node.dtypes[out]), dims))
+    # A parameter no node reads (BatchNorm's gamma under fix_gamma=True) is left out.
+    read = {name for node in e.nodes for name in node.input}
+    initializers = [t for t in e.initializers if t.name in read]
+    onnx_graph = helper.make_graph(e.nodes, model_name, inputs, outputs, initializers)
+    model = helper.make_model(onnx_graph, producer_name="straightdope",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = min(model.ir_version, 10)      # what ONNX Runtime 1.20+ reads
+    return model
+
+
+def _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims):
+    """The graph annotated again with every dynamic dim one larger: the dims of a value
+    that change are the dims that follow the dynamic inputs. None without dynamic dims.
+
+    A dim that cannot change (all of a Dense layer's input features) makes this fail;
+    then only the batch axis (0) is resized, and if even that fails, nothing is."""
+    if not any(dynamic_dims.values()):
+        return None
+    for only_batch in (False, True):
+        resized = dict(shapes)
+        for name, axes in dynamic_dims.items():
+            resized[name] = tuple(d + 1 if a in axes and (a == 0 or not only_batch) else d
+                                  for a, d in enumerate(in_shapes[name]))
+        try:
+            return annotate(graph, resized, dtypes)
+        except OpError:
+            continue
+    return None
+
+
+# ------------------------------------------------------------ translators
+_UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "softrelu": "Softplus",
+          "softsign": "Softsign", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs",
+          "negative": "Neg", "sign": "Sign", "sin": "Sin", "cos": "Cos",
+          "identity": "Identity", "_copy": "Identity", "BlockGrad": "Identity",
+          "stop_gradient": "Identity"}
+
+
+@translates(*_UNARY)
+def _unary(e, node, x, out):
+    e.add(_UNARY[node.op.name], x, out)
+
+
+@translates("Activation")
+def _activation(e, node, x, out):
+    e.add(_UNARY[node.attrs["act_type"]], x, out)
+
+
+@translates("square")
+def _square(e, node, x, out):
+    e.add("Mul", [x[0], x[0]], out)
+
+
+@translates("LeakyReLU")
+def _leaky_relu(e, node, x, out):
+    kind, slope = node.attrs["act_type"], node.attrs["slope"]
+    if kind == "leaky":
+        e.add("LeakyRelu", x, out, alpha=slope)
+    elif kind == "elu":
+        e.add("Elu", x, out, alpha=slope)
+    else:
+        e.add("Gelu", x, out)                       # the exact (erf) form, like MXNet
+
+
+_BINARY = {"elemwise_add": "Add", "broadcast_add": "Add", "broadcast_plus": "Add",
+           "elemwise_sub": "Sub", "broadcast_sub": "Sub", "broadcast_minus": "Sub",
+           "elemwise_mul": "Mul", "broadcast_mul": "Mul", "elemwise_div": "Div",
+           "broadcast_div": "Div", "power": "Pow", "broadcast_power": "Pow",
+           "maximum": "Max", "broadcast_maximum": "Max", "minimum": "Min",
+           "broadcast_minimum": "Min"}
+_COMPARE = {"equal": "Equal", "not_equal": "Equal", "greater": "Greater",
+            "greater_equal": "GreaterOrEqual", "lesser": "Less", "lesser_equal": "LessOrEqual"}
+
+
+@translates(*_BINARY)
+def _binary(e, node, x, out):
+    e.add(_BINARY[node.op.name], x, out)
+
+
+def _compare(e, onnx_op, negate, a, b, out):
+    """MXNet's comparisons give 0/1 in the input's dtype; ONNX's give booleans."""
+    flag = e.add(onnx_op, [a, b])
+    if negate:
+        flag = e.add("Not", [flag])
+    e.add("Cast", [flag], out, to=_onnx_dtype(e.in_dtype(0)))
+
+
+@translates(*(f"broadcast_{k}" for k in _COMPARE))
+def _broadcast_compare(e, node, x, out):
+    kind = node.op.name[len("broadcast_"):]
+    _compare(e, _COMPARE[kind], kind == "not_equal", x[0], x[1], out)
+
+
+_SCALAR = {"_plus_scalar": ("Add", False), "_minus_scalar": ("Sub", False),
+           "_rminus_scalar": ("Sub", True), "_mul_scalar": ("Mul", False),
+           "_div_scalar": ("Div", False), "_rdiv_scalar": ("Div", True),
+           "_power_scalar": ("Pow", False), "_rpower_scalar": ("Pow", True),
+           "_maximum_scalar": ("Max", False), "_minimum_scalar": ("Min", False)}
+
+
+@translates(*_SCALAR)
+def _scalar(e, node, x, out):
+    onnx_op, reflected = _SCALAR[node.op.name]
+    c = e.const(node.attrs["scalar"], e.in_dtype(0), "scalar")
+    e.add(onnx_op, [c, x[0]] if reflected else [x[0], c], out)
+
+
+@translates(*(f"_{k}_scalar" for k in _COMPARE))
+def _scalar_compare(e, node, x, out):
+    kind = node.op.name[1:-len("_scalar")]
+    c = e.const(node.attrs["scalar"], e.in_dtype(0), "scalar")
+    _compare(e, _COMPARE[kind], kind == "not_equal", x[0], c, out)
+
+
+@translates("add_n", "ElementWiseSum")
+def _add_n(e, node, x, out):
+    e.add("Sum", x, out)
+
+
+@translates("clip")
+def _clip(e, node, x, out):
+    dt = e.in_dtype(0)
+    e.add("Clip", [x[0], e.const(node.attrs["a_min"], dt, "min"),
+                   e.const(node.attrs["a_max"], dt, "max")], out)
+
+
+@translates("where")
+def _where(e, node, x, out):
+    flag = e.add("Cast", [x[0]], to=_onnx_dtype(bool))
+    e.add("Where", [flag, x[1], x[2]], out)
+
+
+@translates("Cast", "cast")
+def _cast(e, node, x, out):
+    e.add("Cast", x, out, to=_onnx_dtype(node.attrs["dtype"]))
+
+
+# ------------------------------------------------------------- layers
+@translates("FullyConnected")
+def _fully_connected(e, node, x, out):
+    """flatten=True: Gemm on the flattened data. flatten=False: MatMul over the last axis."""
+    data, weight = x[0], x[1]
+    bias = [] if node.attrs["no_bias"] else [x[2]]
+    if node.attrs["flatten"] or len(e.in_shape(0)) == 2:
+        if len(e.in_shape(0)) != 2:
+            data = e.add("Flatten", [data], axis=1)
+        e.add("Gemm", [data, weight] + bias, out, transB=1)
+    else:
+        wt = e.add("Transpose", [weight], perm=[1, 0])
+        if bias:
+            e.add("Add", [e.add("MatMul", [data, wt]), bias[0]], out)
+        else:
+            e.add("MatMul", [data, wt], out)
+
+
+def _window_attrs(e, node, kernel, conv=True):
+    kernel = tuple(kernel)
+    n = len(kernel)
+
+    def get(name, default):
+        value = tuple(node.attrs.get(name) or ())
+        return list(value) if value else [default] * n
+
+    pads = get("pad", 0)
+    attrs = {"kernel_shape": list(kernel), "strides": get("stride", 1), "pads": pads + pads}
+    if conv:
+        attrs["dilations"] = get("dilate", 1)
+    return attrs
+
+
+@translates("Convolution")
+def _convolution(e, node, x, out):
+    attrs = _window_attrs(e, node, node.attrs["kernel"])
+    e.add("Conv", x, out, group=node.attrs["num_group"], **attrs)
+
+
+@translates("Pooling")
+def _pooling(e, node, x, out):
+    kind, a = node.attrs["pool_type"], node.attrs
+    if a["global_pool"]:
+        if kind == "sum":
+            e.add("ReduceSum", [x[0], e.ints([2, 3])], out, keepdims=1)
+        else:
+            e.add("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", x, out)
+        return
+    attrs = _window_attrs(e, node, a["kernel"], conv=False)
+    attrs["ceil_mode"] = int(a["pooling_convention"] == "full")
+    if kind == "max":
+        e.add("MaxPool", x, out, **attrs)
+        return
+    if attrs["ceil_mode"] and a["count_include_pad"] and any(attrs["pads"]):
+        e.fail("average pooling with pooling_convention='full', padding and "
+               "count_include_pad=True divides the last windows differently in ONNX; "
+               "use count_include_pad=False or pooling_convention='valid'")
+    include = int(a["count_include_pad"] or kind == "sum")
+    if kind == "avg":
+        e.add("AveragePool", x, out, count_include_pad=include, **attrs)
+    else:                                              # sum = mean over the full window * size
+        mean = e.add("AveragePool", x, count_include_pad=1, **attrs)
+        size = e.const(float(np.prod(a["kernel"])), e.in_dtype(0), "window_size")
+        e.add("Mul", [mean, size], out)
+
+
+@translates("BatchNorm")
+def _batch_norm(e, node, x, out):
+    """Inference: normalise with the running mean/variance (MXNet's use_global_stats).
+    fix_gamma=True means gamma is 1 whatever the parameter holds, as in MXNet."""
+    if node.attrs["axis"] % len(e.in_shape(0)) != 1:
+        e.fail(f"ONNX BatchNormalization normalises axis 1, this node axis "
+               f"{node.attrs['axis']}; transpose the data instead")
+    if len(out) > 1:
+        e.fail("only the normalised output can be exported (output_mean_var / the running "
+               "statistics are training-time outputs)")
+    gamma = x[1]
+    if node.attrs["fix_gamma"]:
+        channels = e.in_shape(0)[1]
+        gamma = e.const(np.ones(channels), e.in_dtype(0), "fixed_gamma")
+    e.add("BatchNormalization", [x[0], gamma, x[2], x[3], x[4]], out,
+          epsilon=node.attrs["eps"], momentum=node.attrs["momentum"])
+
+
+@translates("LayerNorm")
+def _layer_norm(e, node, x, out):
+    rank = len(e.in_shape(0))
+    if node.attrs["axis"] % rank != rank - 1:
+        e.fail(f"only LayerNorm over the last axis exports (ONNX LayerNormalization "
+               f"normalises every axis from `axis` on), this node uses axis "
+               f"{node.attrs['axis']} of {rank}")
+    if len(out) > 1:
+        e.fail("output_mean_var outputs cannot be exported")
+    e.add("LayerNormalization", x, out, axis=-1, epsilon=node.attrs["eps"])
+
+
+@translates("Dropout")
+def _dropout(e, node, x, out):
+    """Inference: Dropout passes data through unchanged (mode='always' would not)."""
+    if node.attrs["mode"] == "always":
+        e.fail("mode='always' drops units at inference too; ONNX inference graphs cannot "
+               "draw random masks the same way. Use mode='training' to export")
+    if len(out) > 1:
+        e.fail("the dropout mask is a training-time output")
+    e.add("Identity", x, out)
+
+
+@translates("Embedding")
+def _embedding(e, node, x, out):
+    """Rows of the weight picked by index; indices are clipped to the table, as here."""
+    index = e.add("Cast", [x[0]], to=_onnx_dtype(np.int64))
+    index = e.add("Clip", [index, e.const(0, np.int64, "first_row"),
+                           e.const(node.attrs["input_dim"] - 1, np.int64, "last_row")])
+    e.add("Gather", [x[1], index], out, axis=0)
+
+
+@translates("softmax", "log_softmax")
+def _softmax(e, node, x, out):
+    data = x[0]
+    if node.attrs["temperature"] != 1.0:
+        t = e.const(node.attrs["temperature"], e.in_dtype(0), "temperature")
+        data = e.add("Div", [data, t])
+    e.add("Softmax" if node.op.name == "softmax" else "LogSoftmax", [data], out,
+          axis=node.attrs["axis"])
+
+
+@translates("Flatten", "flatten")
+def _flatten(e, node, x, out):
+    e.add("Flatten", x, out, axis=1)
+
+
+# -------------------------------------------------------------- shapes
+@translates("Reshape", "reshape")
+def _reshape(e, node, x, out):
+    """MXNet's codes 0 (copy) and -1 (infer) mean the same in ONNX; the other codes are
+    resolved from the known shapes."""
+    code = list(node.attrs["shape"])
+    if node.attrs["reverse"] or any(c < -1 for c in code):
+        code = e.out_shape_for_onnx()
+    e.add("Reshape", [x[0], e.ints(code, "shape")], out)
+
+
+@translates("transpose")
+def _transpose(e, node, x, out):
+    axes = list(node.attrs["axes"]) or list(range(len(e.in_shape(0))))[::-1]
+    e.add("Transpose", x, out, perm=axes)
+
+
+@translates("concat", "Concat")
+def _concat(e, node, x, out):
+    e.add("Concat", x, out, axis=node.attrs["dim"])
+
+
+@translates("expand_dims")
+def _expand_dims(e, node, x, out):
+    e.add("Unsqueeze", [x[0], e.ints([node.attrs["axis"]], "axes")], out)
+
+
+@translates("slice_axis")
+def _slice_axis(e, node, x, out):
+    a = node.attrs
+    end = np.iinfo(np.int64).max if a["end"] is None else a["end"]
+    e.add("Slice", [x[0], e.ints([a["begin"]], "starts"), e.ints([end], "ends"),
+                    e.ints([a["axis"]], "axes")], out)
+
+
+@translates("slice")
+def _slice(e, node, x, out):
+    a, big = node.attrs, np.iinfo(np.int64).max
+    step = list(a["step"] or ())
+    starts, ends, steps = [], [], []
+    for k in range(len(a["begin"])):
+        s = step[k] if k < len(step) and step[k] is not None else 1
+        b = a["begin"][k]
+        t = a["end"][k] if k < len(a["end"]) else None
+        starts.append((0 if s > 0 else -1) if b is None else b)
+        ends.append((big if s > 0 else -big) if t is None else t)
+        steps.append(s)
+    e.add("Slice", [x[0], e.ints(starts, "starts"), e.ints(ends, "ends"),
+                    e.ints(range(len(starts)), "axes"), e.ints(steps, "steps")], out)
+
+
+@translates("split", "SliceChannel")
+def _split(e, node, x, out):
+    a = node.attrs
+    n = a["num_outputs"]
+    pieces = out if not a["squeeze_axis"] else [e.fresh(f"piece{k}") for k in range(n)]
+    pieces = pieces + [e.fresh(f"unused{k}") for k in range(len(pieces), n)]
+    e.add("Split", x, pieces, axis=a["axis"], num_outputs=n)
+    if a["squeeze_axis"]:
+        for piece, name in zip(pieces, out):
+            e.add("Squeeze", [piece, e.ints([a["axis"]], "axes")], [name])
+
+
+@translates("broadcast_to")
+def _broadcast_to(e, node, x, out):
+    e.add("Expand", [x[0], e.ints(e.out_shape_for_onnx(), "shape")], out)
+
+
+@translates("broadcast_like")
+def _broadcast_like(e, node, x, out):
+    e.add("Expand", [x[0], e.add("Shape", [x[1]])], out)
+
+
+@translates("reshape_like")
+def _reshape_like(e, node, x, out):
+    e.add("Reshape", [x[0], e.add("Shape", [x[1]])], out)
+
+
+@translates("zeros_like", "ones_like")
+def _fill_like(e, node, x, out):
+    value = e.numpy_helper.from_array(
+        np.array([node.op.name == "ones_like"], dtype=e.in_dtype(0)))
+    e.add("ConstantOfShape", [e.add("Shape", x)], out, value=value)
+
+
+# ----------------------------------------------------------- reductions
+_REDUCE = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin",
+           "prod": "ReduceProd"}
+
+
+@translates(*_REDUCE)
+def _reduce(e, node, x, out):
+    a, rank = node.attrs, len(e.in_shape(0))
+    axes = None if a["axis"] is None else sorted(k % rank for k in a["axis"])
+    if a["exclude"] and axes is not None:
+        axes = [k for k in range(rank) if k not in axes]
+    inputs = [x[0]] if axes is None else [x[0], e.ints(axes, "axes")]
+    e.add(_REDUCE[node.op.name], inputs, out, keepdims=int(a["keepdims"]))
+
+
+@translates("argmax", "argmin")
+def _argmax(e, node, x, out):
+    """Indices come back as floats (the input's dtype), as in MXNet."""
+    data, axis, keep = x[0], node.attrs["axis"], int(node.attrs["keepdims"])
+    if axis is None:                                   # over all elements, flattened
+        data, axis, keep = e.add("Reshape", [data, e.ints([-1], "flat")]), 0, 0
+    index = e.add("ArgMax" if node.op.name == "argmax" else "ArgMin", [data], axis=axis,
+                  keepdims=keep, select_last_index=0)
+    e.add("Cast", [index], out, to=_onnx_dtype(e.in_dtype(0)))
+
+
+@translates("dot")
+def _dot(e, node, x, out):
+    a, (lhs, rhs) = node.attrs, x
+    if len(e.in_shape(1)) != 2 or (a["transpose_a"] and len(e.in_shape(0)) != 2):
+        e.fail(f"dot of shapes {e.in_shape(0)} and {e.in_shape(1)} contracts other axes than "
+               f"ONNX MatMul; only a 2-D right-hand side exports")
+    if a["transpose_a"]:
+        lhs = e.add("Transpose", [lhs], perm=[1, 0])
+    if a["transpose_b"]:
+        rhs = e.add("Transpose", [rhs], perm=[1, 0])
+    e.add("MatMul", [lhs, rhs], out)
+
+
+@translates("batch_dot")
+def _batch_dot(e, node, x, out):
+    lhs, rhs = x
+    if node.attrs["transpose_a"]:
+        lhs = e.add("Transpose", [lhs], perm=[0, 2, 1])
+    if node.attrs["transpose_b"]:
+        rhs = e.add("Transpose", [rhs], perm=[0, 2, 1])
+    e.add("MatMul", [lhs, rhs], out)
+
+
+@translates("pick")
+def _pick(e, node, x, out):
+    """data[..., index, ...] along `axis`: GatherElements with the index as int64."""
+    axis = node.attrs["axis"] % len(e.in_shape(0))
+    index = e.add("Cast", [x[1]], to=_onnx_dtype(np.int64))
+    index = e.add("Unsqueeze", [index, e.ints([axis], "axes")])
+    picked = e.add("GatherElements", [x[0], index],
+                   None if not node.attrs["keepdims"] else out, axis=axis)
+    if not node.attrs["keepdims"]:
+        e.add("Squeeze", [picked, e.ints([axis], "axes")], out)
+
+
+@translates("one_hot")
+def _one_hot(e, node, x, out):
+    a = node.attrs
+    index = e.add("Cast", [x[0]], to=_onnx_dtype(np.int64))
+    values = e.const([a["off_value"], a["on_value"]], a["dtype"], "values")
+    e.add("OneHot", [index, e.ints([a["depth"]], "depth"), values], out, axis=-1)

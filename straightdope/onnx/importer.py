@@ -1,0 +1,691 @@
+"""From an ONNX file to a SymbolBlock, treating the file as untrusted input.
+
+The file is parsed with the `onnx` protobuf classes only: nothing in it is executed,
+no external file it names is opened, and no checker or shape-inference code runs on
+it. Every tensor's size is checked against the bytes that the file really holds
+before an array is made. Each ONNX node maps to straightdope ops through a table
+(`IMPORTERS`); an op, an opset or an attribute value outside it is an
+`OnnxImportError` that names the node.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+MIN_OPSET, MAX_OPSET = 13, 23     # Softmax has today's meaning from opset 13 on
+MAX_FILE_BYTES = 2 ** 31 - 1      # protobuf's own limit for one message
+MAX_EXPAND_ELEMENTS = 2 ** 28     # a shape in the file may not ask for more than this
+
+_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_,
+           10: np.float16, 11: np.float64}
+_TYPED_FIELD = {np.float32: "float_data", np.float64: "double_data", np.int64: "int64_data",
+                np.int32: "int32_data", np.int8: "int32_data", np.uint8: "int32_data",
+                np.bool_: "int32_data", np.float16: "int32_data"}
+
+
+class OnnxImportError(ValueError):
+    """An ONNX file that cannot be read as an equivalent straightdope graph."""
+
+
+IMPORTERS: dict = {}
+
+
+def imports(*op_types):
+    """Register an importer: fn(b, node) -> list of Symbols (the node's outputs)."""
+    def register(fn):
+        for name in op_types:
+            IMPORTERS[name] = fn
+        return fn
+    return register
+
+
+# ------------------------------------------------------------------ tensors
+def tensor_to_array(tensor, where: str) -> np.ndarray:
+    """The values of a TensorProto, after checking its size against what it holds."""
+    if tensor.data_location == 1 or len(tensor.external_data):
+        raise OnnxImportError(f"{where}: tensor '{tensor.name}' refers to external data "
+                              f"(another file); only self-contained models are read")
+    dtype = _DTYPES.get(tensor.data_type)
+    if dtype is None:
+        raise OnnxImportError(f"{where}: tensor '{tensor.name}' has ONNX data type "
+                              f"{tensor.data_type}, which is not supported (float, double, "
+                              f"float16, int8/32/64, uint8, bool are)")
+    dims = list(tensor.dims)
+    if any(d < 0 for d in dims):
+        raise OnnxImportError(f"{where}: tensor '{tensor.name}' has negative dims {dims}")
+    count = math.prod(dims)
+    if tensor.HasField("segment"):
+        raise OnnxImportError(f"{where}: tensor '{tensor.name}' is segmented; not supported")
+    if tensor.raw_data:
+        need = count * np.dtype(dtype).itemsize
+        if len(tensor.raw_data) != need:
+            raise OnnxImportError(f"{where}: tensor '{tensor.name}' declares shape {dims} "
+                                  f"({need} bytes) but holds {len(tensor.raw_data)} bytes")
+        return np.frombuffer(tensor.raw_data, dtype=np.dtype(dtype).newbyteorder("<")) \
+            .astype(dtype).reshape(dims)
+    values = getattr(tensor, _TYPED_FIELD[dtype])
+    if len(values) != count:
+        raise OnnxImportError(f"{where}: tensor '{tensor.name}' declares shape {dims} "
+                              f"({count} values) but holds {len(values)}")
+    if dtype == np.float16:          # stored as the 16 bits of each value, in int32s
+        return np.array(values, dtype=np.uint16).view(np.float16).reshape(dims)
+    return np.array(values, dtype=dtype).reshape(dims)
+
+
+def parse_model(path):
+    """Read and parse an ONNX file into a ModelProto, with clear errors."""
+    from google.protobuf.message import DecodeError
+    from onnx import ModelProto
+
+    size = os.path.getsize(path)
+    if size > MAX_FILE_BYTES:
+        raise OnnxImportError(f"{path}: {size} bytes is more than one ONNX protobuf can hold; "
+                              f"models with external data are not read")
+    with open(path, "rb") as f:
+        raw = f.read()
+    model = ModelProto()
+    try:
+        model.ParseFromString(raw)
+    except (DecodeError, RuntimeError, ValueError) as err:
+        raise OnnxImportError(f"{path}: not a valid ONNX file (the protobuf does not parse: "
+                              f"{err})") from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise OnnxImportError(f"{path}: the file holds no ONNX graph (no nodes)")
+    return model
+
+
+# ------------------------------------------------------------------ builder
+class Builder:
+    """Turns ONNX nodes into straightdope Symbols, one node at a time."""
+
+    def __init__(self, model, source):
+        from .. import symbol as sym
+        self.sym, self.source = sym, source
+        self.constants = {}            # value name -> numpy array (initializers, Constant)
+        self.values = {}               # value name -> Symbol
+        self.params = {}               # parameter name -> numpy array
+        self.shape_of = {}             # value name -> Symbol whose shape it is (Shape op)
+        self.unsqueezed = {}           # value name -> (Symbol before Unsqueeze, axes)
+        self.node = None
+        self.declared = {}             # graph input name -> its shape (symbolic dims as 1)
+        self.opset = _check_opsets(model, source)
+        for k, tensor in enumerate(model.graph.initializer):
+            self.constants[tensor.name] = tensor_to_array(tensor, f"{source}: initializer {k}")
+        if len(model.graph.sparse_initializer):
+            raise OnnxImportError(f"{source}: sparse initializers are not supported")
+
+    def fail(self, why):
+        node = self.node
+        raise OnnxImportError(f"{self.source}: node '{node.name}' ({node.op_type}): {why}")
+
+    def attr(self, name, default=None):
+        from onnx import helper
+        for a in self.node.attribute:
+            if a.name == name:
+                if a.type in (5, 10):      # GRAPH, GRAPHS: subgraphs are not supported
+                    self.fail(f"attribute '{name}' holds a subgraph; not supported")
+                value = helper.get_attribute_value(a)
+                if isinstance(value, bytes):
+                    value = value.decode("utf-8", "replace")
+                if hasattr(value, "dims"):
+                    value = tensor_to_array(value, f"{self.source}: node '{self.node.name}'")
+                return value
+        return default
+
+    def has_input(self, k):
+        return k < len(self.node.input) and self.node.input[k] != ""
+
+    def tensor(self, k):
+        """Input k as a Symbol (an initializer becomes a parameter variable)."""
+        name = self.node.input[k]
+        if name in self.values:
+            return self.values[name]
+        if name in self.constants:
+            array = self.constants[name]
+            self.params[name] = array
+            self.values[name] = self.sym.var(name, shape=array.shape, dtype=array.dtype)
+            return self.values[name]
+        self.fail(f"input '{name}' is neither a graph input, an initializer nor the output "
+                  f"of an earlier node")
+
+    def const(self, k, what):
+        """Input k as a constant NumPy array (an initializer or a Constant node)."""
+        name = self.node.input[k] if self.has_input(k) else None
+        if name not in self.constants:
+            self.fail(f"input {k} ({what}) must be a constant (an initializer) to import, "
+                      f"got '{name}'")
+        return self.constants[name]
+
+    def is_const(self, k):
+        return self.has_input(k) and self.node.input[k] in self.constants
+
+    def op(self, op_name, *inputs, **attrs):
+        """Add a straightdope op named by this module (never by the file)."""
+        from ..ops import OpError
+        try:
+            return getattr(self.sym, op_name)(*inputs, **attrs)
+        except OpError as err:
+            self.fail(str(err))
+
+    def rank(self, k):
+        """The number of dims of input k, from our own shape inference over the graph so
+        far (graph inputs at their declared shapes, symbolic dims taken as 1)."""
+        value = self.tensor(k)
+        known = {n: s for n, s in self.declared.items() if n in value.list_inputs()}
+        known.update({n: a.shape for n, a in self.params.items() if n in value.list_inputs()})
+        try:
+            shape = value.infer_shape_partial(**known)[1][0]
+        except ValueError:
+            shape = None
+        if shape is None:
+            self.fail(f"the rank of input '{self.node.input[k]}' is unknown (declare the graph "
+                      f"inputs' shapes)")
+        return len(shape)
+
+    def axes(self, input_index=1, attr="axes"):
+        if self.has_input(input_index):
+            return [int(a) for a in self.const(input_index, "axes").reshape(-1)]
+        value = self.attr(attr)
+        return None if value is None else [int(a) for a in value]
+
+
+def _check_opsets(model, source):
+    opset = None
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            opset = entry.version
+        else:
+            raise OnnxImportError(f"{source}: the model uses operator set domain "
+                                  f"'{entry.domain}', which is not supported (only the "
+                                  f"standard ONNX domain is)")
+    if opset is None or not MIN_OPSET <= opset <= MAX_OPSET:
+        raise OnnxImportError(f"{source}: the model uses ONNX opset {opset}; opsets "
+                              f"{MIN_OPSET}..{MAX_OPSET} are read (convert it with "
+                              f"onnx.version_converter first)")
+    return opset
+
+
+def onnx_to_symbol(model, source="<model>"):
+    """(outputs Symbol, input names, {param name: array}) for an ONNX ModelProto."""
+    b = Builder(model, source)
+    sym = b.sym
+    input_names = []
+    for value in model.graph.input:
+        if value.name in b.constants:
+            continue                      # old exporters list initializers as inputs too
+        elem = value.type.tensor_type.elem_type
+        dtype = _DTYPES.get(elem)
+        if dtype is None:
+            raise OnnxImportError(f"{source}: graph input '{value.name}' has type {elem}; "
+                                  f"only tensors of numbers are supported")
+        b.values[value.name] = sym.var(value.name, dtype=dtype)
+        input_names.append(value.name)
+        dims = value.type.tensor_type.shape.dim
+        if value.type.tensor_type.HasField("shape"):
+            b.declared[value.name] = tuple(d.dim_value if d.HasField("dim_value") else 1
+                                           for d in dims)
+    for k, node in enumerate(model.graph.node):
+        if not node.name:
+            node.name = f"node{k}"
+        b.node = node
+        if node.domain not in ("", "ai.onnx"):
+            b.fail(f"operator domain '{node.domain}' is not supported")
+        convert = IMPORTERS.get(node.op_type)
+        if convert is None:
+            b.fail(f"op {node.op_type} is not supported; the ONNX ops that import are "
+                   f"listed by straightdope.onnx.import_coverage()")
+        outputs = convert(b, node)
+        if outputs is None:                   # a constant (Constant, Shape): no Symbol
+            continue
+        for name, out in zip(node.output, outputs):
+            if name:
+                b.values[name] = out
+    heads = []
+    for value in model.graph.output:
+        if value.name not in b.values:
+            raise OnnxImportError(f"{source}: graph output '{value.name}' is not computed by "
+                                  f"any node")
+        heads.append(b.values[value.name])
+    out = heads[0] if len(heads) == 1 else sym.Group(heads)
+    return out, input_names, b.params
+
+
+def import_model(path, ctx=None):
+    """Load an ONNX file as a SymbolBlock: `net = import_model('lenet.onnx'); net(x)`.
+
+    The block's inputs are the graph's inputs (in file order), its parameters the
+    initializers the graph computes with."""
+    from ..gluon.block import SymbolBlock
+    from ..gluon.parameter import load_by_name
+    from ..symbol import var
+    from . import _require_onnx
+    _require_onnx()
+    path = os.fspath(path)
+    model = parse_model(path)
+    out, input_names, params = onnx_to_symbol(model, source=path)
+    net = SymbolBlock(out, [var(n) for n in input_names])
+    load_by_name(net._params, params, path, ctx)
+    return net
+
+
+def import_to_gluon(path, ctx=None):
+    """MXNet 1.x's name for import_model (which gives a SymbolBlock here)."""
+    return import_model(path, ctx)
+
+
+# ------------------------------------------------------------------ ops
+_UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softsign": "softsign",
+          "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Abs": "abs", "Neg": "negative",
+          "Sign": "sign", "Sin": "sin", "Cos": "cos", "Identity": "identity"}
+
+
+@imports(*_UNARY)
+def _unary(b, node):
+    return [b.op(_UNARY[node.op_type], b.tensor(0), name=node.output[0])]
+
+
+@imports("Softplus")
+def _softplus(b, node):
+    return [b.op("Activation", b.tensor(0), act_type="softrelu", name=node.output[0])]
+
+
+@imports("LeakyRelu", "Elu")
+def _leaky(b, node):
+    kind = "leaky" if node.op_type == "LeakyRelu" else "elu"
+    slope = b.attr("alpha", 0.01 if kind == "leaky" else 1.0)
+    return [b.op("LeakyReLU", b.tensor(0), act_type=kind, slope=slope, name=node.output[0])]
+
+
+@imports("Gelu")
+def _gelu(b, node):
+    if b.attr("approximate", "none") != "none":
+        b.fail("only the exact (erf) GELU is supported, not approximate='tanh'")
+    return [b.op("LeakyReLU", b.tensor(0), act_type="gelu", name=node.output[0])]
+
+
+@imports("Dropout")
+def _dropout(b, node):
+    """Inference: Dropout is the identity (its mask output is not)."""
+    if len(node.output) > 1 and node.output[1]:
+        b.fail("the dropout mask output is used; only inference graphs import")
+    return [b.op("identity", b.tensor(0), name=node.output[0])]
+
+
+@imports("Softmax", "LogSoftmax")
+def _softmax(b, node):
+    op = "softmax" if node.op_type == "Softmax" else "log_softmax"
+    return [b.op(op, b.tensor(0), axis=b.attr("axis", -1), name=node.output[0])]
+
+
+_BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
+           "Sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+           "Mul": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
+           "Div": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
+           "Pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
+           "Max": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar"),
+           "Min": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar")}
+
+
+def _scalar_const(b, k):
+    """The single number held by input k, if it is a one-element float constant."""
+    if not b.is_const(k):
+        return None
+    value = b.constants[b.node.input[k]]
+    if value.size != 1 or value.dtype.kind != "f" or value.ndim > 1:
+        return None            # a (1, 1) constant would also raise the rank: keep it a tensor
+    return float(value.reshape(-1)[0])
+
+
+@imports(*_BINARY)
+def _binary(b, node):
+    if len(node.input) != 2:
+        b.fail(f"takes {len(node.input)} inputs; only two import")
+    tensor_op, scalar_op, reflected_op = _BINARY[node.op_type]
+    right, left = _scalar_const(b, 1), _scalar_const(b, 0)
+    if right is not None:
+        return [b.op(scalar_op, b.tensor(0), scalar=right, name=node.output[0])]
+    if left is not None:
+        return [b.op(reflected_op, b.tensor(1), scalar=left, name=node.output[0])]
+    return [b.op(tensor_op, b.tensor(0), b.tensor(1), name=node.output[0])]
+
+
+_COMPARE = {"Equal": "broadcast_equal", "Greater": "broadcast_greater",
+            "GreaterOrEqual": "broadcast_greater_equal", "Less": "broadcast_lesser",
+            "LessOrEqual": "broadcast_lesser_equal"}
+
+
+@imports(*_COMPARE)
+def _compare(b, node):
+    """Booleans are held as 0/1 in the inputs' dtype, as MXNet's comparisons give them."""
+    return [b.op(_COMPARE[node.op_type], b.tensor(0), b.tensor(1), name=node.output[0])]
+
+
+@imports("Not")
+def _not(b, node):
+    return [b.op("_rminus_scalar", b.tensor(0), scalar=1.0, name=node.output[0])]
+
+
+@imports("Sum")
+def _sum(b, node):
+    return [b.op("add_n", *[b.tensor(k) for k in range(len(node.input))], name=node.output[0])]
+
+
+@imports("Clip")
+def _clip(b, node):
+    big = float(np.finfo(np.float32).max)
+    low = float(b.const(1, "min")) if b.has_input(1) else -big
+    high = float(b.const(2, "max")) if b.has_input(2) else big
+    return [b.op("clip", b.tensor(0), a_min=low, a_max=high, name=node.output[0])]
+
+
+@imports("Where")
+def _where(b, node):
+    return [b.op("where", b.tensor(0), b.tensor(1), b.tensor(2), name=node.output[0])]
+
+
+_CAST = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool",
+         10: "float16", 11: "float64"}
+
+
+@imports("Cast")
+def _cast(b, node):
+    to = b.attr("to")
+    if to not in _CAST:
+        b.fail(f"cast to ONNX type {to} is not supported")
+    return [b.op("cast", b.tensor(0), dtype=_CAST[to], name=node.output[0])]
+
+
+# -------------------------------------------------------------- layers
+@imports("Gemm")
+def _gemm(b, node):
+    """Gemm(A, B, C) with alpha = beta = 1: a Dense layer (FullyConnected)."""
+    if b.attr("alpha", 1.0) != 1.0 or b.attr("beta", 1.0) != 1.0 or b.attr("transA", 0):
+        b.fail("only alpha=1, beta=1, transA=0 import (a Dense layer)")
+    weight_name = node.input[1]
+    if weight_name not in b.constants:
+        b.fail("the weight (input B) must be an initializer")
+    weight = b.constants[weight_name]
+    if weight.ndim != 2:
+        b.fail(f"the weight must be 2-D, got shape {weight.shape}")
+    if not b.attr("transB", 0):               # FullyConnected keeps the weight as (out, in)
+        weight = np.ascontiguousarray(weight.T)
+        weight_name = f"{weight_name}_transposed"
+        b.constants[weight_name] = weight
+        node.input[1] = weight_name
+    bias = []
+    if b.has_input(2):
+        c = b.constants.get(node.input[2])
+        if c is None or c.shape != (weight.shape[0],):
+            b.fail("the bias (input C) must be an initializer of shape (N,)")
+        bias = [b.tensor(2)]
+    out = b.op("FullyConnected", b.tensor(0), b.tensor(1), *bias, num_hidden=weight.shape[0],
+               no_bias=not bias, flatten=True, name=node.output[0])
+    return [out]
+
+
+@imports("MatMul")
+def _matmul(b, node):
+    """A 2-D right-hand side: dot (any left rank). Two 3-D arrays: batch_dot."""
+    left, right = b.rank(0), b.rank(1)
+    if right == 2:
+        return [b.op("dot", b.tensor(0), b.tensor(1), name=node.output[0])]
+    if left == right == 3:
+        return [b.op("batch_dot", b.tensor(0), b.tensor(1), name=node.output[0])]
+    b.fail(f"MatMul of a {left}-D and a {right}-D array is not supported")
+
+
+def _symmetric_pads(b, n):
+    pads = list(b.attr("pads", [0] * (2 * n)))
+    if b.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        b.fail(f"auto_pad={b.attr('auto_pad')!r} is not supported; give explicit pads")
+    if len(pads) != 2 * n or pads[:n] != pads[n:]:
+        b.fail(f"pads {pads} are not the same at both ends of each axis (straightdope "
+               f"pads symmetrically)")
+    return tuple(pads[:n])
+
+
+@imports("Conv")
+def _conv(b, node):
+    weight = b.const(1, "weight")
+    n = weight.ndim - 2
+    kernel = tuple(b.attr("kernel_shape", weight.shape[2:]))
+    attrs = dict(kernel=kernel, stride=tuple(b.attr("strides", [1] * n)),
+                 dilate=tuple(b.attr("dilations", [1] * n)), pad=_symmetric_pads(b, n),
+                 num_filter=weight.shape[0], num_group=b.attr("group", 1),
+                 no_bias=not b.has_input(2))
+    bias = [b.tensor(2)] if b.has_input(2) else []
+    return [b.op("Convolution", b.tensor(0), b.tensor(1), *bias, name=node.output[0], **attrs)]
+
+
+@imports("MaxPool", "AveragePool")
+def _pool(b, node):
+    kernel = tuple(b.attr("kernel_shape"))
+    n = len(kernel)
+    if any(d != 1 for d in b.attr("dilations", [1] * n)) or b.attr("storage_order", 0):
+        b.fail("dilated pooling and storage_order=1 are not supported")
+    if len(node.output) > 1 and node.output[1]:
+        b.fail("the Indices output of MaxPool is not supported")
+    kind = "max" if node.op_type == "MaxPool" else "avg"
+    return [b.op("Pooling", b.tensor(0), kernel=kernel, pool_type=kind,
+                 stride=tuple(b.attr("strides", [1] * n)), pad=_symmetric_pads(b, n),
+                 pooling_convention="full" if b.attr("ceil_mode", 0) else "valid",
+                 count_include_pad=bool(b.attr("count_include_pad", 0)), name=node.output[0])]
+
+
+@imports("GlobalMaxPool", "GlobalAveragePool")
+def _global_pool(b, node):
+    kind = "max" if node.op_type == "GlobalMaxPool" else "avg"
+    return [b.op("Pooling", b.tensor(0), pool_type=kind, global_pool=True, kernel=(1, 1),
+                 name=node.output[0])]
+
+
+@imports("BatchNormalization")
+def _batch_norm(b, node):
+    if b.attr("training_mode", 0) or len([o for o in node.output if o]) > 1:
+        b.fail("only inference BatchNormalization (one output) imports")
+    inputs = [b.tensor(k) for k in range(5)]
+    return [b.op("BatchNorm", *inputs, eps=b.attr("epsilon", 1e-5),
+                 momentum=b.attr("momentum", 0.9), fix_gamma=False, use_global_stats=True,
+                 name=node.output[0])]
+
+
+@imports("LayerNormalization")
+def _layer_norm(b, node):
+    if b.attr("axis", -1) != -1 or not b.has_input(2) or len(node.output) > 1:
+        b.fail("only LayerNormalization over the last axis (axis=-1) with a bias and one "
+               "output imports")
+    return [b.op("LayerNorm", b.tensor(0), b.tensor(1), b.tensor(2), axis=-1,
+                 eps=b.attr("epsilon", 1e-5), name=node.output[0])]
+
+
+@imports("Gather")
+def _gather(b, node):
+    """Rows of a constant 2-D table: an Embedding layer."""
+    table = b.constants.get(node.input[0])
+    if b.attr("axis", 0) != 0 or table is None or table.ndim != 2:
+        b.fail("only Gather of rows (axis 0) from a 2-D initializer imports (an Embedding)")
+    weight = b.tensor(0)
+    return [b.op("Embedding", b.tensor(1), weight, input_dim=table.shape[0],
+                 output_dim=table.shape[1], dtype=table.dtype.name, name=node.output[0])]
+
+
+# -------------------------------------------------------------- shapes
+@imports("Flatten")
+def _flatten(b, node):
+    if b.attr("axis", 1) != 1:
+        b.fail(f"only Flatten(axis=1) imports, got axis={b.attr('axis')}")
+    return [b.op("Flatten", b.tensor(0), name=node.output[0])]
+
+
+@imports("Reshape")
+def _reshape(b, node):
+    if node.input[1] in b.shape_of:
+        return [b.op("reshape_like", b.tensor(0), b.shape_of[node.input[1]], name=node.output[0])]
+    shape = [int(d) for d in b.const(1, "shape").reshape(-1)]
+    if b.attr("allowzero", 0) and 0 in shape:
+        b.fail("allowzero=1 with a 0 in the shape (an empty dim) is not supported")
+    if any(d < -1 for d in shape):
+        b.fail(f"bad target shape {shape}")
+    return [b.op("reshape", b.tensor(0), shape=tuple(shape), name=node.output[0])]
+
+
+@imports("Transpose")
+def _transpose(b, node):
+    perm = b.attr("perm")
+    if b.is_const(0):               # a transposed weight: transpose the values, once, here
+        b.constants[node.output[0]] = np.ascontiguousarray(
+            np.transpose(b.const(0, "data"), perm or None))
+        return None
+    return [b.op("transpose", b.tensor(0), axes=tuple(perm or ()), name=node.output[0])]
+
+
+@imports("Concat")
+def _concat(b, node):
+    inputs = [b.tensor(k) for k in range(len(node.input))]
+    return [b.op("concat", *inputs, dim=b.attr("axis"), name=node.output[0])]
+
+
+@imports("Unsqueeze")
+def _unsqueeze(b, node):
+    axes = b.axes()
+    if not axes or any(a < 0 for a in axes):
+        b.fail(f"axes {axes}: only non-negative axes import")
+    out = b.tensor(0)
+    b.unsqueezed[node.output[0]] = (out, sorted(axes))
+    for k, axis in enumerate(sorted(axes)):
+        out = b.op("expand_dims", out, axis=axis,
+                   name=node.output[0] if k == len(axes) - 1 else f"{node.output[0]}_{k}")
+    return [out]
+
+
+@imports("Squeeze")
+def _squeeze(b, node):
+    """Dropping axes of length 1 is a sum over them (one number each: exact)."""
+    axes = b.axes()
+    if not axes:
+        b.fail("Squeeze without explicit axes needs shapes; give the axes")
+    return [b.op("sum", b.tensor(0), axis=tuple(axes), name=node.output[0])]
+
+
+@imports("Slice")
+def _slice(b, node):
+    starts = [int(v) for v in b.const(1, "starts").reshape(-1)]
+    ends = [int(v) for v in b.const(2, "ends").reshape(-1)]
+    axes = [int(v) for v in b.const(3, "axes").reshape(-1)] if b.has_input(3) \
+        else list(range(len(starts)))
+    steps = [int(v) for v in b.const(4, "steps").reshape(-1)] if b.has_input(4) \
+        else [1] * len(starts)
+    if any(a < 0 for a in axes):
+        b.fail(f"axes {axes}: only non-negative axes import")
+    big = 2 ** 62
+    begin, end, step = [None] * (max(axes) + 1), [None] * (max(axes) + 1), [None] * (max(axes) + 1)
+    for a, s, e, t in zip(axes, starts, ends, steps):
+        begin[a] = None if (t > 0 and s == 0) or (t < 0 and s == -1) else s
+        end[a] = None if abs(e) >= big else e
+        step[a] = t
+    if len(axes) == 1 and steps[0] == 1:
+        return [b.op("slice_axis", b.tensor(0), axis=axes[0], begin=starts[0],
+                     end=end[axes[0]], name=node.output[0])]
+    return [b.op("slice", b.tensor(0), begin=tuple(begin), end=tuple(end), step=tuple(step),
+                 name=node.output[0])]
+
+
+@imports("Split")
+def _split(b, node):
+    n = len(node.output)
+    if b.has_input(1):
+        sizes = b.const(1, "split").reshape(-1)
+        if len(set(sizes.tolist())) != 1:
+            b.fail(f"unequal split sizes {sizes.tolist()} are not supported")
+    out = b.op("split", b.tensor(0), num_outputs=n, axis=b.attr("axis", 0), name=node.output[0])
+    return [out[k] for k in range(n)]
+
+
+@imports("GatherElements")
+def _gather_elements(b, node):
+    """One element per row along `axis`, the index given with that axis unsqueezed: pick."""
+    axis = b.attr("axis", 0)
+    source, axes = b.unsqueezed.get(node.input[1], (None, None))
+    if source is None or axes != [axis] or axis < 0:
+        b.fail("only GatherElements whose indices come from Unsqueeze on the same "
+               "(non-negative) axis imports (MXNet's pick)")
+    return [b.op("pick", b.tensor(0), source, axis=axis, keepdims=True, name=node.output[0])]
+
+
+@imports("Shape")
+def _shape(b, node):
+    """Remembered, not computed: Expand/Reshape/ConstantOfShape of it become *_like ops."""
+    if b.attr("start") is not None or b.attr("end") is not None:
+        b.fail("Shape with start/end is not supported")
+    b.shape_of[node.output[0]] = b.tensor(0)
+    return None
+
+
+@imports("Expand")
+def _expand(b, node):
+    if node.input[1] in b.shape_of:
+        return [b.op("broadcast_like", b.tensor(0), b.shape_of[node.input[1]], name=node.output[0])]
+    shape = [int(d) for d in b.const(1, "shape").reshape(-1)]
+    if any(d < 1 for d in shape) or math.prod(shape) > MAX_EXPAND_ELEMENTS:
+        b.fail(f"target shape {shape} is empty, negative or larger than "
+               f"{MAX_EXPAND_ELEMENTS} elements")
+    return [b.op("broadcast_to", b.tensor(0), shape=tuple(shape), name=node.output[0])]
+
+
+@imports("ConstantOfShape")
+def _constant_of_shape(b, node):
+    like = b.shape_of.get(node.input[0])
+    value = b.attr("value")
+    value = 0.0 if value is None else float(np.asarray(value).reshape(-1)[0])
+    if like is None or value not in (0.0, 1.0):
+        b.fail("only ConstantOfShape(Shape(x)) filled with 0 or 1 imports (zeros_like, "
+               "ones_like)")
+    return [b.op("ones_like" if value else "zeros_like", like, name=node.output[0])]
+
+
+@imports("Constant")
+def _constant(b, node):
+    value = b.attr("value")
+    if not isinstance(value, np.ndarray):
+        b.fail("only a Constant holding a tensor ('value') imports")
+    b.constants[node.output[0]] = value
+    return None
+
+
+# ---------------------------------------------------------- reductions
+_REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
+           "ReduceProd": "prod"}
+
+
+@imports(*_REDUCE)
+def _reduce(b, node):
+    axes = b.axes()
+    keep = bool(b.attr("keepdims", 1))
+    if not axes:
+        if b.attr("noop_with_empty_axes", 0):
+            return [b.op("identity", b.tensor(0), name=node.output[0])]
+        axes = None
+    return [b.op(_REDUCE[node.op_type], b.tensor(0), axis=None if axes is None else tuple(axes),
+                 keepdims=keep, name=node.output[0])]
+
+
+@imports("ArgMax", "ArgMin")
+def _argmax(b, node):
+    if b.attr("select_last_index", 0):
+        b.fail("select_last_index=1 is not supported")
+    op = "argmax" if node.op_type == "ArgMax" else "argmin"
+    index = b.op(op, b.tensor(0), axis=b.attr("axis", 0), keepdims=bool(b.attr("keepdims", 1)),
+                 name=f"{node.output[0]}_float")
+    return [b.op("cast", index, dtype="int64", name=node.output[0])]
+
+
+@imports("OneHot")
+def _one_hot(b, node):
+    if b.attr("axis", -1) != -1:
+        b.fail("only OneHot along the last axis (axis=-1) imports")
+    depth = int(b.const(1, "depth").reshape(-1)[0])
+    values = b.const(2, "values").reshape(-1)
+    return [b.op("one_hot", b.tensor(0), depth=depth, off_value=float(values[0]),
+                 on_value=float(values[1]), dtype=values.dtype.name, name=node.output[0])]
