@@ -62,6 +62,8 @@ class CachedOp:
         self.data_names = list(data_names)
         self.backend = backend if backend is not None and not isinstance(backend, str) \
             else get_backend(backend)
+        if static_shape and not static_alloc:
+            raise ValueError("static_shape=True needs static_alloc=True (as in MXNet)")
         self.static_alloc, self.static_shape = static_alloc, static_shape
         # Ops such as BatchNorm return new running statistics: extra outputs, written back.
         self._updates = []
@@ -79,7 +81,6 @@ class CachedOp:
         self._data_index = [i for i, n in enumerate(self.input_names) if n in self.data_names]
         self.plans: dict = {}
         self._compiling = threading.Lock()   # threads meeting a new signature compile it once
-        self.first_signature = None
         self.calls = 0
         self.compiles = 0
         self.last_plan: Plan | None = None
@@ -177,14 +178,6 @@ class CachedOp:
     def _new_plan(self, key, arrays, is_train, wrt):
         shapes = {n: a.shape for n, a in zip(self.input_names, arrays)}
         dtypes = {n: a._data.dtype for n, a in zip(self.input_names, arrays)}
-        signature = tuple((n, shapes[n], dtypes[n].str) for n in self.data_names)
-        if self.static_shape and self.first_signature not in (None, signature):
-            raise ValueError(
-                f"this block was hybridized with static_shape=True and compiled for inputs "
-                f"{self._describe(self.first_signature)}; now it got "
-                f"{self._describe(signature)}. Keep the input shape fixed, or call "
-                f"hybridize(static_shape=False) to let it adapt to new shapes.")
-        self.first_signature = self.first_signature or signature
         plan = self.plans[key] = self._compile(shapes, dtypes, is_train,
                                                None if wrt is None else list(wrt))
         plan.shapes, plan.is_train, plan.wrt = shapes, is_train, wrt
@@ -205,7 +198,3 @@ class CachedOp:
             grads = dict(zip(diff.wrt, plan.backward.run(values)))
             return [NDArray(grads[n]) if n in grads else None for n in self.input_names]
         return backward
-
-    @staticmethod
-    def _describe(signature):
-        return ", ".join(f"{n}: {s} {np.dtype(d).name}" for n, s, d in signature)

@@ -363,12 +363,19 @@ def test_cached_op_matches_imperative_forward_backward_and_running_stats():
     assert op.compiles == 2
 
 
-def test_cached_op_static_shape_rejects_new_shapes():
+def test_cached_op_with_static_shape_makes_a_new_plan_for_a_new_shape_as_mxnet_allows():
     op = CachedOp(sym.relu(sym.var("data")), ["data"], backend=ReferenceBackend(),
-                  static_shape=True)
+                  static_alloc=True, static_shape=True)
     op([nd.ones((2, 3))], {})
-    with pytest.raises(ValueError, match=r"static_shape=True.*\(2, 3\).*\(4, 3\)"):
-        op([nd.ones((4, 3))], {})
+    (out,) = op([-nd.ones((4, 3))], {})
+    assert out.shape == (4, 3) and out.asnumpy().max() == 0
+    assert op.compiles == 2
+
+
+def test_cached_op_refuses_static_shape_without_static_alloc_as_mxnet_does():
+    with pytest.raises(ValueError, match=r"static_shape=True needs static_alloc=True"):
+        CachedOp(sym.relu(sym.var("data")), ["data"], backend=ReferenceBackend(),
+                 static_shape=True)
 
 
 def test_differentiate_splits_forward_and_backward():

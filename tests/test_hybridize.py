@@ -188,15 +188,23 @@ def test_custom_infer_shape_inside_a_hybridized_parent(executor):
 
 
 # ------------------------------------------------------------- shapes, calls
-def test_static_shape_rejects_a_new_shape(executor):
+def test_static_shape_still_accepts_a_new_input_shape_with_a_new_plan_as_in_mxnet(executor):
     net = Counting(prefix="fixed_")
     net.initialize()
+    x5 = nd.random.normal(shape=(5, 3))
+    expected = net(x5).asnumpy()
     net.hybridize(static_shape=True, static_alloc=True, executor=executor)
     net(nd.ones((2, 3)))
     net(nd.ones((2, 3)))
-    with pytest.raises(ValueError, match=r"Counting 'fixed'.*static_shape=True.*\(2, 3\).*"
-                                         r"\(5, 3\)"):
-        net(nd.ones((5, 3)))
+    np.testing.assert_allclose(net(x5).asnumpy(), expected, rtol=rtol_for(executor))
+    assert net._cached_op.compiles == 2 and net.trace_count == 1
+
+
+def test_static_shape_without_static_alloc_is_refused_at_hybridize_as_in_mxnet():
+    net = Counting(prefix="fixed_")
+    with pytest.raises(ValueError, match=r"Counting 'fixed'.*static_shape=True.*"
+                                         r"static_alloc=True"):
+        net.hybridize(static_shape=True)
 
 
 def test_a_different_call_structure_is_an_error():

@@ -599,12 +599,18 @@ class HybridBlock(Block):
         """Ask for tracing and compiling at the next call (this only sets flags).
 
         executor: 'numba' or 'numpy' (default: $STRAIGHTDOPE_EXECUTOR, else numba).
-        static_shape=True: the first input shape is the only one allowed.
+        static_alloc=True: keep the planned working memory between calls.
+        static_shape=True (needs static_alloc=True, as in MXNet): look plans up by the data
+        inputs' shapes alone; another input shape is still allowed, it makes a new plan.
         """
         unknown = set(kwargs) - set(_IGNORED_FLAGS)
         if unknown:
             raise TypeError(f"hybridize() got unknown argument(s) {sorted(unknown)}; it takes "
                             f"active, static_alloc, static_shape, executor")
+        if static_shape and not static_alloc:
+            raise ValueError(f"{self._describe()}: hybridize(static_shape=True) needs "
+                             f"static_alloc=True too, as in MXNet: call "
+                             f"hybridize(static_alloc=True, static_shape=True)")
         if isinstance(executor, str) and executor.lower() not in EXECUTORS:
             raise ValueError(f"unknown executor {executor!r}: choose one of {EXECUTORS}")
         self._active = active
@@ -737,7 +743,7 @@ class HybridBlock(Block):
         return _regroup(outs, self._out_format)[0]
 
     def _running_error(self, err):
-        """OpError (shapes) and static_shape violations, told with the block's name."""
+        """An error from running the cached graph (OpError: shapes), told with the block's name."""
         err.args = (f"{self._describe()} (running its cached graph): {err}",)
         return err
 
