@@ -134,8 +134,16 @@ def draw(result: dict, fig=None):
         if not len(times):
             continue
         calls = np.arange(1, len(times) + 1)
-        left.plot(calls, times if cap is None else np.minimum(times, cap), ".-", lw=1,
-                  color=COLORS[mode], ms=5 if len(times) <= 200 else 0, label=mode)
+        # Dots, not a line: consecutive calls are independent samples, and a line through
+        # them draws noise as a zig-zag. The median line and the band holding the middle
+        # 80% of the calls are what to read.
+        low, high = np.percentile(times, [10, 90])
+        left.axhspan(low, high if cap is None else min(high, cap), color=COLORS[mode],
+                     alpha=0.15, lw=0)
+        left.axhline(np.median(times), color=COLORS[mode], lw=2)
+        left.plot(calls, times if cap is None else np.minimum(times, cap), ".",
+                  color=COLORS[mode], ms=4 if len(times) <= 200 else 2, alpha=0.7,
+                  label=f"{mode}: median, 10-90% band")
         if cap is not None and (times > cap).any():
             off = times > cap
             left.plot(calls[off], np.full(off.sum(), cap), "^", ms=9, color=COLORS[mode])
@@ -159,15 +167,22 @@ def draw(result: dict, fig=None):
     if every:
         left.legend(fontsize=13, loc="best")
     medians = [(result["median"][m] or 0) * scale for m in MODES]
-    bars = right.bar(MODES, medians, color=[COLORS[m] for m in MODES])
-    for bar, value in zip(bars, medians):
+    # Error bars: the 10th to 90th percentile of the calls, around the median.
+    spread = [np.percentile(np.asarray(result[m]) * scale, [10, 90]) if result[m] else (0, 0)
+              for m in MODES]
+    yerr = [[max(med - lo, 0) for med, (lo, _) in zip(medians, spread)],
+            [max(hi - med, 0) for med, (_, hi) in zip(medians, spread)]]
+    bars = right.bar(MODES, medians, color=[COLORS[m] for m in MODES], yerr=yerr,
+                     capsize=6, ecolor=st.MUTED)
+    for bar, value, (_, high) in zip(bars, medians, spread):
         if value:
-            right.annotate(f"{value:.3g} {unit}", (bar.get_x() + bar.get_width() / 2, value),
+            right.annotate(f"{value:.3g} {unit}",
+                           (bar.get_x() + bar.get_width() / 2, max(value, high)),
                            ha="center", va="bottom", fontsize=13, xytext=(0, 2),
                            textcoords="offset points")
-    right.set_ylabel(f"median ({unit})", fontsize=14)
+    right.set_ylabel(f"median, 10-90% of calls ({unit})", fontsize=13)
     right.tick_params(labelsize=13)
-    right.set_ylim(0, max(medians + [1e-12]) * 1.25)
+    right.set_ylim(0, max(medians + [hi for _, hi in spread] + [1e-12]) * 1.25)
     if result["speedup"]:
         speedup = result["speedup"]
         right.set_title(f"{speedup:.1f}x faster" if speedup >= 1 else
