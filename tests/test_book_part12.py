@@ -28,6 +28,7 @@ NOTEBOOKS = [
     "15_model_zoo",
     "16_save_and_load",
     "17_summary_and_plot",
+    "18_builders_guide",
 ]
 
 pytestmark = pytest.mark.slow

@@ -23,6 +23,7 @@ NOTEBOOKS = [
     "23_under_the_hood",
     "24_export_and_import",
     "25_pitfalls",
+    "27_async_and_other_tools",
     "30_training_lenet",
 ]
 
