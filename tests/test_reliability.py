@@ -3,13 +3,28 @@ untrusted model files, limits, and the edges where imperative and hybridized mee
 docs/security.md explains the rules these tests hold the library to."""
 from __future__ import annotations
 
+import json
+import os
+import pickle
+import shlex
+import py_compile
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from straightdope import nd
+from straightdope import nd, sym
+from straightdope.compiler import NumbaBackend, cache
 from straightdope.gluon import nn
+from straightdope.graph import Graph, annotate, run_reference
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_in_threads(work, n=4):
@@ -83,3 +98,184 @@ def test_threads_recording_autograd_on_a_new_net_each_get_their_gradients():
         outs[i] = y.asnumpy()
     assert run_in_threads(work, n=2) == []
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+# ------------------------------------------------------- the compile cache (1, 2, 10, 11)
+CHILD = """
+import json, sys, warnings
+import numpy as np
+warnings.simplefilter("always")
+import straightdope as mx
+from straightdope import nd
+from straightdope.gluon import nn
+with warnings.catch_warnings(record=True) as caught:
+    net = nn.HybridSequential()
+    net.add(nn.Dense(3, in_units=4))
+    mx.random.seed(0)
+    net.initialize()
+    net.hybridize()
+    y = net(nd.ones((2, 4))) * {scale}
+    t = net._cached_op.last_plan.forward.timings
+print(json.dumps({{"cache": t["cache"], "file": t["cache_file"], "y": float(y.sum().asscalar()),
+                  "warnings": [str(w.message) for w in caught]}}))
+"""
+
+
+def run_child(cache, scale=1.0, user=None, **env):
+    """Hybridize a small net in a fresh process (as `user` if given); its report."""
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache), **env)
+    out = subprocess.run([sys.executable, "-c", CHILD.format(scale=scale)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600,
+                         **({"user": user, "group": user} if user is not None else {}))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def fresh_source(scale):
+    """A compiled graph with a source no other test generates (it scales by `scale`)."""
+    x = sym.var("data")
+    y = sym.FullyConnected(x, num_hidden=2, name="fc") * scale
+    graph = annotate(Graph.from_symbol(y, ["data"]), {"data": (2, 3)})
+    return graph, NumbaBackend().compile(graph)
+
+
+def test_a_planted_pyc_or_pickle_in_the_cache_dir_never_runs(tmp_path):
+    first = run_child(tmp_path, scale=1.25)
+    module = Path(first["file"])
+    marker = tmp_path / "PWNED"
+    evil = f"open({str(marker)!r}, 'w').write('ran')\n"
+    # what the import system would run instead of the checked .py (Python's .pyc and
+    # Numba's old cache location next to the module)
+    pycache = tmp_path / "__pycache__"
+    pycache.mkdir()
+    evil_py = tmp_path / "evil.py"
+    evil_py.write_text(evil)
+    tag = sys.implementation.cache_tag
+    py_compile.compile(str(evil_py), cfile=str(pycache / f"{module.stem}.{tag}.pyc"),
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+
+    class Evil:
+        def __reduce__(self):
+            return (exec, (evil,))
+    for name in (f"{module.stem}.run_graph-14.py311.nbi", f"{module.stem}.run_graph-14.py311.1.nbc"):
+        (pycache / name).write_bytes(pickle.dumps(Evil()))
+    second = run_child(tmp_path, scale=1.25)
+    assert not marker.exists()
+    assert second["y"] == first["y"] and second["cache"] == "disk"
+    # Numba's pickles are only in the checked numba/ dir, which nobody else can write
+    assert {p.parent.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*.nb?")
+            if p.parent != pycache} == {"numba"}
+    assert stat.S_IMODE((tmp_path / "numba").stat().st_mode) & 0o077 == 0
+
+
+def test_the_cache_dir_is_created_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(tmp_path / "new" / "cache"))
+    graph, ex = fresh_source(1.5)
+    assert stat.S_IMODE((tmp_path / "new" / "cache").stat().st_mode) == 0o700
+    assert Path(ex.timings["cache_file"]).parent == tmp_path / "new" / "cache"
+
+
+@pytest.mark.parametrize("problem", ["another user's", "group-writable", "world-writable"])
+def test_a_cache_dir_others_can_write_is_not_used_and_the_warning_says_so(
+        tmp_path, monkeypatch, problem):
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    if problem == "another user's":
+        if os.getuid() != 0:
+            pytest.skip("needs root to give the dir to another user")
+        os.chown(folder, 65534, 65534)
+    else:
+        folder.chmod(0o770 if problem == "group-writable" else 0o777)
+    monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(folder))
+    with pytest.warns(cache.CacheDirWarning, match="STRAIGHTDOPE_CACHE_DIR=.*is not used"):
+        graph, ex = fresh_source(1.75 + sum(map(ord, problem)))
+    assert list(folder.iterdir()) == []           # nothing read from or written to it
+    inputs = [np.ones(n.shapes[0], np.float32) for n in graph.nodes if n.is_var]
+    np.testing.assert_allclose(ex.run(inputs)[0], run_reference(graph, inputs)[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("problem", ["a file", "a dangling symlink", "under a file"])
+def test_a_cache_path_that_is_not_a_directory_warns_naming_the_variable(
+        tmp_path, monkeypatch, problem):
+    (tmp_path / "file").write_text("x")
+    path = {"a file": tmp_path / "file", "under a file": tmp_path / "file" / "cache",
+            "a dangling symlink": tmp_path / "link"}[problem]
+    if problem == "a dangling symlink":
+        path.symlink_to(tmp_path / "missing")
+    monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(path))
+    with pytest.warns(cache.CacheDirWarning, match="STRAIGHTDOPE_CACHE_DIR="):
+        graph, ex = fresh_source(2.5 + sum(map(ord, problem)))
+    assert ex.timings["cache"] == "miss"
+
+
+def test_a_cached_module_path_that_is_a_directory_warns_and_compiles(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(tmp_path))
+    source = fresh_source(3.25)[1].stages["source"]
+    cache._MODULES.clear()
+    cache.module_path(cache.cache_key(source), tmp_path).unlink()
+    cache.module_path(cache.cache_key(source), tmp_path).mkdir()
+    with pytest.warns(cache.CacheDirWarning, match="STRAIGHTDOPE_CACHE_DIR=.*cannot write"):
+        module, info = cache.load(source)
+    assert callable(module.run_graph)
+
+
+def run_child_read_only(read_only, cache, scale, **env):
+    """run_child with the folders `read_only` mounted read-only (for this process only:
+    a private mount namespace), so that even root cannot write them."""
+    if os.getuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) to mount a folder read-only")
+    mounts = " && ".join(f"mount --bind {shlex.quote(str(p))} {shlex.quote(str(p))} && "
+                         f"mount -o remount,ro,bind {shlex.quote(str(p))} {shlex.quote(str(p))}"
+                         for p in read_only)
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache), **env)
+    out = subprocess.run(["unshare", "-m", "sh", "-c", mounts + ' && exec "$0" -c "$1"',
+                          sys.executable, CHILD.format(scale=scale)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    if "mount" in out.stderr and out.returncode != 0 and "Traceback" not in out.stderr:
+        pytest.skip(f"cannot mount read-only here: {out.stderr.strip()}")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_read_only_install_and_home_still_hybridize(tmp_path):
+    """Numba's default cache places (__pycache__ beside the kernels, ~/.cache/numba) are
+    not writable: the kernels' cache lives in the cache dir like the rest."""
+    package = ROOT / "straightdope"
+    result = run_child_read_only([package], tmp_path / "cache", 4.25, HOME="/proc/no-home")
+    assert result["warnings"] == [] and result["cache"] == "miss"
+    kernel_files = {p.name.split(".")[0] for p in (tmp_path / "cache" / "numba").rglob("*.nbi")}
+    assert {"blas", "util"} <= kernel_files
+
+
+def test_a_read_only_cache_is_used_and_an_empty_one_runs_uncached_with_one_warning(tmp_path):
+    populated, empty = tmp_path / "populated", tmp_path / "empty"
+    empty.mkdir(mode=0o700)
+    first = run_child(populated, scale=4.5)
+    again = run_child_read_only([populated], populated, 4.5)
+    assert again["cache"] == "disk" and again["y"] == first["y"]
+    assert len(again["warnings"]) == 1 and "read-only" in again["warnings"][0]
+    uncached = run_child_read_only([empty], empty, 4.5)
+    assert uncached["cache"] == "miss" and uncached["y"] == first["y"]
+    assert len(uncached["warnings"]) == 1 and "STRAIGHTDOPE_CACHE_DIR" in uncached["warnings"][0]
+    assert list(empty.iterdir()) == []
+
+
+def test_processes_compiling_the_same_graph_into_one_cache_dir_all_succeed():
+    """Three processes race to write the same module and Numba index (the session's
+    cache dir, so the kernels are warm); every one gets the right result, and a
+    fourth loads it all from disk."""
+    folder = cache.cache_dir()
+    scale = 5.0 + (os.getpid() % 997) / 1000          # a graph new to this cache dir
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder))
+    children = [subprocess.Popen([sys.executable, "-c", CHILD.format(scale=scale)], cwd=ROOT,
+                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True) for _ in range(3)]
+    results = []
+    for child in children:
+        out, err = child.communicate(timeout=600)
+        assert child.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert len({r["y"] for r in results}) == 1
+    assert all(r["warnings"] == [] for r in results)
+    later = run_child(folder, scale=scale)
+    assert later["cache"] == "disk" and later["y"] == results[0]["y"]

@@ -9,8 +9,21 @@ where `key` hashes the source together with the versions it was compiled with
 (Python, NumPy, Numba, straightdope, and the kernels' own source). The file is
 written atomically (a temporary file renamed into place) and starts with a
 header holding the hash of its body: a truncated or edited file is detected and
-rewritten. Numba keeps its machine code next to it in `__pycache__/`, so a new
-process imports the module and loads the code instead of compiling it.
+rewritten.
+
+What may run (see docs/security.md, "the cache's trust model"):
+
+* The generated module is never *imported*: we run the text we generated
+  ourselves, after checking that the file holds exactly that text, so a planted
+  `__pycache__/*.pyc` or an edited `.py` never runs.
+* Numba's own cache files (`.nbi`/`.nbc`) are pickles, and loading a pickle can
+  run code. Ours (generated functions and the kernels in `kernels/`) live only
+  in `<cache dir>/numba/`, which must be a directory of this user that nobody
+  else can write (as ssh checks `~/.ssh`). `_TrustedLocator` tells Numba so.
+* A cache dir that fails those checks, or cannot be created, is not used: one
+  warning naming STRAIGHTDOPE_CACHE_DIR, and compiled code goes to a private
+  temporary dir for this process (as if uncached). A read-only cache dir is used
+  for reading; what is new goes to the private dir.
 
 In one process, modules are also kept in memory by key: a graph that generates
 the same source (e.g. the same network at a new batch size, since shapes are
@@ -18,17 +31,23 @@ runtime values) reuses the compiled function at once.
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
-import importlib.util
 import os
+import shutil
+import stat
 import sys
+import tempfile
 import threading
 import time
+import types
+import warnings
 from pathlib import Path
 
 import numba
 import numpy as np
+from numba.core import caching as numba_caching
 
 from ..serialization import atomic_write
 
@@ -51,9 +70,120 @@ def _one_thread_at_a_time(fn):
 
 
 def cache_dir() -> Path:
+    """Where the cache is meant to be ($STRAIGHTDOPE_CACHE_DIR or ~/.cache/straightdope);
+    `folders()` says whether it is used."""
     path = os.environ.get("STRAIGHTDOPE_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "straightdope")
     return Path(path)
+
+
+class CacheDirWarning(UserWarning):
+    """The cache dir cannot be (fully) used; compiled code is kept for this process only."""
+
+
+def untrusted_reason(path: Path) -> str | None:
+    """Why `path` must not hold code we run, or None when it may: it must be a real
+    directory owned by this user, and neither it nor a parent writable by others
+    (a parent owned by root, or world-writable with the sticky bit like /tmp, is
+    fine), as ssh requires of ~/.ssh."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a directory (a symbolic link or a file)"
+    if st.st_uid != os.getuid():
+        return f"{path} belongs to user id {st.st_uid}, not to you ({os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    for parent in path.resolve().parents:
+        st = os.stat(parent)
+        if st.st_uid not in (0, os.getuid()):
+            return f"its parent {parent} belongs to user id {st.st_uid}"
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return f"its parent {parent} is writable by others without the sticky bit"
+    return None
+
+
+def _writable(path: Path) -> bool:
+    try:
+        tempfile.TemporaryFile(dir=path).close()
+        return True
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def _folders_for(configured: Path) -> tuple:
+    """(read_dir or None, write_dir, state) for a configured cache dir; state is
+    'ok', 'read-only' or 'unused'. Warns once when the dir is not (fully) used."""
+    try:
+        if not os.path.lexists(configured):
+            os.makedirs(configured, mode=0o700)
+        reason = untrusted_reason(configured)
+        numba_dir = configured / "numba"
+        if reason is None and not os.path.lexists(numba_dir) and _writable(configured):
+            os.mkdir(numba_dir, 0o700)
+        if reason is None and os.path.lexists(numba_dir):
+            reason = untrusted_reason(numba_dir)
+    except OSError as err:
+        reason = f"it cannot be used ({err.strerror or err}: {err.filename or configured})"
+    what = ("Set STRAIGHTDOPE_CACHE_DIR to a directory of yours that only you can write "
+            "(it is created with mode 700 if missing).")
+    if reason is not None:
+        warnings.warn(f"straightdope's compile cache STRAIGHTDOPE_CACHE_DIR={configured} is "
+                      f"not used: {reason}. Compiled graphs are kept for this process only. "
+                      + what, CacheDirWarning, stacklevel=4)
+        return None, _private_dir(), "unused"
+    if _writable(configured):
+        return configured, configured, "ok"
+    warnings.warn(f"straightdope's compile cache STRAIGHTDOPE_CACHE_DIR={configured} is "
+                  f"read-only: what it holds is used, new graphs are compiled for this "
+                  f"process only.", CacheDirWarning, stacklevel=4)
+    private = _private_dir()
+    if (configured / "numba").is_dir():       # checked above: ours, written by no one else
+        shutil.copytree(configured / "numba", private / "numba", dirs_exist_ok=True)
+    return configured, private, "read-only"
+
+
+def folders() -> tuple:
+    """(read_dir or None, write_dir, state): see `_folders_for`."""
+    return _folders_for(cache_dir())
+
+
+@functools.lru_cache(maxsize=None)
+def _private_dir() -> Path:
+    """A fresh directory only this process uses (mode 700), removed at exit."""
+    path = Path(tempfile.mkdtemp(prefix="straightdope-uncached-"))
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+class _TrustedLocator(numba_caching._SourceFileBackedLocatorMixin,
+                      numba_caching._CacheLocator):
+    """Tells Numba where to keep the cache files of *our* functions (the kernels and
+    the generated modules): `<write dir>/numba/`, a directory checked by `folders()`,
+    never `__pycache__` next to the source or ~/.cache/numba. Numba asks each locator
+    class in turn; this one is asked first and answers only for our files, so other
+    Numba functions in the process are cached as usual."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = str(folders()[1] / "numba" / self.get_suitable_cache_subpath(py_file))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    def ensure_cache_path(self):
+        os.makedirs(self._cache_path, mode=0o700, exist_ok=True)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        module = py_func.__module__ or ""
+        ours = module.startswith((f"{__package__}.kernels.", "straightdope_generated_"))
+        return cls(py_func, py_file) if ours else None
+
+
+if _TrustedLocator not in numba_caching.CacheImpl._locator_classes:
+    numba_caching.CacheImpl._locator_classes.insert(0, _TrustedLocator)
 
 
 def _kernel_hash() -> str:
@@ -82,7 +212,7 @@ def _digest(body: str) -> str:
 
 
 def atomic_write_text(path: Path, text: str):
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     data = text.encode("utf-8")
     atomic_write(path, lambda f: f.write(data))
 
@@ -98,18 +228,17 @@ def check_file(path: Path, key: str, source: str) -> bool:
             and body == source)
 
 
-def module_path(key: str) -> Path:
-    return cache_dir() / f"g_{key[:40]}.py"
+def module_path(key: str, folder: Path | None = None) -> Path:
+    return (folder or cache_dir()) / f"g_{key[:40]}.py"
 
 
 def _remove_numba_cache(func):
-    """Delete Numba's cache files of a generated function (next to it in __pycache__,
-    or under $NUMBA_CACHE_DIR)."""
+    """Delete Numba's cache files of a generated function."""
     source = Path(func.py_func.__code__.co_filename)
     try:
         folder = Path(func._cache._cache_path)
     except AttributeError:
-        folder = source.parent / "__pycache__"
+        return
     for f in folder.glob(source.stem + ".*"):
         try:
             f.unlink()
@@ -117,31 +246,50 @@ def _remove_numba_cache(func):
             pass
 
 
+def _write_module(key: str, source: str, info: dict) -> Path:
+    """Find the verified file for `source`, or write it; `info` says which."""
+    read_dir, write_dir, _ = folders()
+    for folder in dict.fromkeys([read_dir, write_dir]):
+        if folder is not None and check_file(module_path(key, folder), key, source):
+            info["file"] = "reused"
+            return module_path(key, folder)
+    path = module_path(key, write_dir)
+    info["file"] = "rebuilt" if os.path.lexists(path) else "written"
+    try:
+        atomic_write_text(path, HEADER.format(key=key, digest=_digest(source)) + source)
+    except OSError as err:
+        warnings.warn(f"straightdope's compile cache STRAIGHTDOPE_CACHE_DIR={cache_dir()}: "
+                      f"cannot write {path} ({err.strerror or err}); this graph is compiled "
+                      f"for this process only. Remove what is in the way.",
+                      CacheDirWarning, stacklevel=3)
+        path = module_path(key, _private_dir())
+        atomic_write_text(path, HEADER.format(key=key, digest=_digest(source)) + source)
+    return path
+
+
 @_one_thread_at_a_time
 def load(source: str) -> tuple:
     """(module, info) for a generated source; info says what happened:
-    {'key', 'path', 'memory': bool, 'file': 'reused'|'written'|'rebuilt'}."""
+    {'key', 'path', 'memory': bool, 'file': 'reused'|'written'|'rebuilt'}.
+
+    The module runs `source` itself, the text we generated, never what the file
+    holds: the file is there for Numba, which caches only functions that come
+    from a real file, and is checked to hold exactly that text."""
     key = cache_key(source)
     info = {"key": key, "memory": key in _MODULES}
     if key in _MODULES:
         info["path"] = _MODULES[key].__file__
         info["file"] = "reused"
         return _MODULES[key], info
-    path = module_path(key)
+    path = _write_module(key, source, info)
     info["path"] = str(path)
-    if path.exists() and check_file(path, key, source):
-        info["file"] = "reused"
-    else:
-        # (Numba's own cache, if any, stays: it is keyed by a hash of the file's text, and
-        # the rewritten text is exactly the one it was compiled from)
-        info["file"] = "rebuilt" if path.exists() else "written"
-        atomic_write_text(path, HEADER.format(key=key, digest=_digest(source)) + source)
     name = f"straightdope_generated_{key[:40]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    # registered before it runs: Numba's cached code re-imports its module by name
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    # registered before it runs: Numba's cached code looks its module up by name
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    code = compile(HEADER.format(key=key, digest=_digest(source)) + source, str(path), "exec")
+    exec(code, module.__dict__)       # our own text, not the file's (see above)
     _MODULES[key] = module
     return module, info
 
