@@ -49,6 +49,9 @@ def load_arrays(path: str) -> dict[str, np.ndarray]:
         raise FileNotFoundError(f"{path}: no such file")
     with open(path, "rb") as f:
         magic = f.read(4)
+    if magic == b"\x12\x01\x00\x00":   # MXNet's own binary format (its list magic 0x112)
+        from .mxnet_format import load_dict
+        return load_dict(path)
     if magic != b"PK\x03\x04":      # every .npz is a zip archive
         raise ArrayFileError(f"{path}: not a straightdope array file (an .npz zip archive "
                              f"starts with PK, this file starts with {magic!r}). Was it "

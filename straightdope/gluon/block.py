@@ -372,8 +372,9 @@ class Block:
             child.hybridize(active, **kwargs)
 
     # --------------------------------------------------------- save / load
-    def save_parameters(self, filename, deduplicate=False):
-        """Save the values by structural key ('dense1.weight'): NumPy .npz, atomic.
+    def save_parameters(self, filename, deduplicate=False, params_format="npz"):
+        """Save the values by structural key ('dense1.weight'): NumPy .npz, atomic
+        (params_format='mxnet': MXNet's binary format, for MXNet's load_parameters).
 
         Load them into a network built the same way with load_parameters().
         """
@@ -386,7 +387,7 @@ class Block:
                 arrays[key] = param._reduce()
             except (DeferredInitializationError, RuntimeError) as err:
                 raise type(err)(f"save_parameters: {err}") from None
-        save_arrays(filename, arrays)
+        _save_in_format(filename, arrays, params_format)
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
@@ -820,9 +821,10 @@ class HybridBlock(Block):
             return None
         return op.last_plan.forward.stages
 
-    def export(self, path, epoch=0, remove_amp_cast=True):
+    def export(self, path, epoch=0, remove_amp_cast=True, params_format="npz"):
         """Write the traced graph (`path-symbol.json`) and the parameters
-        (`path-0000.params`, keys `arg:NAME`/`aux:NAME`). Returns both file names."""
+        (`path-0000.params`, keys `arg:NAME`/`aux:NAME`). Returns both file names.
+        params_format='mxnet' writes MXNet's own binary format, which MXNet 1.x loads."""
         if self._cached_graph is None:
             raise RuntimeError(
                 f"{self._describe()}: export() writes the traced graph, and there is none yet. "
@@ -837,8 +839,19 @@ class HybridBlock(Block):
         for name, param in self._cached_params:
             arrays[("aux:" if name in aux else "arg:") + name] = param._reduce()
         out.save(sym_file, remove_amp_cast=remove_amp_cast)
-        save_arrays(params_file, arrays)
+        _save_in_format(params_file, arrays, params_format)
         return sym_file, params_file
+
+
+def _save_in_format(filename, arrays, params_format):
+    """npz (straightdope's own, NumPy) or mxnet (MXNet's binary NDArray file)."""
+    if params_format == "npz":
+        save_arrays(filename, arrays)
+    elif params_format == "mxnet":
+        from .. import mxnet_format
+        mxnet_format.save(filename, arrays)
+    else:
+        raise ValueError(f"params_format must be 'npz' or 'mxnet', got {params_format!r}")
 
 
 def _substitute(out, mapping):

@@ -91,7 +91,13 @@ def save(fname, data):
 
 
 def load(fname):
-    """Load what `save` wrote: a list or a dict of NDArrays."""
+    """Load what `save` wrote: a list or a dict of NDArrays. An MXNet file (its nd.save,
+    save_parameters or export) loads too, with its names as they are."""
+    from .. import mxnet_format
+    if mxnet_format.is_mxnet_file(fname):
+        arrays, names = mxnet_format.load(fname)
+        arrays = [NDArray(a) for a in arrays]
+        return dict(zip(names, arrays)) if names else arrays
     arrays = _load_arrays(fname)
     if arrays and all(k.startswith("list:") for k in arrays):
         return [NDArray(arrays[k]) for k in sorted(arrays)]
