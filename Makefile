@@ -77,7 +77,7 @@ demo: venv
 
 clean:
 	rm -rf _build build book/_build book/static_js artifacts .pytest_cache .hypothesis *.egg-info
-	rm -f book/*.params book/*-symbol.json
+	rm -f book/*.params book/*-symbol.json book/*.onnx
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean

@@ -7,7 +7,8 @@
 # the HTML lands in PATH_OUTPUT/_build/html/.
 #
 # Steps:
-#  1. npm-install the browser assets (widget manager, require.js, MathJax 3)
+#  1. npm-install the browser assets (widget manager, require.js, MathJax 3,
+#     ONNX Runtime Web)
 #     into build/npm/ once, and copy them into book/static_js/ (git-ignored),
 #     so that no built page loads anything from another host.
 #  2. Regenerate book/_toc.yml from the sorted list of book/[0-9]*.ipynb.
@@ -47,7 +48,8 @@ STATIC="$ROOT/book/static_js"
 
 if [[ ! -f "$NM/@jupyter-widgets/html-manager/dist/embed-amd.js" \
    || ! -f "$NM/requirejs/require.js" \
-   || ! -f "$NM/mathjax/es5/tex-chtml.js" ]]; then
+   || ! -f "$NM/mathjax/es5/tex-chtml.js" \
+   || ! -f "$NM/onnxruntime-web/dist/ort.wasm.min.js" ]]; then
     if ! command -v npm >/dev/null 2>&1; then
         echo "build_book.sh: npm is missing (Debian: apt-get install -y npm)" >&2
         exit 1
@@ -56,7 +58,8 @@ if [[ ! -f "$NM/@jupyter-widgets/html-manager/dist/embed-amd.js" \
     mkdir -p "$NPM_DIR"
     [[ -f "$NPM_DIR/package.json" ]] || echo '{"name": "straightdope-book-assets", "private": true}' >"$NPM_DIR/package.json"
     npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error \
-        '@jupyter-widgets/html-manager@^1' 'requirejs@^2' 'mathjax@^3'
+        '@jupyter-widgets/html-manager@^1' 'requirejs@^2' 'mathjax@^3' \
+        'onnxruntime-web@~1.31'
 fi
 
 echo "==> copying browser assets into book/static_js/"
@@ -86,6 +89,15 @@ if [[ ! -f "$STATIC/mathjax/tex-chtml.js" ]] \
     mkdir -p "$STATIC/mathjax"
     (cd "$NM/mathjax/es5" && tar cf - "${MJ_PARTS[@]}") | (cd "$STATIC/mathjax" && tar xf -)
 fi
+
+# ONNX Runtime Web for chapter 26's drawing pad: the WebAssembly-only build (a global
+# `ort`), the module it loads and its .wasm (15 MB), plus the page's own script.
+ORT_DIST="$NM/onnxruntime-web/dist"
+mkdir -p "$STATIC/onnxruntime"
+for f in ort.wasm.min.js ort-wasm-simd-threaded.mjs ort-wasm-simd-threaded.wasm; do
+    cmp -s "$ORT_DIST/$f" "$STATIC/onnxruntime/$f" || cp -f "$ORT_DIST/$f" "$STATIC/onnxruntime/$f"
+done
+cp -f "$ROOT/scripts/digits_demo.js" "$STATIC/digits_demo.js"
 
 # --- 2. table of contents ---------------------------------------------------
 TOC="$ROOT/book/_toc.yml"

@@ -185,3 +185,60 @@ def test_executed_notebooks_keep_widget_state(built_book):
             assert "application/vnd.jupyter.widget-state+json" in state, (
                 f"{name}: widget views in outputs but no saved widget state"
             )
+
+
+def test_a_digit_drawn_in_chapter_26_is_classified_in_the_page_as_python_does(
+        built_book, book_url, chromium_browser):
+    """Chapter 26's drawing pad: mouse strokes on the canvas, ONNX Runtime Web (WebAssembly,
+    served by the book) runs the exported LeNet, and its prediction for the pixels the page
+    fed it equals our Python model's (the same .onnx imported as a SymbolBlock)."""
+    import numpy as np
+
+    from straightdope import nd
+    from straightdope import onnx as sdonnx
+
+    model_file = built_book / "_static" / "models" / "digits_lenet.onnx"
+    assert model_file.is_file(), "chapter 26 did not publish its .onnx into the build"
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        log = PageLog.attach(page)
+        page.goto(f"{book_url}/26_deploying.html", wait_until="networkidle", timeout=60_000)
+        page.wait_for_selector(".sd-digits[data-ready='true']", timeout=60_000)
+        page.locator("canvas.sd-pad").scroll_into_view_if_needed()
+        pad = page.locator("canvas.sd-pad").bounding_box()       # in the viewport now
+        python_model = sdonnx.import_model(model_file)
+        mean, std = (float(page.locator(".sd-digits").get_attribute(a)) for a in
+                     ("data-mean", "data-std"))
+        strokes = {  # a "1" (one stroke) and a "7" (two), in fractions of the pad
+            "one": [[(0.5, 0.15), (0.5, 0.85)]],
+            "seven": [[(0.25, 0.2), (0.75, 0.2)], [(0.75, 0.2), (0.4, 0.85)]],
+        }
+        for k, (name, lines) in enumerate(strokes.items()):
+            page.locator(".sd-clear").click()
+            for line in lines:
+                (x0, y0), (x1, y1) = line
+                page.mouse.move(pad["x"] + x0 * pad["width"], pad["y"] + y0 * pad["height"])
+                page.mouse.down()
+                page.mouse.move(pad["x"] + x1 * pad["width"], pad["y"] + y1 * pad["height"],
+                                steps=12)
+                page.mouse.up()
+            page.wait_for_function(
+                f"Number(document.querySelector('.sd-digits').dataset.predictions) >= "
+                f"{sum(len(v) for v in list(strokes.values())[:k + 1])}", timeout=30_000)
+            result = page.evaluate("window.sdDigitsLast")
+            pixels = np.array(result["pixels"], dtype="float32").reshape(1, 1, 28, 28)
+            assert pixels.max() > 0.5 and (pixels > 0.1).mean() < 0.5, name   # ink drawn
+            logits = python_model(nd.array((pixels - mean) / std)).asnumpy()[0]
+            probabilities = np.exp(logits - logits.max())
+            probabilities /= probabilities.sum()
+            assert result["prediction"] == int(probabilities.argmax()), name
+            np.testing.assert_allclose(result["probabilities"], probabilities, atol=1e-4)
+            shown = page.locator(".sd-prediction").inner_text()
+            assert shown == str(result["prediction"])
+            assert page.locator(".sd-bar").count() == 10
+        assert not log.foreign_requests, log.foreign_requests
+        assert not log.page_errors and not log.console_errors, log.page_errors + log.console_errors
+        assert any(url.endswith(".wasm") for url in log.requests), "no WebAssembly was loaded"
+    finally:
+        context.close()

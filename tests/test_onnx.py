@@ -101,7 +101,7 @@ def _digits_lenet():
 
 @pytest.mark.slow
 def test_a_lenet_trained_on_digits_gives_the_same_predictions_in_onnx_runtime(tmp_path):
-    """The book's trained model (chapters 26 and 30): LeNet on the 8x8 Digits, one epoch."""
+    """The book's trained model (chapters 26 and 30): LeNet on Digits (28x28), one epoch."""
     from straightdope.gluon.data import DataLoader
     from straightdope.gluon.data.vision import Digits, transforms
     mx.random.seed(0)
@@ -119,7 +119,7 @@ def test_a_lenet_trained_on_digits_gives_the_same_predictions_in_onnx_runtime(tm
             loss = loss_fn(net(x), y)
         loss.backward()
         trainer.step(x.shape[0])
-    path = assert_same_as_ort(net, (1, 1, 8, 8), tmp_path, batches=(1, 64))
+    path = assert_same_as_ort(net, (1, 1, 28, 28), tmp_path, batches=(1, 64))
     test_x = np.stack([to_tensor(img).asnumpy() for img, _ in Digits(train=False)][:200])
     labels = np.array([label for _, label in Digits(train=False)][:200])
     sess = session(path)
