@@ -340,7 +340,7 @@ def _fully_connected(e, node, x, out):
             e.add("MatMul", [data, wt], out)
 
 
-def _window_attrs(e, node, kernel, conv=True):
+def _window_attrs(node, kernel, conv=True):
     kernel = tuple(kernel)
     n = len(kernel)
 
@@ -357,7 +357,7 @@ def _window_attrs(e, node, kernel, conv=True):
 
 @translates("Convolution")
 def _convolution(e, node, x, out):
-    attrs = _window_attrs(e, node, node.attrs["kernel"])
+    attrs = _window_attrs(node, node.attrs["kernel"])
     e.add("Conv", x, out, group=node.attrs["num_group"], **attrs)
 
 
@@ -370,7 +370,7 @@ def _pooling(e, node, x, out):
         else:
             e.add("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", x, out)
         return
-    attrs = _window_attrs(e, node, a["kernel"], conv=False)
+    attrs = _window_attrs(node, a["kernel"], conv=False)
     attrs["ceil_mode"] = int(a["pooling_convention"] == "full")
     if kind == "max":
         e.add("MaxPool", x, out, **attrs)
