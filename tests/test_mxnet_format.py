@@ -68,9 +68,9 @@ def hand_built_file():
         struct.pack("<i", 2),              # TShape::Save: int ndim, include/mxnet/tuple.h:731
         struct.pack("<qq", 2, 1),          # ... then int64 dims (dim_t), tuple.h:733
         struct.pack("<ii", 1, 0),          # Context::Save: dev_type kCPU=1, dev_id, base.h:156-158
-        struct.pack("<i", 0),              # type flag kFloat32=0, ndarray.cc:1651-1652,
+        struct.pack("<i", 0),              # type flag kFloat32=0, ndarray.cc:1650-1651,
                                            #   3rdparty/mshadow/mshadow/base.h:359
-        struct.pack("<2f", 1.5, -2.0),     # the values, ndarray.cc:1667
+        struct.pack("<2f", 1.5, -2.0),     # the values, ndarray.cc:1668
         struct.pack("<Q", 1),              # dmlc vector<string>: u64 count, ndarray.cc:1847
         struct.pack("<Q", 1) + b"w",       # each name: u64 length, bytes
     ])
