@@ -12,8 +12,10 @@ schedulers keep a little state (how far they have decayed): give each optimizer 
 from __future__ import annotations
 
 import logging
+import math
 
-__all__ = ['LRScheduler', 'FactorScheduler', 'MultiFactorScheduler']
+__all__ = ['LRScheduler', 'FactorScheduler', 'MultiFactorScheduler', 'PolyScheduler',
+           'CosineScheduler']
 
 
 class LRScheduler:
@@ -121,3 +123,52 @@ class MultiFactorScheduler(LRScheduler):
             self.base_lr *= self.factor
             logging.info("Update[%d]: learning rate changed to %0.5e", num_update, self.base_lr)
         return self.base_lr
+
+
+class PolyScheduler(LRScheduler):
+    """Decay from ``base_lr`` to ``final_lr`` along ``(1 - progress) ** pwr`` over
+    ``max_update`` updates (after the warm-up), then stay at ``final_lr``.
+    ``pwr=1`` is a straight line; larger powers drop quickly and then flatten out."""
+
+    def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0,
+                 warmup_begin_lr=0, warmup_mode='linear'):
+        super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
+        _check_max_update(max_update, warmup_steps)
+        self.power, self.final_lr = pwr, final_lr
+        self.base_lr_orig = base_lr         # where the decay starts (base_lr moves)
+        self.max_update = max_update
+        self.max_steps = max_update - warmup_steps
+
+    def _shape(self, progress):
+        return (1.0 - progress) ** self.power
+
+    def __call__(self, num_update):
+        if num_update < self.warmup_steps:
+            return self.get_warmup_lr(num_update)
+        if num_update <= self.max_update:
+            progress = (num_update - self.warmup_steps) / self.max_steps
+            self.base_lr = self.final_lr + (self.base_lr_orig - self.final_lr) * \
+                self._shape(progress)
+        return self.base_lr
+
+
+class CosineScheduler(PolyScheduler):
+    """Decay from ``base_lr`` to ``final_lr`` along half a cosine wave over ``max_update``
+    updates (after the warm-up): slow at first, fastest in the middle, slow at the end."""
+
+    def __init__(self, max_update, base_lr=0.01, final_lr=0, warmup_steps=0,
+                 warmup_begin_lr=0, warmup_mode='linear'):
+        super().__init__(max_update, base_lr, 1, final_lr, warmup_steps, warmup_begin_lr,
+                         warmup_mode)
+
+    def _shape(self, progress):
+        return (1.0 + math.cos(math.pi * progress)) / 2.0
+
+
+def _check_max_update(max_update, warmup_steps):
+    if not isinstance(max_update, int) or max_update < 1:
+        raise ValueError(f"max_update must be a positive int (the update count where the "
+                         f"decay ends), got {max_update!r}")
+    if max_update <= warmup_steps:
+        raise ValueError(f"max_update ({max_update}) must be larger than warmup_steps "
+                         f"({warmup_steps}): the decay starts after the warm-up")

@@ -28,9 +28,10 @@ import math
 
 import numpy as np
 
-from .ndarray import NDArray, zeros as _nd_zeros
+from .ndarray import NDArray, random as _random, zeros as _nd_zeros
 
-__all__ = ['Optimizer', 'SGD', 'NAG', 'Adam', 'RMSProp', 'AdaGrad', 'Updater', 'create',
+__all__ = ['Optimizer', 'SGD', 'NAG', 'Adam', 'RMSProp', 'AdaGrad', 'AdaDelta', 'Adamax',
+           'Nadam', 'Signum', 'FTML', 'LAMB', 'SGLD', 'DCASGD', 'Ftrl', 'Updater', 'create',
            'register', 'get_updater']
 
 
@@ -87,12 +88,16 @@ class Optimizer:
                  learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
                  multi_precision=False, param_dict=None):
         self.rescale_grad = rescale_grad
-        self.lr = self.default_lr if learning_rate is None else learning_rate
         self.lr_scheduler = lr_scheduler
-        if lr_scheduler is not None:
-            # As in MXNet: the optimizer's learning rate is the schedule's starting point.
-            lr_scheduler.base_lr = self.lr
-            lr_scheduler.warmup_final_lr = self.lr
+        if lr_scheduler is None:
+            self.lr = self.default_lr if learning_rate is None else learning_rate
+        elif learning_rate is None:
+            self.lr = lr_scheduler.base_lr      # the schedule decides, from its own base_lr
+        else:
+            # As in MXNet: a learning rate given to the optimizer is the schedule's start.
+            self.lr = lr_scheduler.base_lr = lr_scheduler.warmup_final_lr = learning_rate
+            if hasattr(lr_scheduler, 'base_lr_orig'):      # Poly/CosineScheduler
+                lr_scheduler.base_lr_orig = learning_rate
         self.wd = wd
         self.clip_gradient = clip_gradient
         self.multi_precision = multi_precision
@@ -135,14 +140,28 @@ class Optimizer:
         return None
 
     def create_state_multi_precision(self, index, weight):
+        """With ``multi_precision=True``, a float16 weight gets a float32 master copy:
+        the state is ``(master copy, optimizer state)`` and updates happen on the copy."""
+        if self.multi_precision and weight.dtype == np.float16:
+            master = weight.astype(np.float32)
+            return (master, self.create_state(index, master))
         return self.create_state(index, weight)
 
     def update(self, index, weight, grad, state):
         raise NotImplementedError(f"{type(self).__name__} does not define update()")
 
     def update_multi_precision(self, index, weight, grad, state):
-        # float32 everywhere in straightdope: no float16 master copies to keep.
-        self.update(index, weight, grad, state)
+        """Update one parameter, or several given as lists (MXNet's multi-tensor call).
+        There are no float16 master copies to keep: weights are updated in their dtype."""
+        if isinstance(index, (list, tuple)):
+            for i, w, g, st in zip(index, weight, grad, state):
+                self.update_multi_precision(i, w, g, st)
+        elif self.multi_precision and weight.dtype == np.float16:
+            master, inner = state
+            self.update(index, master, grad.astype(np.float32), inner)
+            weight[...] = np.asarray(master)
+        else:
+            self.update(index, weight, grad, state)
 
     # ------------------------------------------------------- learning rate
     @property
@@ -354,7 +373,7 @@ class RMSProp(Optimizer):
     def create_state(self, index, weight):
         if self.centered:
             return (_zeros_like(weight), _zeros_like(weight), _zeros_like(weight))  # n, m, delta
-        return _zeros_like(weight)                                                 # n
+        return (_zeros_like(weight),)                                              # n
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
@@ -362,7 +381,7 @@ class RMSProp(Optimizer):
         g = self._grad(grad, weight, wd)
         g1 = self.gamma1
         if not self.centered:
-            n = state
+            n, = state
             n[...] = g1 * _values(n) + (1.0 - g1) * np.square(g)
             weight[...] = _values(weight) - lr * g / np.sqrt(_values(n) + self.epsilon)
         else:
@@ -400,6 +419,283 @@ class AdaGrad(Optimizer):
         state[...] = _values(state) + np.square(g)
         w = _values(weight)
         weight[...] = w - lr * (g / np.sqrt(_values(state) + self.float_stable_eps) + wd * w)
+
+
+@register
+class AdaDelta(Optimizer):
+    """AdaDelta: no learning rate to tune; each step is scaled by the ratio of the running
+    RMS of past *steps* to the running RMS of gradients (so it has the weight's units).
+
+        acc_g     = rho * acc_g + (1 - rho) * g**2
+        delta     = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * g
+        acc_delta = rho * acc_delta + (1 - rho) * delta**2
+        weight    = weight - delta - wd * weight
+    """
+
+    def __init__(self, rho=0.90, epsilon=1e-5, **kwargs):
+        super().__init__(**kwargs)
+        self.rho, self.epsilon = rho, epsilon
+
+    def create_state(self, index, weight):
+        # float32 whatever the weight's dtype, as in MXNet
+        return (_nd_zeros(weight.shape), _nd_zeros(weight.shape))     # acc_g, acc_delta
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        wd = self._get_wd(index)
+        g = self._grad(grad)
+        acc_g, acc_delta = state
+        rho, eps = self.rho, self.epsilon
+        acc_g[...] = rho * _values(acc_g) + (1.0 - rho) * np.square(g)
+        delta = np.sqrt(_values(acc_delta) + eps) / np.sqrt(_values(acc_g) + eps) * g
+        acc_delta[...] = rho * _values(acc_delta) + (1.0 - rho) * np.square(delta)
+        w = _values(weight)
+        weight[...] = w - delta - wd * w
+
+
+@register
+class Adamax(Optimizer):
+    """Adamax: Adam with the infinity norm: the running RMS becomes a running maximum of
+    ``|g|``, which needs no epsilon.
+
+        mean = beta1 * mean + (1 - beta1) * g          (g = grad + wd * weight, clipped)
+        u    = max(beta2 * u, |g|)
+        weight = weight - lr / (1 - beta1**t) * mean / u
+    """
+
+    def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2 = beta1, beta2
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))     # mean, u
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        lr /= 1.0 - self.beta1 ** self._index_update_count[index]
+        g = self._grad(grad, weight, wd)
+        mean, u = state
+        mean[...] = self.beta1 * _values(mean) + (1.0 - self.beta1) * g
+        u[...] = np.maximum(self.beta2 * _values(u), np.abs(g))
+        weight[...] = _values(weight) - lr * _values(mean) / _values(u)
+
+
+@register
+class Nadam(Optimizer):
+    """Nadam: Adam with Nesterov momentum; the momentum factor itself follows a warm-up
+    schedule ``beta1 * (1 - 0.5 * 0.96**(t * schedule_decay))``."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 schedule_decay=0.004, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.schedule_decay = schedule_decay
+        self.m_schedule = 1.0
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))     # mean, variance
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        g = self._grad(grad, weight, wd)
+        momentum_t = self.beta1 * (1.0 - 0.5 * 0.96 ** (t * self.schedule_decay))
+        momentum_next = self.beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * self.schedule_decay))
+        self.m_schedule *= momentum_t
+        schedule_next = self.m_schedule * momentum_next
+        mean, var = state
+        mean[...] = self.beta1 * _values(mean) + (1.0 - self.beta1) * g
+        var[...] = self.beta2 * _values(var) + (1.0 - self.beta2) * np.square(g)
+        mean_bar = ((1.0 - momentum_t) * g / (1.0 - self.m_schedule)
+                    + momentum_next * _values(mean) / (1.0 - schedule_next))
+        var_hat = _values(var) / (1.0 - self.beta2 ** t)
+        weight[...] = _values(weight) - lr * mean_bar / (np.sqrt(var_hat) + self.epsilon)
+
+
+@register
+class Signum(Optimizer):
+    """signSGD / Signum: step by the *sign* of the gradient (of its momentum with
+    ``momentum > 0``): every weight moves by exactly ``lr``. ``wd_lh`` is a weight decay
+    applied to the weight directly (decoupled from the gradient).
+
+        mom = momentum * mom - (1 - momentum) * (g + wd * weight)
+        weight = (1 - lr * wd_lh) * weight + lr * sign(mom)
+    """
+
+    def __init__(self, learning_rate=0.01, momentum=0.9, wd_lh=0.0, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.momentum, self.wd_lh = momentum, wd_lh
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        w = _values(weight)
+        g = self._grad(grad)
+        if state is None:
+            weight[...] = (1.0 - lr * (wd + self.wd_lh)) * w - lr * np.sign(g)
+            return
+        state[...] = self.momentum * _values(state) - (1.0 - self.momentum) * (wd * w + g)
+        weight[...] = (1.0 - lr * self.wd_lh) * w + lr * np.sign(_values(state))
+
+
+@register
+class FTML(Optimizer):
+    """FTML, "Follow the Moving Leader": the weight is the minimiser of a running, decayed
+    sum of linearised losses with an Adam-like adaptive penalty ``d``.
+
+        v = beta2 * v + (1 - beta2) * g**2
+        d_t = (1 - beta1**t) / lr * (sqrt(v / (1 - beta2**t)) + epsilon)
+        z = beta1 * z + (1 - beta1) * g - (d_t - beta1 * d_{t-1}) * weight
+        weight = -z / d_t
+    """
+
+    def __init__(self, beta1=0.6, beta2=0.999, epsilon=1e-8, **kwargs):
+        super().__init__(**kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight), _zeros_like(weight))  # d, v, z
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        g = self._grad(grad, weight, wd)
+        d, v, z = state
+        b1, b2 = self.beta1, self.beta2
+        v[...] = b2 * _values(v) + (1.0 - b2) * np.square(g)
+        d_t = (1.0 - b1 ** t) / lr * (np.sqrt(_values(v) / (1.0 - b2 ** t)) + self.epsilon)
+        z[...] = b1 * _values(z) + (1.0 - b1) * g - (d_t - b1 * _values(d)) * _values(weight)
+        d[...] = d_t
+        weight[...] = -_values(z) / d_t
+
+
+@register
+class LAMB(Optimizer):
+    """LAMB: Adam's direction, with a step scaled per layer by the "trust ratio"
+    ``||weight|| / ||direction||``, so that every layer moves by a similar *relative*
+    amount (made for very large batches).
+
+        mean, var as in Adam (bias-corrected with ``bias_correction=True``)
+        direction = mean / (sqrt(var) + epsilon) + wd * weight
+        r1 = ||weight|| (clipped to [lower_bound, upper_bound]),  r2 = ||direction||
+        weight = weight - lr * (r1 / r2) * direction      (ratio 1 when r1 or r2 is 0)
+    """
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6,
+                 lower_bound=None, upper_bound=None, bias_correction=True, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+        self.bias_correction = bias_correction
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))     # mean, variance
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        t = self._index_update_count[index]
+        g = self._grad(grad)
+        mean, var = state
+        mean[...] = self.beta1 * _values(mean) + (1.0 - self.beta1) * g
+        var[...] = self.beta2 * _values(var) + (1.0 - self.beta2) * np.square(g)
+        mean_hat, var_hat = _values(mean), _values(var)
+        if self.bias_correction:
+            mean_hat = mean_hat / (1.0 - self.beta1 ** t)
+            var_hat = var_hat / (1.0 - self.beta2 ** t)
+        w = _values(weight)
+        direction = mean_hat / (np.sqrt(var_hat) + self.epsilon) + wd * w
+        r1 = float(np.linalg.norm(w.astype(np.float64)))
+        if self.lower_bound:
+            r1 = max(r1, self.lower_bound)
+        if self.upper_bound:
+            r1 = min(r1, self.upper_bound)
+        r2 = float(np.linalg.norm(direction.astype(np.float64)))
+        ratio = 1.0 if r1 == 0.0 or r2 == 0.0 else r1 / r2
+        weight[...] = w - lr * ratio * direction
+
+
+@register
+class SGLD(Optimizer):
+    """Stochastic gradient Langevin dynamics: half an SGD step plus Gaussian noise of
+    variance ``lr``, so that the weights *sample* from the posterior instead of settling
+    at its mode.
+
+        weight = weight - lr / 2 * (g + wd * weight) + normal(0, sqrt(lr))
+    """
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        w = _values(weight)
+        noise = _random.normal(0, math.sqrt(lr), shape=w.shape, dtype=w.dtype).asnumpy()
+        weight[...] = w - lr / 2 * (self._grad(grad) + wd * w) + noise
+
+
+@register
+class DCASGD(Optimizer):
+    """Delay-compensated asynchronous SGD: corrects a stale gradient with a cheap
+    estimate of how it changed since the weight it was computed at (``lamda * g * g *
+    (weight - previous weight)``), plus optional momentum."""
+
+    def __init__(self, momentum=0.0, lamda=0.04, **kwargs):
+        super().__init__(**kwargs)
+        self.momentum, self.lamda = momentum, lamda
+
+    def create_state(self, index, weight):
+        mom = _zeros_like(weight) if self.momentum != 0.0 else None
+        return (mom, weight.copy())                            # momentum, previous weight
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        g = self._grad(grad)
+        mom, previous = state
+        w = _values(weight).copy()
+        step = -lr * (g + wd * w + self.lamda * g * g * (w - _values(previous)))
+        if mom is not None:
+            mom[...] = self.momentum * _values(mom) + step
+            step = _values(mom)
+        previous[...] = w
+        weight[...] = w + step
+
+
+@register
+class Ftrl(Optimizer):
+    """FTRL-proximal (for sparse linear models): an L1 strength ``lamda1`` drives weights
+    to exactly zero while ``z``/``n`` accumulate gradient information per weight.
+
+        z += g - (sqrt(n + g**2) - sqrt(n)) * weight / lr
+        n += g**2
+        weight = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd)  where |z| > lamda1,
+                 0 elsewhere
+    """
+
+    def __init__(self, lamda1=0.01, learning_rate=0.1, beta=1, **kwargs):
+        super().__init__(learning_rate=learning_rate, **kwargs)
+        self.lamda1, self.beta = lamda1, beta
+
+    def create_state(self, index, weight):
+        return (_zeros_like(weight), _zeros_like(weight))     # z, n
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        g = self._grad(grad)
+        z, n = state
+        n_old = _values(n).copy()
+        z[...] = _values(z) + g - (np.sqrt(n_old + g * g) - np.sqrt(n_old)) * _values(weight) / lr
+        n[...] = n_old + g * g
+        zv = _values(z)
+        weight[...] = np.where(np.abs(zv) > self.lamda1,
+                               (np.sign(zv) * self.lamda1 - zv) /
+                               ((self.beta + np.sqrt(_values(n))) / lr + wd), 0)
 
 
 # --------------------------------------------------------------------- Updater

@@ -1,0 +1,272 @@
+"""MXNet 1.9 behaviours of the gluon side (metrics, optimizers, schedulers, losses, layers,
+Block/Parameter rules), each checked against numbers worked out by hand or with NumPy."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+import straightdope as mx
+from straightdope import lr_scheduler, metric, nd, optimizer
+
+
+# ======================================================================= metrics
+SCORES = np.array([[0.3, 0.7], [0.8, 0.2], [0.4, 0.6], [0.9, 0.1], [0.2, 0.8]])
+LABELS = np.array([1, 1, 0, 0, 1])     # predicted 1, 0, 1, 0, 1 -> tp 2, fn 1, fp 1, tn 1
+
+
+def test_f1_is_the_harmonic_mean_of_precision_and_recall():
+    f1 = metric.create('f1')
+    f1.update([nd.array(LABELS)], [nd.array(SCORES)])
+    precision, recall = 2 / 3, 2 / 3
+    assert f1.get() == ('f1', pytest.approx(2 * precision * recall / (precision + recall)))
+
+
+def test_f1_macro_averages_batches_and_micro_pools_the_counts():
+    macro, micro = metric.F1(average='macro'), metric.F1(average='micro')
+    batches = [(LABELS[:2], SCORES[:2]), (LABELS[2:], SCORES[2:])]
+    for label, score in batches:
+        macro.update([nd.array(label)], [nd.array(score)])
+        micro.update([nd.array(label)], [nd.array(score)])
+    # batch 1: tp 1, fn 1 -> f1 2/3; batch 2: tp 1, fp 1, tn 1 -> f1 2/3
+    assert macro.get()[1] == pytest.approx(2 / 3)
+    assert micro.get()[1] == pytest.approx(2 / 3)          # pooled: tp 2, fp 1, fn 1
+    micro.update([nd.array([1, 1])], [nd.array([[0.9, 0.1], [0.9, 0.1]])])   # two misses
+    assert micro.get()[1] == pytest.approx(2 * (2 / 3) * (2 / 5) / (2 / 3 + 2 / 5))
+
+
+def test_mcc_of_a_classifier_that_always_says_yes_is_zero():
+    mcc = metric.create('mcc')
+    mcc.update([nd.array([0, 1, 0, 1])], [nd.array([[0.1, 0.9]] * 4)])
+    assert mcc.get() == ('mcc', 0.0)
+    mcc.reset()
+    mcc.update([nd.array(LABELS)], [nd.array(SCORES)])
+    tp, fp, fn, tn = 2, 1, 1, 1
+    expected = (tp * tn - fp * fn) / math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    assert mcc.get()[1] == pytest.approx(expected)
+
+
+def test_binary_metrics_refuse_three_classes_and_say_what_to_use():
+    with pytest.raises(ValueError, match="binary.*pcc"):
+        metric.F1().update([nd.array([0, 1, 2])], [nd.array(np.eye(3))])
+
+
+def test_perplexity_is_exp_of_the_mean_negative_log_probability():
+    perp = metric.create('perplexity', ignore_label=None)
+    probs = np.array([[0.3, 0.7], [0.0, 1.0], [0.4, 0.6]])
+    perp.update([nd.array([0, 1, 1])], [nd.array(probs)])
+    expected = math.exp(-(math.log(0.3) + math.log(1.0) + math.log(0.6)) / 3)
+    assert perp.get() == ('perplexity', pytest.approx(expected))
+
+
+def test_perplexity_leaves_out_the_ignored_label():
+    perp = metric.Perplexity(ignore_label=-1)
+    perp.update([nd.array([0, -1])], [nd.array([[0.5, 0.5], [0.01, 0.99]])])
+    assert perp.get()[1] == pytest.approx(2.0) and perp.num_inst == 1
+
+
+def test_nll_loss_by_name_is_the_mean_negative_log_likelihood():
+    nll = metric.create('nll_loss')
+    nll.update([nd.array([2, 0])], [nd.array([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]])])
+    assert nll.get()[0] == 'nll-loss'
+    assert nll.get()[1] == pytest.approx(-(math.log(0.5) + math.log(0.6)) / 2, rel=1e-6)
+
+
+def test_pearsonr_macro_matches_numpy_and_micro_pools_all_batches():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(2, 10)), rng.normal(size=(2, 10))
+    macro, micro = metric.create('pearsonr'), metric.PearsonCorrelation(average='micro')
+    for label, pred in zip(a, b):
+        macro.update([nd.array(label)], [nd.array(pred)])
+        micro.update([nd.array(label)], [nd.array(pred)])
+    per_batch = [np.corrcoef(p, l)[0, 1] for l, p in zip(a, b)]
+    assert macro.get() == ('pearsonr', pytest.approx(np.mean(per_batch), rel=1e-5))
+    assert micro.get()[1] == pytest.approx(np.corrcoef(b.ravel(), a.ravel())[0, 1], rel=1e-5)
+
+
+def test_pcc_on_two_classes_equals_mcc_and_grows_with_new_classes():
+    pcc, mcc = metric.create('pcc'), metric.MCC()
+    pcc.update([nd.array(LABELS)], [nd.array(SCORES)])
+    mcc.update([nd.array(LABELS)], [nd.array(SCORES)])
+    assert pcc.get()[1] == pytest.approx(mcc.get()[1])
+    pcc.reset()
+    pcc.update([nd.array([0, 1, 2, 2])], [nd.array([0, 1, 2, 2])])   # class indices
+    assert pcc.get()[1] == pytest.approx(1.0) and pcc.confusion.shape == (3, 3)
+
+
+def test_a_metric_config_in_json_recreates_the_same_metric():
+    for name, kwargs in [('acc', {'axis': 0}), ('f1', {}), ('perplexity', {'ignore_label': -1}),
+                         ('nll_loss', {}), ('pcc', {}), ('loss', {}), ('top_k_accuracy',
+                                                                       {'top_k': 3})]:
+        original = metric.create(name, **kwargs)
+        copy = metric.create(json.dumps(original.get_config()))
+        assert type(copy) is type(original) and copy.get_config() == original.get_config()
+
+
+def test_a_composite_metric_survives_a_json_round_trip():
+    composite = metric.create(['acc', 'f1'])
+    copy = metric.create(json.dumps(composite.get_config()))
+    assert [type(m) for m in copy.metrics] == [metric.Accuracy, metric.F1]
+
+
+def test_json_configs_are_parsed_as_data_and_unknown_names_are_refused():
+    with pytest.raises(ValueError, match="Unknown metric 'os.system'"):
+        metric.create('{"metric": "os.system"}')
+
+
+def test_metric_np_wraps_a_numpy_function():
+    m = metric.np(lambda label, pred: float(np.abs(label - pred).sum()), name='l1')
+    m.update([nd.array([1.0, 2.0])], [nd.array([1.5, 2.0])])
+    assert m.get() == ('l1', 0.5)
+
+
+# ==================================================================== optimizers
+def _one_step(name, weight, grad, steps=1, **kwargs):
+    opt = optimizer.create(name, **kwargs)
+    w, g = nd.array(weight), nd.array(grad)
+    state = opt.create_state(0, w)
+    for _ in range(steps):
+        opt.update(0, w, g, state)
+    return w.asnumpy(), state
+
+
+W0 = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+G0 = np.array([0.1, -0.2, 0.3], dtype=np.float32)
+
+
+def test_trainer_knows_the_optimizers_by_their_mxnet_names():
+    for name in ['sgd', 'nag', 'adam', 'adamax', 'nadam', 'rmsprop', 'adagrad', 'adadelta',
+                 'signum', 'ftml', 'lamb', 'sgld', 'dcasgd', 'ftrl']:
+        assert isinstance(optimizer.create(name), optimizer.Optimizer)
+    net = mx.gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    trainer = mx.gluon.Trainer(net.collect_params(), 'lamb', {'learning_rate': 0.01})
+    assert type(trainer._optimizer).__name__ == 'LAMB'
+
+
+def test_adamax_first_step_moves_each_weight_by_the_learning_rate():
+    # t=1: mean = 0.1 g, u = |g|, lr_t = lr / 0.1  ->  step = lr * sign(g)
+    w, _ = _one_step('adamax', W0, G0, learning_rate=0.002)
+    np.testing.assert_allclose(w, W0 - 0.002 * np.sign(G0), rtol=1e-6)
+
+
+def test_signum_steps_by_the_sign_of_the_momentum():
+    w, mom = _one_step('signum', W0, G0, learning_rate=0.1, momentum=0.9)
+    np.testing.assert_allclose(mom.asnumpy(), -0.1 * G0, rtol=1e-6)
+    np.testing.assert_allclose(w, W0 - 0.1 * np.sign(G0), rtol=1e-6)
+    w, _ = _one_step('signum', W0, G0, learning_rate=0.1, momentum=0.0, wd_lh=0.5)
+    np.testing.assert_allclose(w, (1 - 0.05) * W0 - 0.1 * np.sign(G0), rtol=1e-6)
+
+
+def test_adadelta_first_step_by_hand():
+    rho, eps = 0.9, 1e-5
+    w, (acc_g, acc_delta) = _one_step('adadelta', W0, G0, rho=rho, epsilon=eps)
+    acc = (1 - rho) * G0.astype(np.float64) ** 2
+    delta = np.sqrt(eps) / np.sqrt(acc + eps) * G0
+    np.testing.assert_allclose(acc_g.asnumpy(), acc, rtol=1e-5)
+    np.testing.assert_allclose(acc_delta.asnumpy(), (1 - rho) * delta ** 2, rtol=1e-4)
+    np.testing.assert_allclose(w, W0 - delta, rtol=1e-5)
+
+
+def test_ftml_first_step_by_hand():
+    b1, b2, eps, lr = 0.6, 0.999, 1e-8, 0.1
+    w, (d, v, z) = _one_step('ftml', W0, G0, learning_rate=lr, beta1=b1, beta2=b2,
+                             epsilon=eps)
+    v1 = (1 - b2) * G0.astype(np.float64) ** 2
+    d1 = (1 - b1) / lr * (np.sqrt(v1 / (1 - b2)) + eps)
+    z1 = (1 - b1) * G0 - d1 * W0
+    np.testing.assert_allclose(d.asnumpy(), d1, rtol=1e-5)
+    np.testing.assert_allclose(w, -z1 / d1, rtol=1e-5)
+
+
+def test_lamb_scales_adams_direction_by_the_trust_ratio():
+    lr, wd = 0.01, 0.1
+    w, _ = _one_step('lamb', W0, G0, learning_rate=lr, wd=wd)
+    # t=1 with bias correction: mean_hat = g, var_hat = g**2 -> direction ~ sign(g)
+    direction = G0 / (np.abs(G0) + 1e-6) + wd * W0
+    ratio = np.linalg.norm(W0) / np.linalg.norm(direction)
+    np.testing.assert_allclose(w, W0 - lr * ratio * direction, rtol=1e-5)
+
+
+def test_lamb_bounds_clip_the_weight_norm():
+    w, _ = _one_step('lamb', W0, G0, learning_rate=0.01, upper_bound=0.1)
+    direction = G0 / (np.abs(G0) + 1e-6)
+    np.testing.assert_allclose(w, W0 - 0.01 * 0.1 / np.linalg.norm(direction) * direction,
+                               rtol=1e-5)
+
+
+def test_nadam_first_step_by_hand():
+    lr, b1, b2, eps, decay = 0.001, 0.9, 0.999, 1e-8, 0.004
+    w, _ = _one_step('nadam', W0, G0, learning_rate=lr)
+    g = G0.astype(np.float64)
+    mom1 = b1 * (1 - 0.5 * 0.96 ** (1 * decay))
+    mom2 = b1 * (1 - 0.5 * 0.96 ** (2 * decay))
+    m_bar = (1 - mom1) * g / (1 - mom1) + mom2 * (1 - b1) * g / (1 - mom1 * mom2)
+    v_hat = (1 - b2) * g ** 2 / (1 - b2)
+    np.testing.assert_allclose(w, W0 - lr * m_bar / (np.sqrt(v_hat) + eps), rtol=1e-5)
+
+
+def test_sgld_is_half_a_gradient_step_plus_seeded_noise():
+    lr = 0.04
+    mx.random.seed(7)
+    w, _ = _one_step('sgld', W0, G0, learning_rate=lr)
+    mx.random.seed(7)
+    noise = nd.random.normal(0, math.sqrt(lr), shape=W0.shape).asnumpy()
+    np.testing.assert_allclose(w, W0 - lr / 2 * G0 + noise, rtol=1e-5)
+
+
+def test_ftrl_sets_weights_with_small_accumulated_gradients_to_zero():
+    w, (z, n) = _one_step('ftrl', W0, G0, learning_rate=0.1, lamda1=0.15)
+    z1 = G0 - (np.abs(G0) - 0) * W0 / 0.1
+    expected = np.where(np.abs(z1) > 0.15,
+                        (np.sign(z1) * 0.15 - z1) / ((1 + np.abs(G0)) / 0.1), 0)
+    np.testing.assert_allclose(w, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_dcasgd_without_history_is_plain_sgd_with_weight_decay():
+    w, (mom, previous) = _one_step('dcasgd', W0, G0, learning_rate=0.1, wd=0.01)
+    np.testing.assert_allclose(w, W0 - 0.1 * (G0 + 0.01 * W0), rtol=1e-6)
+    np.testing.assert_allclose(previous.asnumpy(), W0) and mom is None
+
+
+def test_multi_precision_float16_weights_update_through_a_float32_copy():
+    opt = optimizer.create('sgd', learning_rate=0.1, multi_precision=True)
+    w = nd.array([1.0, 2.0], dtype=np.float16)
+    state = opt.create_state_multi_precision(0, w)
+    assert state[0].dtype == np.float32
+    opt.update_multi_precision(0, w, nd.array([1e-3, 1e-3], dtype=np.float16), state)
+    assert w.dtype == np.float16
+    np.testing.assert_allclose(state[0].asnumpy(), [1.0 - 1e-4, 2.0 - 1e-4], rtol=1e-6)
+
+
+def test_a_list_of_parameters_updates_each_of_them():
+    opt = optimizer.create('adam')
+    ws = [nd.array(W0), nd.array(W0 * 2)]
+    gs = [nd.array(G0), nd.array(G0)]
+    states = [opt.create_state(i, w) for i, w in enumerate(ws)]
+    opt.update_multi_precision([0, 1], ws, gs, states)
+    for w, start in zip(ws, (W0, W0 * 2)):
+        np.testing.assert_allclose(w.asnumpy(), start - 0.001 * np.sign(G0), rtol=1e-4)
+
+
+# ===================================================================== schedules
+def test_the_schedules_base_lr_is_the_learning_rate_when_none_is_given():
+    sched = lr_scheduler.FactorScheduler(step=1, base_lr=1024)
+    assert optimizer.Optimizer(lr_scheduler=sched).learning_rate == 1024
+    given = optimizer.Optimizer(lr_scheduler=lr_scheduler.FactorScheduler(step=1),
+                                learning_rate=0.3)
+    assert given.learning_rate == 0.3
+    given.lr_scheduler.base_lr = 0.4
+    assert given.learning_rate == 0.4
+
+
+def test_poly_and_cosine_schedules_by_hand():
+    poly = lr_scheduler.PolyScheduler(max_update=10, base_lr=1.0, pwr=2, final_lr=0.0)
+    assert [poly(t) for t in (0, 5, 10, 20)] == pytest.approx([1.0, 0.25, 0.0, 0.0])
+    cos = lr_scheduler.CosineScheduler(max_update=10, base_lr=2.0, final_lr=1.0)
+    assert [cos(t) for t in (0, 5, 10)] == pytest.approx([2.0, 1.5, 1.0])
+    warm = lr_scheduler.CosineScheduler(max_update=12, base_lr=1.0, warmup_steps=2,
+                                        warmup_begin_lr=0.5)
+    assert warm(1) == pytest.approx(0.75) and warm(7) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="max_update"):
+        lr_scheduler.PolyScheduler(max_update=0)
