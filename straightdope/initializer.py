@@ -45,13 +45,32 @@ def create(init):
     raise TypeError(f"an initializer must be an Initializer or a name, got {init!r}")
 
 
+def _plain(value):
+    """An NDArray or NumPy array as nested lists (JSON can hold those), else unchanged."""
+    if hasattr(value, 'asnumpy'):
+        value = value.asnumpy()
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
 class Initializer:
     def __init__(self, **kwargs):
         self._kwargs = kwargs
 
     def dumps(self):
-        """JSON string used in a symbol variable's __init__ attribute."""
+        """JSON string used in a symbol variable's __init__ attribute. Array arguments
+        (Constant(nd.ones(3))) are written as nested lists."""
+        # Kept converted (as MXNet does): _kwargs then always holds what dumps() wrote.
+        self._kwargs = {k: _plain(v) for k, v in self._kwargs.items()}
         return json.dumps([type(self).__name__.lower(), self._kwargs])
+
+    def __eq__(self, other):
+        """Two initializers are equal when they are of one class with equal arguments
+        (so that two layers built alike compare equal, as in MXNet)."""
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self.dumps() == other.dumps()
+
+    __hash__ = None        # equal by value, and mutable: not usable as a dict key
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())

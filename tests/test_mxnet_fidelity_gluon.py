@@ -270,3 +270,93 @@ def test_poly_and_cosine_schedules_by_hand():
     assert warm(1) == pytest.approx(0.75) and warm(7) == pytest.approx(0.5)
     with pytest.raises(ValueError, match="max_update"):
         lr_scheduler.PolyScheduler(max_update=0)
+
+
+# ======================================================================== losses
+from straightdope import autograd, gluon  # noqa: E402
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_cosine_embedding_loss_pulls_similar_pairs_together(hybridize):
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    label = np.array([1, -1, 1, -1])
+    loss_fn = gluon.loss.CosineEmbeddingLoss(margin=0.2)
+    if hybridize:
+        loss_fn.hybridize()
+    x = nd.array(a)
+    x.attach_grad()
+    with autograd.record():
+        loss = loss_fn(x, nd.array(b), nd.array(label))
+    loss.backward()
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    expected = np.where(label == 1, 1 - cos, np.maximum(cos - 0.2, 0))
+    assert loss.shape == (4, 1)
+    np.testing.assert_allclose(loss.asnumpy().ravel(), expected, rtol=1e-5)
+    eps = 1e-3            # finite differences of the summed loss w.r.t. a[0, 0]
+    bumped = a.copy()
+    bumped[0, 0] += eps
+    cos_b = (bumped * b).sum(1) / (np.linalg.norm(bumped, axis=1) * np.linalg.norm(b, axis=1))
+    numeric = (np.where(label == 1, 1 - cos_b, np.maximum(cos_b - 0.2, 0)).sum()
+               - expected.sum()) / eps
+    assert x.grad.asnumpy()[0, 0] == pytest.approx(numeric, rel=1e-2)
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_poisson_nll_loss_is_one_mean_over_all_elements(hybridize):
+    rng = np.random.default_rng(2)
+    pred, target = rng.uniform(1, 5, (2, 3)), rng.uniform(0.5, 5, (2, 3))
+    logits = gluon.loss.PoissonNLLLoss()
+    full = gluon.loss.PoissonNLLLoss(from_logits=False, compute_full=True)
+    if hybridize:
+        logits.hybridize()
+        full.hybridize()
+    got = logits(nd.array(pred), nd.array(target)).asnumpy()
+    assert got.size == 1
+    assert got.item() == pytest.approx(np.mean(np.exp(pred) - target * pred), rel=1e-5)
+    stirling = (target * np.log(target) - target + 0.5 * np.log(2 * np.pi * target)) * (target > 1)
+    expected = np.mean(pred - target * np.log(pred + 1e-8) + stirling)
+    assert full(nd.array(pred), nd.array(target)).asnumpy().item() == pytest.approx(expected,
+                                                                                   rel=1e-5)
+
+
+# =============================================================== Block, Parameter
+def test_replacing_a_child_block_by_another_type_raises_type_error():
+    block = gluon.Block()
+    block.child = gluon.Block()
+    block.child = gluon.Block()                # same type: fine, and re-registered
+    assert list(block._children.values()) == [block.child]
+    with pytest.raises(TypeError, match="child is a Block; it cannot be replaced by a tuple"):
+        block.child = (2,)
+
+
+def test_replacing_a_parameter_attribute_by_another_type_raises_type_error():
+    block = gluon.Block()
+    block.weight = gluon.Parameter('weight', shape=(2,))
+    with pytest.raises(TypeError, match="weight is a Parameter"):
+        block.weight = None
+
+
+def test_initializers_built_alike_are_equal_and_a_shared_parameter_keeps_its_init():
+    class Scale(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.factor = self.params.get('factor', shape=(1,),
+                                              init=mx.init.Constant(-10.0))
+
+        def hybrid_forward(self, F, x, factor):
+            return F.broadcast_mul(x, factor)
+
+    first = Scale()
+    shared, other = Scale(params=first.collect_params()), Scale()
+    assert shared.factor is first.factor and shared.factor.init is first.factor.init
+    assert other.factor.init == first.factor.init and other.factor is not first.factor
+    assert mx.init.Constant(1) != mx.init.Constant(2) and mx.init.Constant(1) != mx.init.One()
+
+
+def test_a_constant_initializer_holding_an_array_dumps_to_json():
+    init = mx.init.Constant(nd.ones((2, 2)))
+    assert json.loads(init.dumps()) == ['constant', {'value': [[1.0, 1.0], [1.0, 1.0]]}]
+    assert mx.init.Constant(1).dumps() == '["constant", {"value": 1}]'
+    assert json.loads(mx.init.Constant(np.zeros(2)).dumps())[1] == {'value': [0.0, 0.0]}

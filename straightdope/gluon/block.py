@@ -248,14 +248,13 @@ class Block:
             raise RuntimeError(f"{type(self).__name__}: call super().__init__() at the start "
                                f"of __init__, before assigning self.{name}")
         existing = self.__dict__.get(name)
-        if isinstance(existing, Block) and self._children.get(name) is existing \
-                and not isinstance(value, Block):
-            del self._children[name]          # e.g. self.act = None
-            self._clear_cached_op()
-        if isinstance(existing, Parameter) and self._reg_params.get(name) is existing \
-                and not isinstance(value, Parameter):
-            del self._reg_params[name]
-            self._clear_cached_op()
+        if isinstance(existing, (Block, Parameter)) and not isinstance(value, type(existing)):
+            # As in MXNet: the child/parameter registries would silently disagree with
+            # the attribute otherwise.
+            raise TypeError(f"{type(self).__name__}.{name} is a {type(existing).__name__}; "
+                            f"it cannot be replaced by a {type(value).__name__}. Use "
+                            f"another attribute name, or assign a "
+                            f"{type(existing).__name__}.")
         if isinstance(value, Block):
             self.register_child(value, name)
         elif isinstance(value, Parameter):

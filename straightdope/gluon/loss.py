@@ -21,13 +21,15 @@ Optional arguments shared by all losses, as in MXNet:
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 from .block import HybridBlock
 
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SoftmaxCrossEntropyLoss', 'SoftmaxCELoss',
            'SigmoidBinaryCrossEntropyLoss', 'SigmoidBCELoss', 'KLDivLoss', 'HuberLoss',
-           'HingeLoss', 'SquaredHingeLoss', 'LogisticLoss', 'TripletLoss']
+           'HingeLoss', 'SquaredHingeLoss', 'LogisticLoss', 'TripletLoss',
+           'CosineEmbeddingLoss', 'PoissonNLLLoss']
 
 
 def _apply_weighting(F, loss, weight=None, sample_weight=None):
@@ -276,3 +278,60 @@ class TripletLoss(Loss):
                      axis=self._batch_axis, exclude=True)
         loss = F.relu(loss + self._margin)
         return _apply_weighting(F, loss, self._weight, sample_weight)
+
+
+class CosineEmbeddingLoss(Loss):
+    r"""For pairs of embeddings: similar pairs (label 1) should point the same way,
+    dissimilar ones (label -1) should not, beyond a ``margin``::
+
+        cos = input1 . input2 / (|input1| |input2|)     per sample
+        L = 1 - cos            where label == 1
+        L = max(0, cos - margin)  where label == -1
+
+    As in MXNet, the result has shape (batch, 1).
+    """
+
+    def __init__(self, weight=None, batch_axis=0, margin=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, input1, input2, label, sample_weight=None):
+        input1 = _reshape_like(F, input1, input2)
+        dot = F.sum(input1 * input2, axis=-1, keepdims=True)
+        norms = F.sqrt(F.sum(F.square(input1), axis=-1, keepdims=True)) * \
+            F.sqrt(F.sum(F.square(input2), axis=-1, keepdims=True))
+        cos = dot / F.maximum(norms, 1e-12)          # 1e-12: zero vectors give cos = 0
+        label = F.reshape_like(label, cos)
+        loss = (1 - cos) * (label == 1) + F.relu(cos - self._margin) * (label == -1)
+        return _apply_weighting(F, loss, self._weight, sample_weight)
+
+
+class PoissonNLLLoss(Loss):
+    r"""Negative log-likelihood of counts ``target`` under a Poisson distribution with
+    mean ``pred`` (or ``exp(pred)`` with ``from_logits=True``, the default)::
+
+        L = exp(pred) - target * pred                 (from_logits)
+        L = pred - target * log(pred + epsilon)       (otherwise)
+
+    ``compute_full`` adds Stirling's approximation of ``log(target!)`` (for targets > 1),
+    the term that does not depend on the prediction. As in MXNet, the result is the mean
+    over *all* elements: one number for the batch.
+    """
+
+    def __init__(self, weight=None, from_logits=True, batch_axis=0, compute_full=False,
+                 **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits, self._compute_full = from_logits, compute_full
+
+    def hybrid_forward(self, F, pred, target, sample_weight=None, epsilon=1e-08):
+        target = _reshape_like(F, target, pred)
+        if self._from_logits:
+            loss = F.exp(pred) - target * pred
+        else:
+            loss = pred - target * F.log(pred + epsilon)
+        if self._compute_full:
+            safe = F.maximum(target, 1.0)        # the term is 0 for targets <= 1 anyway
+            stirling = safe * F.log(safe) - safe + 0.5 * F.log(2 * math.pi * safe)
+            loss = loss + stirling * (target > 1)
+        loss = _apply_weighting(F, loss, self._weight, sample_weight)
+        return F.mean(loss)

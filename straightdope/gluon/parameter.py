@@ -315,10 +315,14 @@ class Parameter:
             from .. import symbol
             init = self.init
             if init is not None and not isinstance(init, str):
+                # The attribute is informative only: an initializer holding an array
+                # (Constant(np.eye(2))) would put all its numbers into the graph's JSON.
+                holds_array = any(hasattr(v, 'shape') or isinstance(v, list)
+                                  for v in getattr(init, '_kwargs', {}).values())
                 try:
-                    init = init.dumps()
-                except (TypeError, ValueError):   # e.g. a NumPy array inside: the
-                    init = None                   # attribute is informative only, drop it
+                    init = None if holds_array else init.dumps()
+                except (TypeError, ValueError):   # a user's initializer JSON cannot hold
+                    init = None
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
                                    lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=init)
         return self._var
