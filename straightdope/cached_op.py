@@ -23,6 +23,20 @@ from .graph import Graph, ReferenceBackend, annotate, differentiate
 from .symbol.symbol import Group, Symbol
 
 EXECUTORS = ("numba", "numpy")
+COMPILE_MODES = ("sync", "tiered")
+
+
+def compile_mode(name: str | None = None) -> str:
+    """How a hybridized block compiles: `name`, else $STRAIGHTDOPE_COMPILE, else sync.
+
+    'sync': the first call compiles the final tier and waits for it. 'tiered': the
+    first call runs the quick steps tier while a worker process compiles the
+    whole-graph function, which later calls switch to (compiler/tiers.py)."""
+    name = (name or os.environ.get("STRAIGHTDOPE_COMPILE") or "sync").lower()
+    if name not in COMPILE_MODES:
+        raise ValueError(f"unknown compile mode {name!r}: choose one of {COMPILE_MODES} "
+                         f"(hybridize(compile=...) or STRAIGHTDOPE_COMPILE)")
+    return name
 
 
 def get_backend(name: str | None = None):
@@ -57,8 +71,9 @@ class Plan:
 
 class CachedOp:
     def __init__(self, symbol: Symbol, data_names, backend=None, static_alloc=False,
-                 static_shape=False):
+                 static_shape=False, compile=None):
         self.symbol = symbol
+        self.compile_mode = compile_mode(compile)
         self.data_names = list(data_names)
         self.backend = backend if backend is not None and not isinstance(backend, str) \
             else get_backend(backend)
@@ -92,6 +107,8 @@ class CachedOp:
     def _compile(self, shapes, dtypes, is_train, wrt):
         start = time.perf_counter()
         kw = dict(static_alloc=self.static_alloc, static_shape=self.static_shape)
+        if getattr(self.backend, "name", None) == "numba":
+            kw["tiered"] = self.compile_mode == "tiered"
         if wrt is None:
             graph = self._annotated(self.full, shapes, dtypes)
             plan = Plan(self.backend.compile(graph, is_train=is_train, **kw))
@@ -198,3 +215,17 @@ class CachedOp:
             grads = dict(zip(diff.wrt, plan.backward.run(values)))
             return [NDArray(grads[n]) if n in grads else None for n in self.input_names]
         return backward
+
+    def stats(self) -> dict:
+        """What ran and what is still compiling: calls, compiles, and per executable of
+        the last plan its tier ('graph' or 'steps'), whether a better tier is pending,
+        and the switches so far (call number, tier, seconds the worker took)."""
+        out = {"calls": self.calls, "compiles": self.compiles, "mode": self.compile_mode}
+        plan = self.last_plan
+        for part in ("forward", "backward"):
+            ex = getattr(plan, part, None) if plan is not None else None
+            if ex is not None:
+                out[part] = {"tier": getattr(ex, "tier", getattr(self.backend, "name", None)),
+                             "pending": getattr(ex, "pending", False),
+                             "switches": list(getattr(ex, "switches", []))}
+        return out

@@ -20,12 +20,13 @@ import re
 import ipywidgets as w
 import numpy as np
 
+from straightdope.compiler.backend import STAGES
 from straightdope.graph import Graph, annotate
 from straightdope.symbol import Symbol
 
 from . import _style as st
 
-STAGE_ORDER = ("traced", "shapes", "fused", "memory", "source")
+STAGE_ORDER = STAGES          # the compiler's pipeline list (compiler/backend.py PIPELINE)
 #: Below this width (px) for the drawing, the node inspector moves under it.
 GRAPH_MIN_WIDTH = 520
 STAGE_LABELS = {"traced": "traced", "shapes": "shapes inferred", "fused": "fused",

@@ -9,6 +9,16 @@ objects each pass produced (print them, draw them with `.to_dot()`), its
 cache. `run()` is the per-call path and is kept short: check the input shapes
 (skipped with `static_shape`), get the arena (kept across calls with
 `static_alloc`), call the compiled function.
+
+Two tiers share every pass up to the source (`tier=`):
+
+* "graph": ONE `@njit` function for the whole graph. Fastest per call (no Python
+  between steps), but Numba types and LLVM optimises the whole function, kernels
+  included, so its compile time grows with every layer.
+* "steps": the same steps called from a plain Python `run_graph`: the kernels are
+  compiled once per machine, each *distinct* fused loop once (see `codegen.Loops`).
+  Compiling costs about a second whatever the depth; each step costs a few
+  microseconds of Python per call, which only small graphs notice.
 """
 from __future__ import annotations
 
@@ -27,7 +37,22 @@ from .fuse import fuse
 from .lower import lower
 from .memory import plan_memory
 
-STAGES = ("traced", "shapes", "fused", "memory", "source")
+# The pipeline, in order: (the stage a pass produces, the timing key of that pass).
+# This one list names the stages, the timings, STRAIGHTDOPE_DEBUG's output and the tabs
+# of widgets.graph_view; "numba_compile" is the last phase (loading or compiling).
+PIPELINE = (("traced", None), ("shapes", "shapes"), ("fused", "fuse"), ("memory", "plan"),
+            ("source", "codegen"))
+STAGES = tuple(stage for stage, _ in PIPELINE)
+PHASES = tuple(key for _, key in PIPELINE if key) + ("numba_compile",)
+TIERS = ("graph", "steps")
+# Up to this many ops a graph gets the whole-graph tier: it compiles in a second or two
+# and small graphs are where the steps tier's Python between steps would show.
+GRAPH_TIER_MAX_OPS = 32
+
+
+def choose_tier(graph: Graph) -> str:
+    """'graph' for small graphs, 'steps' for large ones (see the module docstring)."""
+    return "graph" if len(graph.op_nodes) <= GRAPH_TIER_MAX_OPS else "steps"
 
 
 def debug_level() -> int:
@@ -47,8 +72,9 @@ def _strip(graph: Graph) -> Graph:
 class Bound:
     """A compiled graph planned for one set of input shapes."""
 
-    def __init__(self, fn, meta, arena_specs, in_shapes, out_plan, static_alloc):
+    def __init__(self, fn, meta, arena_specs, in_shapes, out_plan, static_alloc, loops=None):
         self.fn, self.meta, self.arena_specs = fn, meta, arena_specs
+        self.loops = loops                  # the steps tier's loop functions (else None)
         self.in_shapes = in_shapes
         self.out_plan = out_plan            # None when outputs need no fixing up
         self._per_thread = threading.local() if static_alloc else None
@@ -77,15 +103,20 @@ class Executable:
     are copied), so callers may keep them: `fresh_outputs`."""
     fresh_outputs = True
 
-    def __init__(self, graph: Graph, is_train=False, static_alloc=False, static_shape=False):
+    def __init__(self, graph: Graph, is_train=False, static_alloc=False, static_shape=False,
+                 tier="auto"):
         if any(n.shapes is None or n.dtypes is None for n in graph.nodes):
             raise ValueError("NumbaBackend.compile needs an annotated graph "
                              "(straightdope.graph.annotate)")
-        self.graph = graph
+        tier = choose_tier(graph) if tier == "auto" else tier
+        if tier not in TIERS:
+            raise ValueError(f"unknown tier {tier!r}: choose one of {TIERS}")
+        self.graph, self.tier = graph, tier
         self.is_train, self.static_alloc, self.static_shape = is_train, static_alloc, static_shape
         self.traced = _strip(graph)
         self._vars = [n for n in graph.nodes if n.is_var]
         self._dtypes = {n.name: np.dtype(n.dtypes[0]) for n in self._vars}
+        self._input_dtypes = [self._dtypes[n.name] for n in self._vars]
         self.stages: OrderedDict = OrderedDict()
         self.timings: dict = {}
         shapes = tuple(tuple(n.shapes[0]) for n in self._vars)
@@ -95,66 +126,111 @@ class Executable:
         self._bound = self._bounds[shapes]
 
     # ------------------------------------------------------------ compiling
-    def _build(self, in_shapes) -> Bound:
-        t = {}
-        start = time.perf_counter()
-        known = {n.name: s for n, s in zip(self._vars, in_shapes)}
-        shaped = annotate(self.traced, known, self._dtypes)
-        t["shapes"] = time.perf_counter() - start
+    def _passes(self, in_shapes, loops_apart: bool) -> tuple[dict, dict]:
+        """Run the pipeline up to the source: (stages, timings)."""
+        t, stages = {}, OrderedDict([("traced", self.traced)])
+        mark = time.perf_counter()
+        if in_shapes == self._first_shapes:
+            shaped = self.graph      # the annotated graph we were given: that very object
+        else:
+            known = {n.name: s for n, s in zip(self._vars, in_shapes)}
+            shaped = annotate(self.traced, known, self._dtypes)
+        stages["shapes"] = shaped
+        t["shapes"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
         lowered, rewrites = lower(shaped, self.is_train)
-        fused = fuse(lowered, rewrites)
+        stages["fused"] = fuse(lowered, rewrites)
         t["fuse"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
-        plan = plan_memory(fused, shaped)
+        stages["memory"] = plan_memory(stages["fused"], shaped)
         t["plan"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
-        source, meta = generate(fused, plan, self.is_train)
+        stages["source"], t["meta"], t["loops"] = generate(
+            stages["fused"], stages["memory"], self.is_train, loops_apart=loops_apart)
         t["codegen"] = time.perf_counter() - mark
+        return stages, t
 
-        mark = time.perf_counter()
-        in_memory = False
-        module, info = cache.load(source)
-        in_memory = info["memory"]
-        fn = module.run_graph
-        arena_specs = [(np.dtype(d), plan.arena_sizes.get(d, 0))
-                       for d in _arena_dtypes(source)]
+    def graph_tier_job(self) -> tuple[str, list]:
+        """(whole-graph source, example arguments) for the first input shapes: what a
+        worker process needs to compile the graph tier (see tiers.py)."""
+        stages, _ = self._passes(self._first_shapes, loops_apart=False)
+        source = stages["source"]
+        return source, self._examples(self._first_shapes, source)
+
+    def _examples(self, in_shapes, source) -> list:
+        """Empty arrays with the types run_graph is compiled for."""
         examples = [np.empty((0,) * len(s), self._dtypes[n.name])
                     for n, s in zip(self._vars, in_shapes)]
-        examples += [np.empty(0, dt) for dt, _ in arena_specs] + [np.empty(0, np.int64)]
-        compiled = cache.compile_function(fn, examples)
+        return examples + [np.empty(0, d) for d in _arena_dtypes(source)] \
+            + [np.empty(0, np.int64)]
+
+    def _build(self, in_shapes) -> Bound:
+        start = time.perf_counter()
+        stages, t = self._passes(in_shapes, loops_apart=self.tier == "steps")
+        source, meta, loop_sources = stages["source"], t.pop("meta"), t.pop("loops")
+        plan, lowered = stages["memory"], stages["fused"].graph
+        t["distinct_loops"] = len(loop_sources)          # (steps tier; 0 in the graph tier)
+
+        mark = time.perf_counter()
+        arena_specs = [(np.dtype(d), plan.arena_sizes.get(d, 0))
+                       for d in _arena_dtypes(source)]
+        if self.tier == "graph":
+            module, info = cache.load(source)
+            fn, loops = module.run_graph, None
+            compiled = cache.compile_function(fn, self._examples(in_shapes, source))
+        else:
+            fn, loops, info, compiled = self._compile_steps(source, loop_sources)
+            meta = list(meta)           # read from Python: a list is faster than an array
         if any(n.op.is_random for n in lowered.op_nodes):
             from .kernels import random as _random
             _random.ensure_seeded()
         t["numba_compile"] = time.perf_counter() - mark
+        in_memory = info["memory"]
         t["cache_hit"] = bool(in_memory or compiled["cache_hit"])
         t["cache"] = "memory" if in_memory else ("disk" if compiled["cache_hit"] else
                                                  ("off" if not compiled["jit"] else "miss"))
         t["cache_file"] = info["path"]
         t["cache_file_status"] = info["file"]      # reused | written | rebuilt (was damaged)
         t["total"] = time.perf_counter() - start
+        t["tier"] = self.tier
 
-        if in_shapes == self._first_shapes:
-            shaped = self.graph      # the annotated graph we were given: that very object
-        self.stages = OrderedDict([("traced", self.traced), ("shapes", shaped),
-                                   ("fused", fused), ("memory", plan), ("source", source)])
-        self.timings = t
-        bound = Bound(fn, np.array(meta, dtype=np.int64), arena_specs, in_shapes,
-                      _output_plan(lowered), self.static_alloc)
+        self.stages, self.timings = stages, t
+        if loops is None:
+            meta = np.array(meta, dtype=np.int64)
+        bound = Bound(fn, meta, arena_specs, in_shapes, _output_plan(lowered),
+                      self.static_alloc, loops)
         self._debug()
         return bound
+
+    def _compile_steps(self, source, loop_sources):
+        """run_graph as plain Python, and its loops, each compiled (or loaded) once."""
+        namespace: dict = {}
+        exec(compile(source, "<straightdope steps>", "exec"), namespace)  # our own text
+        loops, hits, memory, compiled = [], [], [], False
+        for text, signatures in loop_sources:
+            module, info = cache.load(text)
+            memory.append(info["memory"])
+            for dtypes in signatures:
+                examples = [0 if d == "int" else np.empty(0, d) for d in dtypes]
+                result = cache.compile_function(module.loop, examples, freeze=False)
+                hits.append(result["cache_hit"])
+                compiled = compiled or result["jit"]
+            loops.append(module.loop)
+        info = {"memory": bool(memory) and all(memory), "path": None,
+                "file": f"{len(loops)} loop modules"}
+        return namespace["run_graph"], tuple(loops), info, \
+            {"cache_hit": all(hits), "jit": compiled}
 
     def _debug(self):
         level = debug_level()
         if level <= 0:
             return
         t = self.timings
-        print(f"[straightdope] compiled {len(self.graph.op_nodes)} ops: "
-              + " ".join(f"{k}={t[k] * 1e3:.1f}ms" for k in
-                         ("shapes", "fuse", "plan", "codegen", "numba_compile"))
+        print(f"[straightdope] compiled {len(self.graph.op_nodes)} ops ({self.tier} tier): "
+              + " ".join(f"{k}={t[k] * 1e3:.1f}ms" for k in PHASES)
               + f" cache={t['cache']}", file=sys.stderr)
         if level >= 2:
             print(self.stages["fused"], file=sys.stderr)
@@ -170,6 +246,8 @@ class Executable:
             if shapes != b.in_shapes:
                 b = self._rebind(shapes)
         arenas = b.arenas if self.static_alloc else b.new_arenas()
+        if b.loops is not None:
+            return self._run_steps(b, inputs, arenas)
         try:
             outs = b.fn(*inputs, *arenas, b.meta)
         except TypeError:
@@ -179,6 +257,16 @@ class Executable:
             inputs = [np.array(x, dtype=self._dtypes[n.name], order="C", copy=True)
                       for x, n in zip(inputs, self._vars)]
             outs = b.fn(*inputs, *arenas, b.meta)
+        if b.out_plan is None:
+            return list(outs)
+        return _finish(b.out_plan, outs, inputs)
+
+    def _run_steps(self, b, inputs, arenas):
+        # the kernels take C-contiguous arrays of the compiled dtypes: convert others
+        inputs = [x if x.flags.c_contiguous and x.flags.writeable and x.dtype == dt
+                  else np.array(x, dtype=dt, order="C", copy=True)
+                  for x, dt in zip(inputs, self._input_dtypes)]
+        outs = b.fn(*inputs, *arenas, b.meta, b.loops)
         if b.out_plan is None:
             return list(outs)
         return _finish(b.out_plan, outs, inputs)
@@ -244,8 +332,14 @@ class NumbaBackend:
     name = "numba"
 
     def compile(self, graph: Graph, is_train: bool = False, static_alloc: bool = False,
-                static_shape: bool = False) -> Executable:
+                static_shape: bool = False, tier: str = "auto", tiered: bool = False):
+        """tier: 'graph', 'steps' or 'auto' (by the graph's size: `choose_tier`).
+        tiered: start on the steps tier and switch to the graph tier when a worker
+        process has compiled it (`tiers.TieredExecutable`)."""
         from . import loops
         if loops.needs_loops(graph):     # loop nodes: compiled segments + compiled bodies
             return loops.LoopExecutable(graph, self, is_train, static_alloc, static_shape)
-        return Executable(graph, is_train, static_alloc, static_shape)
+        if tiered and tier == "auto":
+            from .tiers import TieredExecutable
+            return TieredExecutable(graph, is_train, static_alloc, static_shape)
+        return Executable(graph, is_train, static_alloc, static_shape, tier)

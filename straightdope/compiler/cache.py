@@ -326,14 +326,15 @@ def _fast_load(func, sig) -> bool:
 
 
 @_one_thread_at_a_time
-def compile_function(func, example_args) -> dict:
+def compile_function(func, example_args, freeze=True) -> dict:
     """Compile (or load from Numba's cache) for the argument types of `example_args`;
-    then forbid further compilation so a wrongly typed call fails fast instead of
-    compiling a second version. Returns {'seconds', 'cache_hit'}."""
+    then (`freeze`) forbid further compilation so a wrongly typed call fails fast instead
+    of compiling a second version. Returns {'seconds', 'cache_hit'}."""
     start = time.perf_counter()
     if numba.config.DISABLE_JIT or not hasattr(func, "compile"):
         return {"seconds": 0.0, "cache_hit": False, "jit": False}
     sig = tuple(numba.typeof(a) for a in example_args)
+    hits_before = sum(func._cache_hits.values())
     if sig in func.overloads or any(tuple(s) == sig for s in func.signatures):
         return {"seconds": time.perf_counter() - start, "cache_hit": True, "jit": True}
     try:
@@ -343,6 +344,7 @@ def compile_function(func, example_args) -> dict:
         # a damaged Numba cache file: remove it and compile from scratch
         _remove_numba_cache(func)
         func.compile(sig)
-    hit = sum(func._cache_hits.values()) > 0
-    func.disable_compile()
+    hit = sum(func._cache_hits.values()) > hits_before
+    if freeze:
+        func.disable_compile()
     return {"seconds": time.perf_counter() - start, "cache_hit": hit, "jit": True}

@@ -12,7 +12,7 @@ Every op node of the lowered graph lands in exactly one *step*:
 * `view`: reshapes and copies that only reinterpret a buffer: no code at all.
 
 An elementwise node joins the group of one of its producers when its output has
-the group's shape and joining does not create a cycle (a path that leaves the
+the group's shape, the group is not full (`MAX_LOOP_OPS`) and joining does not create a cycle (a path that leaves the
 group and comes back, e.g. `a -> dot -> add(a, .)`). The steps are then put in
 a topological order.
 """
@@ -26,6 +26,10 @@ from ..graph import Graph
 # Ops that only reinterpret their input's buffer (after lowering).
 VIEW_OPS = {"reshape", "Flatten", "_flatten_leading", "expand_dims", "reshape_like", "_copy",
             "BlockGrad"}
+# A loop holds at most this many ops: Numba's and LLVM's cost grows faster than linearly
+# with the length of a function, and a long chain cut into equal pieces is one loop
+# function called many times in the steps tier.
+MAX_LOOP_OPS = 64
 # Elementwise ops without a `scalar_expr` that codegen still writes as part of a loop.
 FUSIBLE_EXTRA = {"add_n", "_unreduce", "broadcast_to", "broadcast_like", "Cast", "_cast_like",
                  "_zeros", "_ones", "_full"}
@@ -143,7 +147,8 @@ def _joinable(graph, node, steps, step_of, ancestors):
         if s not in step_of:
             continue
         group = steps[step_of[s]]
-        if group.kind != "fused" or graph.nodes[group.nodes[0]].shapes[0] != shape:
+        if (group.kind != "fused" or graph.nodes[group.nodes[0]].shapes[0] != shape
+                or len(group.nodes) >= MAX_LOOP_OPS):
             continue
         # joining must not close a cycle: no other input may depend on the group
         if any(step_of.get(q) != group.id and group.id in ancestors[q] for q, _ in node.inputs):

@@ -26,7 +26,7 @@ import numpy
 
 from .. import autograd, initializer, name as _name, ndarray, symbol
 from ..base import NotImplementedForSymbol
-from ..cached_op import EXECUTORS, CachedOp
+from ..cached_op import EXECUTORS, CachedOp, compile_mode
 from ..context import check_context
 from ..ndarray import NDArray
 from ..ops import OpError
@@ -595,27 +595,32 @@ class HybridBlock(Block):
         super()._clear_cached_op()
 
     def hybridize(self, active=True, static_alloc=False, static_shape=False, executor=None,
-                  **kwargs):
+                  compile=None, **kwargs):
         """Ask for tracing and compiling at the next call (this only sets flags).
 
         executor: 'numba' or 'numpy' (default: $STRAIGHTDOPE_EXECUTOR, else numba).
         static_alloc=True: keep the planned working memory between calls.
         static_shape=True (needs static_alloc=True, as in MXNet): look plans up by the data
         inputs' shapes alone; another input shape is still allowed, it makes a new plan.
+        compile: 'sync' (compile, then run) or 'tiered' (run a quick tier at once while
+        the whole-graph function compiles in another process); default
+        $STRAIGHTDOPE_COMPILE, else 'sync'.
         """
         unknown = set(kwargs) - set(_IGNORED_FLAGS)
         if unknown:
             raise TypeError(f"hybridize() got unknown argument(s) {sorted(unknown)}; it takes "
-                            f"active, static_alloc, static_shape, executor")
+                            f"active, static_alloc, static_shape, executor, compile")
         if static_shape and not static_alloc:
             raise ValueError(f"{self._describe()}: hybridize(static_shape=True) needs "
                              f"static_alloc=True too, as in MXNet: call "
                              f"hybridize(static_alloc=True, static_shape=True)")
         if isinstance(executor, str) and executor.lower() not in EXECUTORS:
             raise ValueError(f"unknown executor {executor!r}: choose one of {EXECUTORS}")
+        if compile is not None:
+            compile_mode(compile)             # a wrong name fails here, not at the call
         self._active = active
         self._flags = dict(static_alloc=static_alloc, static_shape=static_shape,
-                           executor=executor)
+                           executor=executor, compile=compile)
         self._clear_cached_op()
         if active and (self._forward_hooks or self._forward_pre_hooks):
             warnings.warn(f'"{self.name}" is being hybridized while it still has forward '
@@ -623,7 +628,7 @@ class HybridBlock(Block):
                           f'HybridBlock, its hooks will not run (the parent runs one graph).',
                           stacklevel=2)
         super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape,
-                          executor=executor, **kwargs)
+                          executor=executor, compile=compile, **kwargs)
 
     def cast(self, dtype):
         self._clear_cached_op()
@@ -720,7 +725,8 @@ class HybridBlock(Block):
         self._cached_params = cached
         self._cached_op = CachedOp(out, data_names, backend=self._flags.get("executor"),
                                    static_alloc=self._flags.get("static_alloc", False),
-                                   static_shape=self._flags.get("static_shape", False))
+                                   static_shape=self._flags.get("static_shape", False),
+                                   compile=self._flags.get("compile"))
 
     def _call_cached_op(self, *args):
         if self._cached_op is None:

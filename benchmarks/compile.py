@@ -1,0 +1,233 @@
+"""The compile table: seconds of the first hybridized call, each case in a fresh process.
+
+    python -m benchmarks.compile                 # every case, Numba's kernel caches warm
+    python -m benchmarks.compile --quick         # one run per case, no big cases
+    python -m benchmarks.compile --only resnet18 # cases whose name contains this
+    python -m benchmarks.compile --cold-kernels  # Numba's own caches empty too
+    python -m benchmarks.compile --json out.json # also save the figures
+
+What a new user pays: a new process imports straightdope, builds the network, calls
+it once imperatively (deferred shapes resolved: not timed), hybridizes it and calls it
+again: that call (trace + compile + run) is the figure. The graph cache
+(STRAIGHTDOPE_CACHE_DIR) is a new empty folder for every case, so nothing compiled for
+an earlier case is reused. "warm" kernels: Numba's caches of the library's own kernels
+(conv, GEMM, pool, ...) were filled by an earlier run, as on any machine after the first
+use; "cold": NUMBA_CACHE_DIR is a new empty folder too, so the kernels compile as well.
+"cached" reruns the case in another new process with the same graph cache (the figure
+for a notebook restarted on the same machine). One thread everywhere.
+
+The hybridized calls are synchronous (`hybridize(compile="sync")` when the library has
+tiers): the figure is the time until the compiled whole-graph function has run. The
+"tiered" column is the default first call, which runs a cheap tier while the compiled
+function is being built in another process.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# --------------------------------------------------------------------- the cases
+# name -> (what, kind, expensive). kind: forward | train.
+CASES = {
+    "mlp2": "MLP, 2 hidden Dense(256), batch 32",
+    "mlp8": "MLP, 8 hidden Dense(256), batch 32",
+    "mlp32": "MLP, 32 hidden Dense(256), batch 32",
+    "lenet": "LeNet (64,1,28,28)",
+    "resnet18": "ResNet-18 v1, classes=10, (8,3,64,64)",
+    "resnet50": "ResNet-50 v1, classes=10, (8,3,64,64)",
+    "blocks2": "2 identical conv blocks (conv+BN+relu+residual), (8,16,16,16)",
+    "blocks32": "32 identical conv blocks, (8,16,16,16)",
+    "chain1k": "1k chained elementwise ops from -symbol.json, (64, 256)",
+    "chain4k": "4k chained elementwise ops from -symbol.json, (64, 256)",
+    "chain20k": "20k chained elementwise ops from -symbol.json, (64, 256)",
+}
+# (case, kind) pairs in the table, in order; the last field: expensive (one run only)
+ROWS = [("mlp2", "forward"), ("mlp2", "train"), ("mlp8", "forward"), ("mlp8", "train"),
+        ("mlp32", "forward"), ("mlp32", "train"), ("lenet", "forward"), ("lenet", "train"),
+        ("resnet18", "forward"), ("resnet18", "train"), ("resnet50", "train"),
+        ("blocks2", "train"), ("blocks32", "train"),
+        ("chain1k", "forward"), ("chain4k", "forward"), ("chain20k", "forward")]
+EXPENSIVE = {"resnet18", "resnet50", "blocks32", "chain4k", "chain20k"}
+TIMEOUT = 600
+
+CHILD = r"""
+import json, os, resource, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import straightdope as mx
+from straightdope import autograd, nd, sym, gluon
+from straightdope.gluon import nn
+from straightdope.gluon.model_zoo import vision
+
+case, kind, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+mx.random.seed(0)
+
+
+class ConvBlock(gluon.HybridBlock):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.conv = nn.Conv2D(16, 3, padding=1, use_bias=False)
+        self.bn = nn.BatchNorm()
+
+    def hybrid_forward(self, F, x):
+        return F.relu(self.bn(self.conv(x)) + x)
+
+
+def build():
+    if case.startswith("mlp"):
+        net = nn.HybridSequential()
+        for _ in range(int(case[3:])):
+            net.add(nn.Dense(256, activation="relu"))
+        net.add(nn.Dense(10))
+        return net, (32, 512)
+    if case == "lenet":
+        return vision.get_model("lenet"), (64, 1, 28, 28)
+    if case.startswith("resnet"):
+        return vision.get_model(case + "_v1", classes=10), (8, 3, 64, 64)
+    if case.startswith("blocks"):
+        net = nn.HybridSequential()
+        for _ in range(int(case[6:])):
+            net.add(ConvBlock())
+        return net, (8, 16, 16, 16)
+    if case.startswith("chain"):
+        n = int(case[5:-1]) * 1000
+        x = sym.var("data")
+        y = x
+        for i in range(n):
+            y = [sym.relu, lambda s: s * 0.5, lambda s: s + 0.25, sym.tanh][i % 4](y)
+        folder = os.environ["STRAIGHTDOPE_CACHE_DIR"]
+        path = os.path.join(folder, "chain-symbol.json")
+        y.save(path)
+        return gluon.SymbolBlock.imports(path, ["data"]), (64, 256)
+    raise SystemExit(f"unknown case {case}")
+
+
+net, shape = build()
+net.initialize(mx.init.Xavier())
+x = nd.array(np.random.RandomState(0).uniform(-1, 1, shape).astype(np.float32))
+if not case.startswith("chain"):
+    net(x)                                   # deferred shapes resolved (not timed)
+import inspect
+options = {}
+if "compile" in inspect.signature(net.hybridize).parameters:
+    options["compile"] = mode
+net.hybridize(**options)
+rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t1 = time.perf_counter()
+if kind == "forward":
+    y = net(x)
+else:
+    with autograd.record():
+        y = net(x)
+        loss = (y * y).mean()
+    loss.backward()
+first = time.perf_counter() - t1
+op = net._cached_op
+plan = op.last_plan
+info = {"first_call": first, "import_and_build": t1 - t0,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_before_mb": rss_before / 1024}
+fwd = getattr(plan, "forward", None)
+timings = getattr(fwd, "timings", None) or {}
+info["cache"] = timings.get("cache")
+info["tier"] = getattr(op, "stats", lambda: {})().get("tier") if hasattr(op, "stats") else None
+print("RESULT " + json.dumps(info))
+"""
+
+
+def run_case(case, kind, mode, cache_dir, numba_dir=None):
+    """One fresh process; returns its figures, or {'error': ...}."""
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                "NUMBA_NUM_THREADS"):
+        env[var] = "1"
+    env["STRAIGHTDOPE_CACHE_DIR"] = cache_dir
+    env.pop("STRAIGHTDOPE_DEBUG", None)
+    if numba_dir:
+        env["NUMBA_CACHE_DIR"] = numba_dir
+    start = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-c", CHILD, case, kind, mode], env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no result after {TIMEOUT} s"}
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return {"error": f"exit {done.returncode} after {time.perf_counter() - start:.0f} s: "
+                     f"{tail[:160]}"}
+
+
+def measure(case, kind, runs, cold_kernels, cached, mode):
+    """Median over `runs` fresh processes with empty graph caches, plus a cached rerun."""
+    firsts, rss, last, errors, again = [], [], None, [], None
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as nb:
+            last = run_case(case, kind, mode, folder, nb if cold_kernels else None)
+            if "error" in last:
+                errors.append(last["error"])
+                break
+            firsts.append(last["first_call"])
+            rss.append(last["peak_rss_mb"])
+            if cached and again is None:
+                again = run_case(case, kind, mode, folder, nb if cold_kernels else None)
+    if errors:
+        return {"error": errors[0]}
+    return {"first_call": statistics.median(firsts), "runs": len(firsts),
+            "spread": (min(firsts), max(firsts)), "peak_rss_mb": max(rss),
+            "cached": (again or {}).get("first_call"), "cache": last.get("cache")}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", default="", help="cases whose name contains this")
+    parser.add_argument("--quick", action="store_true", help="one run per case, no big cases")
+    parser.add_argument("--runs", type=int, default=3, help="runs of the cheap cases")
+    parser.add_argument("--cold-kernels", action="store_true",
+                        help="Numba's caches empty too (a fresh machine)")
+    parser.add_argument("--mode", default="sync",
+                        help="hybridize(compile=...) when the library has it (sync|tiered)")
+    parser.add_argument("--json", help="save the figures to this file")
+    args = parser.parse_args(argv)
+    rows = [(c, k) for c, k in ROWS if args.only in c]
+    if args.quick:
+        rows = [(c, k) for c, k in rows if c not in EXPENSIVE]
+    if not args.cold_kernels:
+        # fill Numba's kernel caches once (their compile is not what the table measures)
+        with tempfile.TemporaryDirectory() as folder:
+            for case in ("lenet", "blocks2"):
+                run_case(case, "train", args.mode, folder)
+    kernels = "cold (empty NUMBA_CACHE_DIR)" if args.cold_kernels else "warm"
+    print(f"first hybridized call, s; fresh process, empty graph cache, one thread, "
+          f"Numba kernel caches {kernels}, compile={args.mode}; median of up to {args.runs} "
+          f"runs; 'cached': a new process with the graph cache filled")
+    print(f"| case | what | first call s | runs (min-max) | cached s | peak RSS MB |")
+    print("|---|---|---:|---:|---:|---:|")
+    results = {}
+    for case, kind in rows:
+        runs = 1 if case in EXPENSIVE else args.runs
+        r = measure(case, kind, runs, args.cold_kernels,
+                    cached=not case.startswith("chain"), mode=args.mode)
+        results[f"{case}/{kind}"] = r
+        what = CASES[case] + ("" if kind == "forward" else ": training step")
+        if "error" in r:
+            print(f"| {case} {kind} | {what} | failed: {r['error']} | | | |", flush=True)
+            continue
+        cached = f"{r['cached']:.2f}" if r.get("cached") is not None else ""
+        lo, hi = r["spread"]
+        print(f"| {case} {kind} | {what} | {r['first_call']:.2f} | {r['runs']} "
+              f"({lo:.2f}-{hi:.2f}) | {cached} | {r['peak_rss_mb']:.0f} |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"kernels": kernels, "mode": args.mode, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""The two compiled tiers (whole graph, steps) and tiered execution (compiler/tiers.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import straightdope as mx
+from straightdope import autograd, gluon, nd, sym
+from straightdope.compiler import NumbaBackend
+from straightdope.compiler.fuse import MAX_LOOP_OPS
+from straightdope.gluon import nn
+from straightdope.graph import Graph, annotate
+
+
+class ConvBlock(gluon.HybridBlock):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.conv = nn.Conv2D(4, 3, padding=1)
+        self.bn = nn.BatchNorm()
+
+    def hybrid_forward(self, F, x):
+        return F.relu(self.bn(self.conv(x)) + x)
+
+
+def blocks(n):
+    net = nn.HybridSequential()
+    for _ in range(n):
+        net.add(ConvBlock())
+    net.add(nn.MaxPool2D(2), nn.Dense(3))
+    return net
+
+
+def traced_graphs(net, x):
+    """The annotated forward and backward graphs of a training step (reference executor)."""
+    net.initialize(mx.init.Xavier())
+    net(x)
+    net.hybridize(executor="numpy")
+    with autograd.record():
+        net(x)
+    plan = net._cached_op.last_plan
+    return plan.forward.graph, plan.backward.graph
+
+
+def inputs_for(graph, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(n.shapes[0]).astype(n.dtypes[0]) for n in graph.nodes
+            if n.is_var]
+
+
+def test_the_steps_tier_computes_bit_for_bit_what_the_graph_tier_computes():
+    x = nd.array(np.random.default_rng(1).standard_normal((2, 4, 6, 6)).astype(np.float32))
+    for graph in traced_graphs(blocks(2), x):
+        values = inputs_for(graph)
+        graph_tier = NumbaBackend().compile(graph, is_train=True, tier="graph")
+        steps_tier = NumbaBackend().compile(graph, is_train=True, tier="steps")
+        assert graph_tier.tier == "graph" and steps_tier.tier == "steps"
+        assert "L[" in steps_tier.stages["source"] and "@njit" not in steps_tier.stages["source"]
+        for a, b in zip(graph_tier.run(values), steps_tier.run(values)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_repeated_blocks_share_their_loop_functions():
+    """Compile cost per distinct piece of work: 8 blocks have no more distinct loops than 2."""
+    x = nd.array(np.ones((2, 4, 6, 6), np.float32))
+    counts = []
+    for n in (2, 8):
+        backward = traced_graphs(blocks(n), x)[1]
+        ex = NumbaBackend().compile(backward, is_train=True, tier="steps")
+        calls = ex.stages["source"].count("L[")
+        loops = ex.timings["distinct_loops"]
+        counts.append((calls, loops))
+    (calls2, loops2), (calls8, loops8) = counts
+    assert calls8 > calls2 and loops8 == loops2
+
+
+def chain(length):
+    x = sym.var("data")
+    y = x
+    for i in range(length):
+        y = sym.tanh(y) if i % 2 else y * 0.5
+    return annotate(Graph.from_symbol(y, ["data"]), {"data": (3, 4)})
+
+
+def test_a_long_elementwise_chain_is_cut_into_loops_of_bounded_length():
+    distinct = []
+    for pieces in (5, 10):
+        graph = chain(pieces * MAX_LOOP_OPS)
+        ex = NumbaBackend().compile(graph, tier="steps")
+        sizes = [len(s.nodes) for s in ex.stages["fused"].groups]
+        assert sizes == [MAX_LOOP_OPS] * pieces
+        distinct.append(ex.timings["distinct_loops"])
+    # equal pieces are one function (whether they read the input, write the output, or
+    # work in place): a chain twice as long compiles no new loop
+    assert distinct[0] == distinct[1] < 5
+    values = inputs_for(graph)
+    want = values[0]
+    for i in range(10 * MAX_LOOP_OPS):
+        want = np.tanh(want) if i % 2 else want * np.float32(0.5)
+    np.testing.assert_allclose(ex.run(values)[0], want, rtol=1e-5)
+
+
+def test_auto_picks_the_graph_tier_for_small_graphs_and_steps_for_large_ones():
+    x = nd.array(np.ones((2, 4, 6, 6), np.float32))
+    small, large = traced_graphs(blocks(1), x)[0], traced_graphs(blocks(6), x)[1]
+    assert NumbaBackend().compile(small).tier == "graph"
+    assert NumbaBackend().compile(large, is_train=True).tier == "steps"
+
+
+def test_tiered_hybridize_starts_on_steps_switches_to_the_graph_and_keeps_results():
+    mx.random.seed(0)
+    net = nn.HybridSequential()
+    net.add(nn.Dense(7, activation="relu"), nn.Dense(3))
+    net.initialize()
+    x = nd.array(np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32))
+    want = net(x).asnumpy()
+    net.hybridize(compile="tiered")
+    first = net(x).asnumpy()
+    stats = net._cached_op.stats()
+    assert stats["mode"] == "tiered" and stats["forward"]["tier"] == "steps"
+    executable = net._cached_op.last_plan.forward
+    assert executable.wait(timeout=600), executable.error
+    assert executable.error is None
+    second = net(x).asnumpy()
+    stats = net._cached_op.stats()
+    assert stats["forward"]["tier"] == "graph" and not stats["forward"]["pending"]
+    assert [tier for _, tier, _ in stats["forward"]["switches"]] == ["graph"]
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_allclose(first, want, rtol=1e-5, atol=1e-6)
+
+
+def test_sync_mode_runs_the_final_tier_from_the_first_call():
+    net = nn.HybridSequential()
+    net.add(nn.Dense(3))
+    net.initialize()
+    net.hybridize(compile="sync")
+    net(nd.ones((2, 5)))
+    stats = net._cached_op.stats()
+    assert stats["forward"] == {"tier": "graph", "pending": False, "switches": []}
+
+
+def test_an_unknown_compile_mode_is_refused_with_the_choices():
+    net = nn.Dense(3)
+    with pytest.raises(ValueError, match="sync.*tiered"):
+        net.hybridize(compile="fast")
