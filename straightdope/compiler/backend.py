@@ -23,11 +23,13 @@ Two tiers share every pass up to the source (`tier=`):
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
 from collections import OrderedDict
 
+import numba
 import numpy as np
 
 from ..graph import Graph, annotate
@@ -182,7 +184,7 @@ class Executable:
             fn, loops = module.run_graph, None
             compiled = cache.compile_function(fn, self._examples(in_shapes, source))
         else:
-            fn, loops, info, compiled = self._compile_steps(source, loop_sources)
+            fn, loops, info, compiled = self._compile_steps(source, loop_sources, in_shapes)
             meta = list(meta)           # read from Python: a list is faster than an array
         if any(n.op.is_random for n in lowered.op_nodes):
             from .kernels import random as _random
@@ -205,11 +207,16 @@ class Executable:
         self._debug()
         return bound
 
-    def _compile_steps(self, source, loop_sources):
-        """run_graph as plain Python, and its loops, each compiled (or loaded) once."""
+    def _compile_steps(self, source, loop_sources, in_shapes):
+        """run_graph as plain Python, and its loops, each compiled (or loaded) once; the
+        kernels it calls are loaded now too (from Numba's cache, without the half second
+        of Numba start-up that a first call from Python would cost: cache._fast_load)."""
         namespace: dict = {}
         exec(compile(source, "<straightdope steps>", "exec"), namespace)  # our own text
         loops, hits, memory, compiled = [], [], [], False
+        inputs = self._examples(in_shapes, source)[:len(self._vars)]
+        for kernel, examples in _kernel_calls(source, inputs):
+            hits.append(cache.compile_function(kernel, examples, freeze=False)["cache_hit"])
         for text, signatures in loop_sources:
             module, info = cache.load(text)
             memory.append(info["memory"])
@@ -281,6 +288,66 @@ class Executable:
                 b = self._bounds[shapes] = self._build(shapes)
         self._bound = b
         return b
+
+
+_CALL = re.compile(r"(?:(v[0-9_]+) = )?k_([a-z]+)\.([a-z0-9_]+)\((.*)\)")
+
+
+def _kernel_calls(source: str, inputs: list) -> list:
+    """(kernel, example arguments) for every distinct kernel call in a steps-tier source,
+    read back from its text: `xK` is input K, `A_<dtype>` an arena, `vN` an array made
+    by a call above, `(...)` a tuple of sizes, `np.float64(...)` a float, the rest ints."""
+    import importlib
+    arrays = {f"x{k}": a for k, a in enumerate(inputs)}
+    arrays.update({f"A_{d}": np.empty(0, d) for d in _arena_dtypes(source)})
+    seen, calls = set(), []
+    lines = []
+    for line in source.splitlines():
+        line = line.strip()
+        if line.startswith("return ("):           # return (k_util.shaped(v9, (s0, s8)), )
+            lines += _split_args(line[len("return ("):-1])
+        else:
+            lines.append(line)
+    for line in lines:
+        found = _CALL.fullmatch(line)
+        if found is None:
+            continue
+        target, module, func, text = found.groups()
+        args = []
+        for arg in _split_args(text):
+            if arg in arrays:
+                args.append(arrays[arg])
+            elif arg.startswith("("):
+                args.append((0,) * len(_split_args(arg[1:-1])))
+            elif arg.startswith("np.float64("):
+                args.append(0.0)
+            elif re.fullmatch(r"v[0-9_]+", arg):
+                return calls             # an array we cannot type: the rest loads lazily
+            else:
+                args.append(0)
+        kernel = getattr(importlib.import_module(f"{__package__}.kernels.{module}"), func)
+        if target is not None:           # flat(x) and empty(n, arena): 1-d arrays
+            arrays[target] = np.empty(0, args[-1].dtype)
+        key = (module, func, tuple(str(numba.typeof(a)) for a in args))
+        if key not in seen:
+            seen.add(key)
+            calls.append((kernel, args))
+    return calls
+
+
+def _split_args(text: str) -> list:
+    """Top-level comma-separated parts of a call's argument text."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        depth += (ch == "(") - (ch == ")")
+        current += ch
+    if current.strip():
+        parts.append(current.strip())
+    return parts
 
 
 def _arena_dtypes(source: str) -> list:

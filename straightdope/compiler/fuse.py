@@ -29,7 +29,7 @@ VIEW_OPS = {"reshape", "Flatten", "_flatten_leading", "expand_dims", "reshape_li
 # A loop holds at most this many ops: Numba's and LLVM's cost grows faster than linearly
 # with the length of a function, and a long chain cut into equal pieces is one loop
 # function called many times in the steps tier.
-MAX_LOOP_OPS = 64
+MAX_LOOP_OPS = 16
 # Elementwise ops without a `scalar_expr` that codegen still writes as part of a loop.
 FUSIBLE_EXTRA = {"add_n", "_unreduce", "broadcast_to", "broadcast_like", "Cast", "_cast_like",
                  "_zeros", "_ones", "_full"}
@@ -110,13 +110,15 @@ class Fused:
 def fuse(graph: Graph, rewrites: list[str] | None = None) -> Fused:
     steps: list[Step] = []
     step_of: dict[int, int] = {}
-    ancestors: dict[int, set] = {}          # node id -> steps it depends on, transitively
+    # node id -> the steps it depends on, transitively, as the bits of an int (a set of
+    # step ids per node would need memory quadratic in the length of a chain)
+    ancestors: dict[int, int] = {}
     for node in graph.nodes:
-        deps = set()
+        deps = 0
         for s, _ in node.inputs:
             deps |= ancestors[s]
             if s in step_of:
-                deps.add(step_of[s])
+                deps |= 1 << step_of[s]
         ancestors[node.id] = deps
         if node.is_var:
             continue
@@ -151,7 +153,8 @@ def _joinable(graph, node, steps, step_of, ancestors):
                 or len(group.nodes) >= MAX_LOOP_OPS):
             continue
         # joining must not close a cycle: no other input may depend on the group
-        if any(step_of.get(q) != group.id and group.id in ancestors[q] for q, _ in node.inputs):
+        if any(step_of.get(q) != group.id and ancestors[q] >> group.id & 1
+               for q, _ in node.inputs):
             continue
         # ancestors[] is per node; a group that grew since may reach the group through
         # another member, so check the steps themselves too
