@@ -5,6 +5,7 @@
     python -m benchmarks.compile --only resnet18 # cases whose name contains this
     python -m benchmarks.compile --cold-kernels  # Numba's own caches empty too
     python -m benchmarks.compile --json out.json # also save the figures
+    python -m benchmarks.compile --against /tmp/main   # side by side with another checkout
 
 What a new user pays: a new process imports straightdope, builds the network, calls
 it once imperatively (deferred shapes resolved: not timed), hybridizes it and calls it
@@ -141,9 +142,12 @@ print("RESULT " + json.dumps(info))
 """
 
 
-def run_case(case, kind, mode, cache_dir, numba_dir=None):
-    """One fresh process; returns its figures, or {'error': ...}."""
+def run_case(case, kind, mode, cache_dir, numba_dir=None, library=None):
+    """One fresh process (importing straightdope from `library`, a checkout's folder, if
+    given); returns its figures, or {'error': ...}."""
     env = dict(os.environ)
+    if library:
+        env["PYTHONPATH"] = library
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                 "NUMBA_NUM_THREADS"):
         env[var] = "1"
@@ -165,19 +169,20 @@ def run_case(case, kind, mode, cache_dir, numba_dir=None):
                      f"{tail[:160]}"}
 
 
-def measure(case, kind, runs, cold_kernels, cached, mode):
+def measure(case, kind, runs, cold_kernels, cached, mode, library=None):
     """Median over `runs` fresh processes with empty graph caches, plus a cached rerun."""
     firsts, rss, last, errors, again = [], [], None, [], None
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as nb:
-            last = run_case(case, kind, mode, folder, nb if cold_kernels else None)
+            numba_dir = nb if cold_kernels else None
+            last = run_case(case, kind, mode, folder, numba_dir, library)
             if "error" in last:
                 errors.append(last["error"])
                 break
             firsts.append(last["first_call"])
             rss.append(last["peak_rss_mb"])
             if cached and again is None:
-                again = run_case(case, kind, mode, folder, nb if cold_kernels else None)
+                again = run_case(case, kind, mode, folder, numba_dir, library)
     if errors:
         return {"error": errors[0]}
     return {"first_call": statistics.median(firsts), "runs": len(firsts),
@@ -195,7 +200,11 @@ def main(argv=None):
     parser.add_argument("--mode", default="sync",
                         help="hybridize(compile=...) when the library has it (sync|tiered)")
     parser.add_argument("--json", help="save the figures to this file")
+    parser.add_argument("--against", help="a checkout of another version (e.g. main in /tmp):"
+                        " each case runs there too, right before, for a side-by-side table")
     args = parser.parse_args(argv)
+    if args.against:
+        return compare(args)
     rows = [(c, k) for c, k in ROWS if args.only in c]
     if args.quick:
         rows = [(c, k) for c, k in rows if c not in EXPENSIVE]
@@ -227,6 +236,42 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"kernels": kernels, "mode": args.mode, "results": results}, f, indent=1)
+
+
+def compare(args):
+    """Each case with the other checkout, then with this one, back to back: on a shared,
+    noisy machine only figures taken at the same moment compare."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rows = [(c, k) for c, k in ROWS if args.only in c]
+    if args.quick:
+        rows = [(c, k) for c, k in rows if c not in EXPENSIVE]
+    kernels = "cold" if args.cold_kernels else "warm"
+    if not args.cold_kernels:
+        with tempfile.TemporaryDirectory() as folder:
+            for library in (args.against, here):
+                run_case("lenet", "train", args.mode, folder, library=library)
+    print(f"first hybridized call, s, before ({args.against}) and now ({here}) back to back; "
+          f"fresh process, empty graph cache, one thread, Numba kernel caches {kernels}")
+    print("| case | before s | now s | now / before | now: cached s | now: peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|")
+    results = {}
+    for case, kind in rows:
+        runs = 1 if case in EXPENSIVE else args.runs
+        cached = not case.startswith("chain")
+        before = measure(case, kind, runs, args.cold_kernels, False, args.mode, args.against)
+        now = measure(case, kind, runs, args.cold_kernels, cached, args.mode, here)
+        results[f"{case}/{kind}"] = {"before": before, "now": now}
+        b = before.get("first_call")
+        n = now.get("first_call")
+        cells = [f"{b:.2f}" if b else before.get("error", "")[:60],
+                 f"{n:.2f}" if n else now.get("error", "")[:60],
+                 f"{n / b:.2f}" if b and n else "",
+                 f"{now['cached']:.2f}" if now.get("cached") else "",
+                 f"{now['peak_rss_mb']:.0f}" if n else ""]
+        print(f"| {case} {kind} | " + " | ".join(cells) + " |", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"kernels": kernels, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

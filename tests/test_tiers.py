@@ -142,3 +142,19 @@ def test_an_unknown_compile_mode_is_refused_with_the_choices():
     net = nn.Dense(3)
     with pytest.raises(ValueError, match="sync.*tiered"):
         net.hybridize(compile="fast")
+
+
+def test_the_trace_inspector_shows_which_tier_ran_and_a_pending_switch():
+    from widgets import TraceInspector
+    net = nn.HybridSequential()
+    net.add(nn.Dense(4, activation="relu"), nn.Dense(2))
+    net.initialize()
+    net.hybridize(compile="tiered")
+    inspector = TraceInspector(net, nd.ones((1, 3)))
+    traced = inspector.calls[-1]
+    assert traced.tier.startswith("steps")
+    assert "compiled tier: steps" in inspector.hybridized_html.value
+    assert net._cached_op.last_plan.forward.wait(timeout=600)
+    inspector.call()
+    assert inspector.calls[-1].tier == "graph"
+    assert "compiled tier: graph" in inspector.hybridized_html.value

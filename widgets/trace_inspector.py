@@ -33,6 +33,14 @@ class Call:
     error: Exception | None = None
     result: str = ""      # a one-line description of what the call returned
     trace_failed: bool = False   # hybridized, no graph yet, and tracing raised `error`
+    tier: str = ""        # which compiled tier ran ('graph', 'steps'; see compiler/tiers.py)
+
+
+def _tier(op) -> str:
+    """The tier the cached graph's forward ran on, with a switch still pending if any."""
+    stats = op.stats().get("forward", {}) if hasattr(op, "stats") else {}
+    tier = stats.get("tier") or ""
+    return tier + (", the whole-graph tier is compiling" if stats.get("pending") else "")
 
 
 def _describe(result) -> str:
@@ -124,7 +132,8 @@ class TraceInspector(w.VBox):
         trace_failed = (mode == "hybridized" and error is not None and not traced
                         and op_after is None)
         record = Call(len(self.calls) + 1, mode, printed, traced, error,
-                      "" if error is not None else _describe(result), trace_failed)
+                      "" if error is not None else _describe(result), trace_failed,
+                      _tier(op_after) if mode == "hybridized" else "")
         self.calls.append(record)
         if traced and op_after is not None:
             self.traced_json = op_after.symbol.tojson()
@@ -153,6 +162,8 @@ class TraceInspector(w.VBox):
             what = "cached graph ran, no Python"
         parts = [f'<div style="{st.FONT} font-weight: bold; color: {accent}; '
                  f'margin-top: 8px;">call {call.index} &middot; {st.esc(what)}</div>']
+        if call.tier and call.tier != "numpy":
+            parts.append(st.note(f"compiled tier: {call.tier}"))
         if call.printed:
             parts.append(st.pre(call.printed.rstrip("\n"), border=accent))
         elif call.error is None:
