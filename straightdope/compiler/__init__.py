@@ -7,7 +7,11 @@
 * `memory.py`  liveness and buffer reuse (pass 3)
 * `codegen.py` writes the Python source of the whole graph (pass 4)
 * `cache.py`   the on-disk cache of generated modules and their machine code
-* `backend.py` NumbaBackend / Executable: runs the passes, then runs the code
+* `backend.py` NumbaBackend / Executable: runs the passes (its PIPELINE list), then the
+               code, as one whole-graph function ("graph" tier) or as steps called from
+               Python, one function per distinct loop ("steps" tier, for large graphs)
+* `tiers.py`   hybridize(compile="tiered"): the steps tier first, the whole-graph function
+               compiled by a worker process, then a switch
 * `loops.py`   graphs with loops: compiled segments, and loop bodies compiled once
 * `kernels/`   precompiled Numba kernels for everything that is not a fused loop
 

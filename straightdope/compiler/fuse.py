@@ -12,9 +12,9 @@ Every op node of the lowered graph lands in exactly one *step*:
 * `view`: reshapes and copies that only reinterpret a buffer: no code at all.
 
 An elementwise node joins the group of one of its producers when its output has
-the group's shape, the group is not full (`MAX_LOOP_OPS`) and joining does not create a cycle (a path that leaves the
-group and comes back, e.g. `a -> dot -> add(a, .)`). The steps are then put in
-a topological order.
+the group's shape, the group is not full (`MAX_LOOP_OPS`) and joining does not create a
+cycle (a path that leaves the group and comes back, e.g. `a -> dot -> add(a, .)`).
+The steps are then put in a topological order.
 """
 from __future__ import annotations
 
