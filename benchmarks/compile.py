@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -177,12 +178,38 @@ def run_case(case, kind, mode, cache_dir, numba_dir=None, library=None):
                      f"{tail[:160]}"}
 
 
+WARM = tempfile.mkdtemp(prefix="sd-warm-kernels-")     # filled by warm_up()
+
+
+def warm_up(mode, libraries):
+    """Compile the library's kernels once into WARM (their compile is not what the table
+    measures, except with --cold-kernels)."""
+    for library in libraries:
+        run_case("lenet", "train", mode, WARM, library=library)
+        run_case("blocks2", "train", mode, WARM, library=library)
+
+
+def seed_kernels(folder):
+    """Give a fresh graph cache the kernels' compiled code (not the generated graphs'):
+    newer versions keep Numba's files of both in <cache dir>/numba, older ones keep the
+    kernels' in the package's __pycache__ (then there is nothing to copy)."""
+    source = os.path.join(WARM, "numba")
+    for root, _, files in os.walk(source):
+        target = os.path.join(folder, "numba", os.path.relpath(root, source))
+        os.makedirs(target, mode=0o700, exist_ok=True)
+        for name in files:
+            if not name.startswith("g_"):
+                shutil.copy2(os.path.join(root, name), os.path.join(target, name))
+
+
 def measure(case, kind, runs, cold_kernels, cached, mode, library=None):
     """Median over `runs` fresh processes with empty graph caches, plus a cached rerun."""
     firsts, rss, last, errors, again = [], [], None, [], None
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as nb:
             numba_dir = nb if cold_kernels else None
+            if not cold_kernels:
+                seed_kernels(folder)
             last = run_case(case, kind, mode, folder, numba_dir, library)
             if "error" in last:
                 errors.append(last["error"])
@@ -224,10 +251,7 @@ def main(argv=None):
     if args.quick:
         rows = [(c, k) for c, k in rows if c not in EXPENSIVE]
     if not args.cold_kernels:
-        # fill Numba's kernel caches once (their compile is not what the table measures)
-        with tempfile.TemporaryDirectory() as folder:
-            for case in ("lenet", "blocks2"):
-                run_case(case, "train", args.mode, folder)
+        warm_up(args.mode, [None])
     kernels = "cold (empty NUMBA_CACHE_DIR)" if args.cold_kernels else "warm"
     unit = "CPU" if CPU else "wall-clock"
     print(f"first hybridized call, {unit} s; fresh process, empty graph cache, one thread, "
@@ -252,6 +276,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"kernels": kernels, "mode": args.mode, "results": results}, f, indent=1)
+    shutil.rmtree(WARM, ignore_errors=True)
 
 
 def compare(args):
@@ -263,9 +288,7 @@ def compare(args):
         rows = [(c, k) for c, k in rows if c not in EXPENSIVE]
     kernels = "cold" if args.cold_kernels else "warm"
     if not args.cold_kernels:
-        with tempfile.TemporaryDirectory() as folder:
-            for library in (args.against, here):
-                run_case("lenet", "train", args.mode, folder, library=library)
+        warm_up(args.mode, [args.against, here])
     unit = "CPU" if CPU else "wall-clock"
     print(f"first hybridized call, {unit} s, before ({args.against}) and now ({here}) "
           f"back to back; "
@@ -290,6 +313,7 @@ def compare(args):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"kernels": kernels, "results": results}, f, indent=1)
+    shutil.rmtree(WARM, ignore_errors=True)
 
 
 if __name__ == "__main__":
