@@ -3,6 +3,7 @@ untrusted model files, limits, and the edges where imperative and hybridized mee
 docs/security.md explains the rules these tests hold the library to."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
@@ -14,12 +15,14 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from straightdope import nd, sym
+from straightdope import gluon, nd, sym
 from straightdope.compiler import NumbaBackend, cache
 from straightdope.gluon import nn
 from straightdope.graph import Graph, annotate, run_reference
@@ -279,3 +282,126 @@ def test_processes_compiling_the_same_graph_into_one_cache_dir_all_succeed():
     assert all(r["warnings"] == [] for r in results)
     later = run_child(folder, scale=scale)
     assert later["cache"] == "disk" and later["y"] == results[0]["y"]
+
+
+# ------------------------------------------------------------ model files (5, 7, 15-18)
+from straightdope.serialization import ArrayFileError, load_arrays, save_arrays  # noqa: E402
+
+
+def zip_bomb(path, name, shape, dtype="<f4"):
+    """A small .npz declaring a big array of zeros, deflated (a few MB on disk)."""
+    header = {"descr": dtype, "fortran_order": False, "shape": shape}
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        with zf.open(name + ".npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(f, header)
+            chunk = bytes(1 << 20)
+            for start in range(0, nbytes, len(chunk)):
+                f.write(chunk[:min(len(chunk), nbytes - start)])
+
+
+def test_a_zip_bomb_params_file_is_refused_from_its_headers_without_decompressing(tmp_path):
+    net = nn.Dense(4, in_units=3)
+    net.initialize()
+    path = tmp_path / "bomb.params"
+    zip_bomb(path, "weight", (4, 3 * (1 << 24)))            # 200 MB of zeros, ~0.2 MB file
+    zip_bomb(tmp_path / "w.params", "bias", (4,))
+    assert path.stat().st_size < 2 << 20
+    before = net.weight.data().asnumpy().copy()
+    with pytest.raises(ValueError, match=r"needs shape \(4, 3\), the file holds shape"):
+        net.load_parameters(str(path), allow_missing=True)
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), before)
+
+
+def test_a_file_declaring_more_than_the_limit_is_refused_before_reading(tmp_path, monkeypatch):
+    zip_bomb(tmp_path / "big.npz", "list:000000", (1 << 20,))
+    monkeypatch.setenv("STRAIGHTDOPE_MAX_LOAD_BYTES", str(1 << 20))
+    with pytest.raises(ArrayFileError, match="STRAIGHTDOPE_MAX_LOAD_BYTES"):
+        nd.load(str(tmp_path / "big.npz"))
+
+
+def test_a_member_whose_header_lies_about_its_size_is_refused(tmp_path):
+    path = tmp_path / "lie.npz"
+    with zipfile.ZipFile(path, "w") as zf:
+        with zf.open("x.npy", "w") as f:
+            np.lib.format.write_array_header_1_0(
+                f, {"descr": "<f4", "fortran_order": False, "shape": (1000,)})
+            f.write(bytes(8))
+    with pytest.raises(ArrayFileError, match="declares shape"):
+        load_arrays(path)
+
+
+def test_models_without_parameters_save_and_load_back(tmp_path):
+    net = nn.HybridSequential()
+    net.add(nn.Activation("relu"))
+    net.initialize()
+    net.save_parameters(str(tmp_path / "empty.params"))
+    net.load_parameters(str(tmp_path / "empty.params"))
+    nd.save(str(tmp_path / "empty.nd"), {})
+    assert nd.load(str(tmp_path / "empty.nd")) == {}
+    net.hybridize()
+    x = nd.array([[-1.0, 2.0]])
+    net(x)
+    net.export(str(tmp_path / "act"))
+    back = gluon.SymbolBlock.imports(str(tmp_path / "act-symbol.json"), ["data"],
+                                     str(tmp_path / "act-0000.params"))
+    np.testing.assert_array_equal(back(x).asnumpy(), [[0.0, 2.0]])
+
+
+def test_a_file_with_two_members_of_the_same_name_is_refused(tmp_path):
+    path = tmp_path / "dup.params"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                   # zipfile: "Duplicate name"
+        with zipfile.ZipFile(path, "w") as zf:
+            for value in (1.0, 2.0):
+                buf = io.BytesIO()
+                np.save(buf, np.full(3, value, np.float32))
+                zf.writestr("bias.npy", buf.getvalue())
+    with pytest.raises(ArrayFileError, match="two arrays named 'bias'"):
+        load_arrays(path)
+
+
+def test_a_save_killed_midway_leaves_the_old_file_and_the_next_save_cleans_up(tmp_path):
+    path = tmp_path / "w.npz"
+    save_arrays(path, {"a": np.zeros(3)})
+    script = (f"import numpy as np, os, signal\n"
+              f"from straightdope.serialization import atomic_write\n"
+              f"def write(f):\n"
+              f"    f.write(b'x' * 1000)\n"
+              f"    os.kill(os.getpid(), signal.SIGKILL)\n"
+              f"atomic_write({str(path)!r}, write)\n")
+    for _ in range(3):
+        out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=dict(os.environ),
+                             capture_output=True, timeout=120)
+        assert out.returncode == -9, out.stderr
+    assert len(list(tmp_path.glob(".tmp-*"))) == 1       # each save cleaned the one before
+    np.testing.assert_array_equal(load_arrays(path)["a"], np.zeros(3))
+    (tmp_path / ".tmp-1-abcdefgh-other.npz").write_text("not ours to remove")
+    save_arrays(path, {"a": np.ones(3)})
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp-")] == \
+        [".tmp-1-abcdefgh-other.npz"]
+    np.testing.assert_array_equal(load_arrays(path)["a"], np.ones(3))
+
+
+def test_saved_files_honour_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        save_arrays(tmp_path / "a.npz", {"a": np.zeros(2)})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.npz").stat().st_mode) == 0o640
+
+
+def test_a_big_endian_params_file_loads_with_the_same_values(tmp_path):
+    net = nn.Dense(2, in_units=3)
+    net.initialize()
+    values = {"weight": np.arange(6, dtype=">f4").reshape(2, 3), "bias": np.ones(2, ">f4")}
+    with open(tmp_path / "be.params", "wb") as f:
+        np.savez(f, **values)
+    net.load_parameters(str(tmp_path / "be.params"))
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), values["weight"])
+    assert net.weight.data().dtype == np.float32
+    with open(tmp_path / "be64.params", "wb") as f:
+        np.savez(f, weight=values["weight"].astype(">f8"), bias=values["bias"])
+    with pytest.raises(ValueError, match="uses float32, the file holds float64"):
+        net.load_parameters(str(tmp_path / "be64.params"))

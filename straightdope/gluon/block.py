@@ -30,7 +30,7 @@ from ..cached_op import EXECUTORS, CachedOp, compile_mode
 from ..context import check_context
 from ..ndarray import NDArray
 from ..ops import OpError
-from ..serialization import load_arrays, save_arrays
+from ..serialization import read_headers, save_arrays
 from ..symbol import Symbol
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, _indent,
                         load_by_name, tracing)
@@ -391,7 +391,7 @@ class Block:
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
                         cast_dtype=False, dtype_source="current"):
         """Load values saved by save_parameters() (or export()) into this network."""
-        loaded = load_arrays(filename)
+        loaded = read_headers(filename)        # arrays are read once checked
         params = self._collect_params_with_prefix()
         if loaded and not any(k in params for k in loaded):
             # Not structural keys: a file from export() ('arg:NAME') or ParameterDict.save.

@@ -23,7 +23,7 @@ from .. import autograd, initializer
 from ..base import MXNetError
 from ..context import check_context, cpu
 from ..ndarray import NDArray
-from ..serialization import load_arrays, save_arrays
+from ..serialization import read_headers, save_arrays
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict",
            "tensor_types"]
@@ -340,25 +340,30 @@ class Parameter:
         """The values as a NumPy array, for saving."""
         return self._check_and_get("its values to save them").asnumpy()
 
+    def _check_loadable(self, data, cast_dtype=False, key=None):
+        """Refuse values of another shape, or dtype unless cast_dtype (`data` may be a
+        file's StoredArray: only its header is looked at)."""
+        where = f" (key '{key}')" if key and key != self.name else ""
+        if self._shape is not None and not _compatible(self._shape, tuple(data.shape)):
+            raise ValueError(
+                f"Cannot load Parameter '{self.name}'{where}: this network needs shape "
+                f"{self._shape}, the file holds shape {tuple(data.shape)}. The file was saved "
+                f"from a different architecture: rebuild the network exactly as it was when "
+                f"saved (same layers, units, in_units/in_channels), or skip the parameter "
+                f"with allow_missing=True / ignore_extra=True.")
+        if _np.dtype(data.dtype).newbyteorder("=") != self._dtype and not cast_dtype:
+            raise ValueError(
+                f"Cannot load Parameter '{self.name}'{where}: the network uses "
+                f"{self._dtype.name}, the file holds {_np.dtype(data.dtype).name}. Pass "
+                f"cast_dtype=True to convert (dtype_source='current' keeps the network's "
+                f"dtype, 'saved' takes the file's).")
+
     def _load_init(self, data, ctx=None, cast_dtype=False, dtype_source="current",
                    key=None):
         """Take values from a file. Returns True if the shape or dtype changed."""
-        data = _np.asarray(data)
-        where = f" (key '{key}')" if key and key != self.name else ""
-        if self._shape is not None and not _compatible(self._shape, data.shape):
-            raise ValueError(
-                f"Cannot load Parameter '{self.name}'{where}: this network needs shape "
-                f"{self._shape}, the file holds shape {data.shape}. The file was saved from a "
-                f"different architecture: rebuild the network exactly as it was when saved "
-                f"(same layers, units, in_units/in_channels), or skip the parameter with "
-                f"allow_missing=True / ignore_extra=True.")
+        self._check_loadable(data, cast_dtype, key)
+        data = _np.asarray(data)          # a StoredArray is read from its file only now
         if data.dtype != self._dtype:
-            if not cast_dtype:
-                raise ValueError(
-                    f"Cannot load Parameter '{self.name}'{where}: the network uses "
-                    f"{self._dtype.name}, the file holds {data.dtype.name}. Pass "
-                    f"cast_dtype=True to convert (dtype_source='current' keeps the network's "
-                    f"dtype, 'saved' takes the file's).")
             if dtype_source == "saved":
                 self._dtype = data.dtype
             else:
@@ -548,7 +553,7 @@ class ParameterDict:
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False,
              restore_prefix="", cast_dtype=False, dtype_source="current"):
         """Load values saved by `save()` or `export()` (keys `arg:NAME` / `aux:NAME`)."""
-        loaded = load_arrays(filename)
+        loaded = read_headers(filename)        # arrays are read once checked
         arrays = {}
         for key, value in loaded.items():
             name = key.split(":", 1)[1] if key.startswith(("arg:", "aux:")) else key
@@ -575,6 +580,9 @@ def load_by_name(params, arrays, filename, ctx=None, allow_missing=False, ignore
                 f"Parameter(s) {extra} from file '{filename}' are not present in this network, "
                 f"which has {_summarize(params)}. Set ignore_extra=True to skip them, or "
                 f"rebuild the network with the same layers as the one that was saved.")
+    for key, value in arrays.items():   # every shape and dtype, before reading any data
+        if key in params:
+            params[key]._check_loadable(value, cast_dtype, key)
     changed = False
     for key, value in arrays.items():
         if key in params:
