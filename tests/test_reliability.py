@@ -405,3 +405,36 @@ def test_a_big_endian_params_file_loads_with_the_same_values(tmp_path):
         np.savez(f, weight=values["weight"].astype(">f8"), bias=values["bias"])
     with pytest.raises(ValueError, match="uses float32, the file holds float64"):
         net.load_parameters(str(tmp_path / "be64.params"))
+
+
+# ------------------------------------------------------------------- Trainer (12)
+def small_trainer(**optimizer_params):
+    net = nn.Dense(2, in_units=3)
+    net.initialize()
+    trainer = gluon.Trainer(net.collect_params(), "sgd",
+                            {"learning_rate": 0.1, "wd": 0.1, "momentum": 0.9,
+                             **optimizer_params})
+    return net, trainer
+
+
+def test_trainer_step_before_any_backward_raises_and_leaves_the_weights():
+    net, trainer = small_trainer()
+    before = net.weight.data().asnumpy().copy()
+    with pytest.raises(UserWarning, match="no gradient yet.*backward"):
+        trainer.step(4)
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), before)
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "4", True])
+def test_trainer_step_refuses_a_batch_size_that_is_not_a_positive_number(bad):
+    from straightdope import autograd
+    net, trainer = small_trainer()
+    with autograd.record():
+        loss = net(nd.ones((4, 3))).sum()
+    loss.backward()
+    before = net.weight.data().asnumpy().copy()
+    with pytest.raises(ValueError, match=r"batch_size must be a positive number"):
+        trainer.step(bad)
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), before)
+    trainer.step(4)                                   # a good step still works after
+    assert not np.array_equal(net.weight.data().asnumpy(), before)

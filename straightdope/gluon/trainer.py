@@ -17,6 +17,9 @@ straightdope runs on one CPU, so ``allreduce_grads`` has nothing to do and
 """
 from __future__ import annotations
 
+import math
+import numbers
+
 from .. import optimizer as opt
 from ..serialization import load_arrays, save_arrays
 from .parameter import Parameter
@@ -111,7 +114,7 @@ class Trainer:
         ignore_stale_grad=True skips (instead of failing on) parameters whose gradient no
         backward() has written since the last step, e.g. a branch not used in this batch.
         """
-        self._optimizer.rescale_grad = self._scale / batch_size
+        self._optimizer.rescale_grad = self._scale / _checked(batch_size, "step")
         self._allreduce_grads()
         self._update(ignore_stale_grad)
 
@@ -125,15 +128,16 @@ class Trainer:
 
     def update(self, batch_size, ignore_stale_grad=False):
         """The second half of step(): rescale and apply the update (after allreduce_grads)."""
-        self._optimizer.rescale_grad = self._scale / batch_size
+        self._optimizer.rescale_grad = self._scale / _checked(batch_size, "update")
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad=False):
         indices, grads, weights = [], [], []
-        for i, param in enumerate(self._params):
-            if param.grad_req == 'null':
-                continue                    # frozen (e.g. BatchNorm running statistics)
-            weight, grad = self._data_and_grad(param)
+        # frozen ones (e.g. BatchNorm running statistics) are skipped; all are checked for
+        # initialization before any is checked for a fresh gradient
+        trained = [(i, param, *self._data_and_grad(param))
+                   for i, param in enumerate(self._params) if param.grad_req != 'null']
+        for i, param, weight, grad in trained:
             if not self._check_fresh(i, param, weight, ignore_stale_grad):
                 continue
             indices.append(i)
@@ -160,12 +164,16 @@ class Trainer:
         backward() reached the parameter (its block was not used, or backward was not
         called). Returns False to skip a stale parameter when that is allowed.
         """
-        last = self._last_grads.get(index)
-        stale = last is not None and last == weight._grad_stamp
+        stale = self._last_grads.get(index, 0) == weight._grad_stamp
         if not stale:
             return True
         if ignore_stale_grad:
             return False
+        if weight._grad_stamp == 0:        # weight decay and momentum would still move it
+            raise UserWarning(
+                f"trainer.step(): Parameter '{param.name}' has no gradient yet: no backward() "
+                f"has reached it. Compute the loss inside autograd.record() and call "
+                f"loss.backward() before trainer.step(batch_size).")
         raise UserWarning(
             f"Gradient of Parameter '{param.name}' has not been updated by backward since the "
             f"last step. This could mean a bug in your model that made it only use a subset "
@@ -203,3 +211,14 @@ class Trainer:
                                      f"a different network")
         self._optimizer.param_dict = dict(enumerate(self._params))
         self._last_grads = {}
+
+
+def _checked(batch_size, method):
+    """batch_size must be a positive finite number: the gradients are divided by it
+    (0 divides by zero, a negative one climbs the loss, NaN turns every weight NaN)."""
+    if (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Real)
+            or not math.isfinite(batch_size) or batch_size <= 0):
+        raise ValueError(f"trainer.{method}(batch_size={batch_size!r}): batch_size must be a "
+                         f"positive number, how many samples the gradients were summed over "
+                         f"(e.g. X.shape[0]; 1 if the loss is already a mean)")
+    return batch_size
