@@ -435,7 +435,7 @@ def test_hostile_node_names_never_reach_the_generated_source():
 
 
 @pytest.mark.parametrize("bad", ["__import__('os').system('x')", "1e400 if True else 0",
-                                 "(lambda: 1)()", "nan", "[1, 2]"])
+                                 "(lambda: 1)()", "[1, 2]"])
 def test_hostile_attributes_are_rejected_before_codegen(bad):
     with pytest.raises((OpError, SymbolFileError, ValueError)):
         symbol = sym.load_json(hostile_json("r", {"scalar": bad}))

@@ -438,3 +438,52 @@ def test_trainer_step_refuses_a_batch_size_that_is_not_a_positive_number(bad):
     np.testing.assert_array_equal(net.weight.data().asnumpy(), before)
     trainer.step(4)                                   # a good step still works after
     assert not np.array_equal(net.weight.data().asnumpy(), before)
+
+
+# ------------------------------------------------------- symbol files and graphs (6, 8, 13, 14)
+from straightdope.symbol.serialize import SymbolFileError  # noqa: E402
+from straightdope.ops import OpError  # noqa: E402
+
+
+@pytest.mark.parametrize("scalar", [float("inf"), float("-inf"), float("nan")])
+def test_non_finite_scalars_round_trip_through_symbol_json(scalar):
+    y = sym.var("x") * scalar
+    back = sym.load_json(y.tojson())
+    x = np.array([[2.0, -1.0]], np.float32)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(back.eval(x=nd.array(x))[0].asnumpy(), x * scalar)
+    assert back.tojson() == y.tojson()
+
+
+def test_symbol_json_nested_too_deep_is_a_symbol_file_error():
+    deep = '{"nodes": ' + "[" * 100_000 + "]" * 100_000 + ', "heads": []}'
+    with pytest.raises(SymbolFileError, match="nested too deeply"):
+        sym.load_json(deep)
+
+
+def test_a_symbol_file_with_more_nodes_than_the_limit_is_refused(monkeypatch):
+    from straightdope.symbol import serialize
+    monkeypatch.setattr(serialize, "MAX_NODES", 3)
+    y = sym.relu(sym.relu(sym.relu(sym.var("x"))))
+    with pytest.raises(SymbolFileError, match="4 nodes, more than the 3"):
+        sym.load_json(y.tojson())
+
+
+@pytest.mark.parametrize("attrs", [{"num_hidden": "-5"}, {"num_hidden": "0"}])
+def test_an_invalid_attribute_in_a_symbol_file_is_refused_when_loading(attrs):
+    doc = json.loads(sym.FullyConnected(sym.var("x"), num_hidden=3, name="fc").tojson())
+    doc["nodes"][-1]["attrs"].update(attrs)
+    with pytest.raises(SymbolFileError, match="num_hidden' must be at least 1"):
+        sym.load_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("units", [0, -5, 2.5])
+def test_dense_and_conv2d_refuse_non_positive_sizes_when_built(units):
+    with pytest.raises(ValueError, match=r"Dense\(units=.*positive integer"):
+        nn.Dense(units)
+    with pytest.raises(ValueError, match=r"Conv2D\(channels=.*positive integer"):
+        nn.Conv2D(units, 3)
+    with pytest.raises(OpError, match="num_filter' must be at least 1|must be an integer"):
+        sym.Convolution(sym.var("x"), kernel=(3, 3), num_filter=units)
+
+

@@ -86,7 +86,7 @@ register("batch_dot", inputs=("lhs", "rhs"), attrs=dict(DOT_ATTRS),
 
 
 # --------------------------------------------------------- FullyConnected
-FC_ATTRS = {"num_hidden": Int(required=True), "no_bias": Bool(False), "flatten": Bool(True)}
+FC_ATTRS = {"num_hidden": Int(required=True, minimum=1), "no_bias": Bool(False), "flatten": Bool(True)}
 
 
 def _fc_inputs(attrs):
@@ -140,8 +140,9 @@ register("FullyConnected", inputs=("data", "weight", "bias"), attrs=dict(FC_ATTR
 
 
 # ------------------------------------------------------------ convolution
-CONV_ATTRS = {"kernel": Shape(required=True), "stride": Shape(()), "dilate": Shape(()),
-              "pad": Shape(()), "num_filter": Int(required=True), "num_group": Int(1),
+CONV_ATTRS = {"kernel": Shape(required=True, minimum=1), "stride": Shape((), minimum=1),
+              "dilate": Shape((), minimum=1), "pad": Shape((), minimum=0),
+              "num_filter": Int(required=True, minimum=1), "num_group": Int(1, minimum=1),
               "no_bias": Bool(False), "layout": Choice("NCHW", "None"),
               "workspace": Int(1024), "cudnn_tune": Choice("None", "off", "limited_workspace",
                                                            "fastest"),
@@ -270,7 +271,8 @@ register("_conv_grad_weight", inputs=("out_grad", "data", "weight"), attrs=dict(
 
 
 # ---------------------------------------------------------------- pooling
-POOL_ATTRS = {"kernel": Shape(()), "stride": Shape(()), "pad": Shape(()),
+POOL_ATTRS = {"kernel": Shape((), minimum=1), "stride": Shape((), minimum=1),
+              "pad": Shape((), minimum=0),
               "pool_type": Choice("max", "avg", "sum"), "global_pool": Bool(False),
               "pooling_convention": Choice("valid", "full"), "count_include_pad": Bool(True),
               "layout": Choice("NCHW", "None"), "cudnn_off": Bool(False)}

@@ -37,6 +37,7 @@ class Attr:
     default: Any = None
     choices: tuple = ()
     required: bool = False
+    minimum: int | None = None     # ints and each entry of a shape (num_hidden >= 1, pad >= 0)
 
     def parse(self, op_name: str, attr_name: str, value: Any) -> Any:
         def bad(why: str):
@@ -54,6 +55,9 @@ class Attr:
                 return None
             bad("must not be None")
         kind = self.kind.replace("_or_none", "")
+        if kind == "float" and isinstance(value, str) and value.strip().lower().lstrip(
+                "+-") in NON_FINITE:
+            return float(value)           # how MXNet (and Python) write inf, -inf, nan
         if isinstance(value, str) and kind != "str":
             try:
                 value = ast.literal_eval(value)   # literals only: never evaluates code
@@ -67,8 +71,11 @@ class Attr:
         if kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 if isinstance(value, float) and value.is_integer():
-                    return int(value)
-                bad("must be an integer")
+                    value = int(value)
+                else:
+                    bad("must be an integer")
+            if self.minimum is not None and value < self.minimum:
+                bad(f"must be at least {self.minimum}")
             return int(value)
         if kind == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -84,6 +91,8 @@ class Attr:
             if not isinstance(value, (tuple, list)) or not all(
                     isinstance(v, int) and not isinstance(v, bool) for v in value):
                 bad("must be a tuple of integers")
+            if self.minimum is not None and any(v < self.minimum for v in value):
+                bad(f"must have entries of at least {self.minimum}")
             return tuple(int(v) for v in value)
         if kind == "str":
             value = str(value)
@@ -97,8 +106,11 @@ class Attr:
         return str(value)
 
 
-def Int(default=None, required=False):
-    return Attr("int", default, required=required)
+NON_FINITE = ("inf", "infinity", "nan")
+
+
+def Int(default=None, required=False, minimum=None):
+    return Attr("int", default, required=required, minimum=minimum)
 
 
 def Float(default=None):
@@ -109,8 +121,8 @@ def Bool(default=False):
     return Attr("bool", default)
 
 
-def Shape(default=None, required=False):
-    return Attr("shape", default, required=required)
+def Shape(default=None, required=False, minimum=None):
+    return Attr("shape", default, required=required, minimum=minimum)
 
 
 def Choice(*choices, default=None, required=False):
@@ -235,7 +247,7 @@ class Op:
     def shapes(self, attrs: dict, in_shapes: list) -> tuple[list, list]:
         """Shape inference with a clear error that names the op and the shapes."""
         try:
-            return self.infer_shape(attrs, list(in_shapes))
+            in_shapes, out_shapes = self.infer_shape(attrs, list(in_shapes))
         except OpError as err:
             if str(err).startswith(self.name + ":"):
                 raise
@@ -244,6 +256,12 @@ class Op:
             names = self.input_names(attrs, len(in_shapes))
             described = ", ".join(f"{n}={s}" for n, s in zip(names, in_shapes))
             raise OpError(f"{self.name}: cannot infer shapes from inputs {described}: {err}") from None
+        for shape in list(in_shapes) + list(out_shapes):
+            if shape is not None and any(d is not None and d < 0 for d in shape):
+                raise OpError(f"{self.name}: its attributes {attrs} give the shape {shape}, "
+                              f"with a negative size: check them (e.g. num_hidden, "
+                              f"num_filter must be positive)")
+        return in_shapes, out_shapes
 
 
 def register(name: str, **fields) -> Op:

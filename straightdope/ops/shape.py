@@ -210,7 +210,7 @@ def _split_grad(F, attrs, inputs, outputs, out_grads):
     return [F.concat(*grads, dim=attrs["axis"])]
 
 
-register("split", attrs={"num_outputs": Int(required=True), "axis": Int(1),
+register("split", attrs={"num_outputs": Int(required=True, minimum=1), "axis": Int(1),
                          "squeeze_axis": Bool(False)},
          forward=_split_forward, infer_shape=_split_shape, gradient=_split_grad,
          num_outputs=-1, doc="split(data, num_outputs, axis=1): equal parts along `axis`.")

@@ -13,6 +13,7 @@ from ..ops import OpError, get_op
 from .symbol import Symbol, _Node, _topo
 
 MXNET_VERSION = 10901       # the layout of MXNet 1.9
+MAX_NODES = 1_000_000       # per file: more is refused before building anything
 
 
 class SymbolFileError(ValueError):
@@ -70,6 +71,9 @@ def from_json(text: str, source: str = "<string>") -> Symbol:
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise SymbolFileError(f"{source}: not valid JSON ({err}); is this a -symbol.json "
                               f"file written by export()?") from None
+    except RecursionError:
+        raise SymbolFileError(f"{source}: JSON nested too deeply to read; a -symbol.json "
+                              f"file is a flat list of nodes") from None
     return from_doc(doc, source)
 
 
@@ -83,6 +87,8 @@ def from_doc(doc, source: str = "<string>", depth: int = 0) -> Symbol:
     if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) \
             or not isinstance(doc.get("heads"), list):
         fail("expected a JSON object with 'nodes' and 'heads' lists (MXNet's symbol layout)")
+    if len(doc["nodes"]) > MAX_NODES:
+        fail(f"{len(doc['nodes']):,} nodes, more than the {MAX_NODES:,} a file may hold")
     nodes = []
     for k, raw in enumerate(doc["nodes"]):
         where = f"node {k}"

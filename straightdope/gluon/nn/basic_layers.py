@@ -98,6 +98,9 @@ class Dense(HybridBlock):
     def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
                  weight_initializer=None, bias_initializer="zeros", in_units=0, **kwargs):
         super().__init__(**kwargs)
+        if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units < 1:
+            raise ValueError(f"Dense(units={units!r}): units, the number of outputs, must be "
+                             f"a positive integer")
         self._units, self._in_units, self._flatten = units, in_units, flatten
         with self.name_scope():
             self.weight = self.params.get("weight", shape=(units, in_units), dtype=dtype,

@@ -1,4 +1,6 @@
 """Convolution and pooling layers on NCHW images (batch, channels, height, width)."""
+import numbers
+
 from ..block import HybridBlock
 from .activations import Activation
 
@@ -38,6 +40,10 @@ class Conv2D(HybridBlock):
                  weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
         _check_layout(layout, "Conv2D")
         super().__init__(**kwargs)
+        if isinstance(channels, bool) or not isinstance(channels, numbers.Integral) \
+                or channels < 1:
+            raise ValueError(f"Conv2D(channels={channels!r}): channels, the number of output "
+                             f"channels, must be a positive integer")
         kernel = _pair(kernel_size, "kernel_size", "Conv2D")
         if in_channels and in_channels % groups:
             raise ValueError(f"Conv2D: in_channels={in_channels} is not divisible by "
