@@ -487,3 +487,73 @@ def test_dense_and_conv2d_refuse_non_positive_sizes_when_built(units):
         sym.Convolution(sym.var("x"), kernel=(3, 3), num_filter=units)
 
 
+# ------------------------------------------------------------------ DataLoader (9)
+class StuckDataset:
+    """Item 3 blocks until `release` is set (a stuck file read, a hung transform)."""
+
+    def __init__(self):
+        self.release = threading.Event()
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if i == 3:
+            self.release.wait()
+        return np.float32(i)
+
+
+def test_dataloader_timeout_raises_without_waiting_for_the_stuck_worker():
+    from straightdope.gluon.data import DataLoader
+    data = StuckDataset()
+    loader = DataLoader(data, batch_size=2, num_workers=2, timeout=0.2)
+    try:
+        with pytest.raises(TimeoutError, match="abandoned"):
+            list(loader)
+        assert not data.release.is_set()      # raised while the worker was still stuck
+    finally:
+        data.release.set()
+
+
+def test_a_process_whose_dataloader_worker_never_returns_still_exits():
+    script = ("import threading, numpy as np\n"
+              "from straightdope.gluon.data import DataLoader\n"
+              "class Forever:\n"
+              "    def __len__(self): return 4\n"
+              "    def __getitem__(self, i):\n"
+              "        threading.Event().wait()\n"
+              "try:\n"
+              "    list(DataLoader(Forever(), batch_size=2, num_workers=2, timeout=0.2))\n"
+              "except TimeoutError:\n"
+              "    print('timed out')\n")
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and "timed out" in out.stdout, out.stderr
+
+
+# ---------------------------------------------- imperative and hybridized agree at the edges (18)
+def flatten_net():
+    net = nn.HybridSequential()
+    net.add(nn.Flatten(), nn.Dense(3, in_units=4))
+    net.initialize()
+    return net
+
+
+def test_a_batch_of_zero_samples_works_imperatively_as_hybridized():
+    net = flatten_net()
+    imperative = net(nd.zeros((0, 2, 2))).shape
+    net.hybridize()
+    assert imperative == net(nd.zeros((0, 2, 2))).shape == (0, 3)
+    assert nd.Flatten(nd.zeros((0, 2, 2))).shape == (0, 4)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_data_of_another_dtype_gets_the_same_clear_error_imperatively_and_hybridized(dtype):
+    net = flatten_net()
+    x = nd.array(np.ones((2, 2, 2)), dtype=dtype)
+    for hybridized in (False, True):
+        if hybridized:
+            net.hybridize()
+        with pytest.raises(OpError, match=rf"different dtypes \(data: {dtype}, weight: float32"):
+            net(x)
+    assert net(x.astype("float32")).dtype == np.float32

@@ -284,6 +284,22 @@ def _install_operators():
 _install_operators()
 
 
+# Layers whose data meets their parameters: data of another dtype (float64 or int arrays into
+# a float32 net) is refused, as the hybridized graph refuses it, instead of being computed in
+# the promoted dtype and giving float64 outputs only imperatively.
+_ONE_DTYPE_OPS = frozenset({"FullyConnected", "Convolution", "Deconvolution", "BatchNorm",
+                            "LayerNorm", "InstanceNorm", "GroupNorm"})
+
+
+def _mixed_dtypes(op, attrs, arrays):
+    names = op.input_names(attrs, len(arrays))
+    listed = ", ".join(f"{n}: {a.dtype.name}" for n, a in zip(names, arrays))
+    raise OpError(f"{op.name}: its inputs have different dtypes ({listed}). Each op computes "
+                  f"in one dtype, imperatively as when hybridized: convert the data first, "
+                  f"e.g. x.astype('float32') (transforms.ToTensor() does it for images), or "
+                  f"cast the network with net.cast(dtype).")
+
+
 def invoke(op, inputs, attrs, parsed=False):
     """Run one op (an Op or its name) now: NumPy forward, running-stat updates, and a tape
     node when recording. This is the hot path of imperative mode, so it stays lean."""
@@ -292,6 +308,8 @@ def invoke(op, inputs, attrs, parsed=False):
     if not parsed:
         attrs = op.cached_attrs(attrs)
     arrays = [x._data for x in inputs]
+    if op.name in _ONE_DTYPE_OPS and len({a.dtype for a in arrays}) > 1:
+        _mixed_dtypes(op, attrs, arrays)
     is_train = autograd.is_training() if op.needs_train_flag else False
     try:
         results = op.forward(attrs, *arrays, is_train=is_train) if op.needs_train_flag \

@@ -6,6 +6,7 @@ generated Numba code, the plain interpreter) is checked against.
 Each heavy gradient is an op of its own (`_conv_grad_data`, ...), so that the
 backward graph the compiler builds has the same kind of nodes as the forward.
 """
+import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -110,7 +111,7 @@ def _fc_shape(attrs, in_shapes):
 
 
 def _fc_forward(attrs, x, w, b=None):
-    x2 = x.reshape(x.shape[0], -1) if attrs["flatten"] else x
+    x2 = x.reshape(x.shape[0], math.prod(x.shape[1:])) if attrs["flatten"] else x  # batch 0 too
     y = x2 @ w.T
     if b is not None:
         y += b

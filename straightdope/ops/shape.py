@@ -3,6 +3,7 @@ creation (zeros/ones) and embedding lookups.
 
 None of these is elementwise, so each one cuts a fusion group in the compiler.
 """
+import math
 import numpy as np
 
 from .registry import Attr, Bool, Choice, Float, Int, OpError, OptInt, OptShape, Shape, alias, register
@@ -86,7 +87,8 @@ def _flatten_shape(attrs, in_shapes):
     return in_shapes, [(s[0], int(np.prod(s[1:]))) if len(s) > 1 else (s[0], 1)]
 
 
-register("Flatten", forward=lambda attrs, x: x.reshape(x.shape[0], -1).copy(),
+register("Flatten",   # not reshape(n, -1): that fails for a batch of 0
+         forward=lambda attrs, x: x.reshape(x.shape[0], math.prod(x.shape[1:])).copy(),
          infer_shape=_flatten_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
          doc="Flatten(data): keep the batch axis, merge all the others.")

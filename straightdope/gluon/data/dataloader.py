@@ -16,8 +16,14 @@ threads is the one thing that can make the two paths differ.)
 
 Workers pay off when reading a sample waits (files, decoding) or runs large NumPy operations;
 for tiny in-memory samples the Python bookkeeping holds the GIL and ``num_workers=0`` is as fast.
+
+``timeout`` bounds the wait for each batch. A thread cannot be killed, so a worker stuck in
+``dataset[i]`` is *abandoned*: the loader raises at once, and the worker (a daemon thread)
+never keeps the loop or the process from ending.
 """
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
+from concurrent.futures import Future
 
 import numpy as np
 
@@ -153,26 +159,27 @@ class DataLoader:
         # Keep a window of batches in flight; always wait for the *oldest* one, so batches
         # come out in sampler order no matter which worker finishes first.
         window = max(self._num_workers, self._prefetch, 1)
-        pool = ThreadPoolExecutor(self._num_workers, thread_name_prefix='DataLoader')
+        pool = _Workers(self._num_workers)
+        pending = []
         try:
-            pending = []
-            indices_iter = iter(self._batch_sampler)
-            for indices in indices_iter:
+            for indices in self._batch_sampler:
                 pending.append(pool.submit(self._load, indices))
                 if len(pending) >= window:
                     yield self._finish(self._wait(pending.pop(0)))
             while pending:
                 yield self._finish(self._wait(pending.pop(0)))
         finally:
-            # Also runs when the loop is left early (break): drop queued work, join threads.
-            pool.shutdown(wait=True, cancel_futures=True)
+            # Also runs when the loop is left early (break, timeout): drop queued work and
+            # let the workers go without waiting for them.
+            pool.stop(pending)
 
     def _wait(self, future):
         try:
             return future.result(timeout=self._timeout)
         except TimeoutError:
             raise TimeoutError(f"DataLoader worker took more than {self._timeout} s to load "
-                               f"one batch; is dataset[i] or a transform stuck?") from None
+                               f"one batch; is dataset[i] or a transform stuck? (The stuck "
+                               f"worker thread is abandoned.)") from None
 
     def __len__(self):
         return len(self._batch_sampler)
@@ -180,3 +187,34 @@ class DataLoader:
     def __repr__(self):
         return (f"<DataLoader: {len(self)} batches from {len(self._dataset)} samples, "
                 f"num_workers={self._num_workers}>")
+
+
+class _Workers:
+    """A pool of daemon worker threads: `submit(fn, arg)` gives a Future. Unlike
+    ThreadPoolExecutor, whose threads are joined at exit, a worker stuck forever never
+    blocks `stop()` or the end of the process."""
+
+    def __init__(self, n):
+        self._jobs, self._n = queue.SimpleQueue(), n
+        for k in range(n):
+            threading.Thread(target=self._work, name=f"DataLoader-{k}", daemon=True).start()
+
+    def submit(self, fn, arg):
+        future = Future()
+        self._jobs.put((future, fn, arg))
+        return future
+
+    def _work(self):
+        while (job := self._jobs.get()) is not None:
+            future, fn, arg = job
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(arg))
+                except BaseException as err:        # handed to the caller by result()
+                    future.set_exception(err)
+
+    def stop(self, pending):
+        for future in pending:
+            future.cancel()
+        for _ in range(self._n):
+            self._jobs.put(None)
