@@ -230,3 +230,11 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         for v, (g, req) in zip(variables, saved):
             v._grad, v._grad_req = g, req
     return result[0] if single else result
+
+
+def __getattr__(attr):
+    # `from mxnet.autograd import *` code refers to NDArray, as MXNet's module imports it
+    if attr == "NDArray":
+        from .ndarray import NDArray
+        return NDArray
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

@@ -1,6 +1,17 @@
 """Errors that students meet, each with a message that says what to do."""
 
 
+import numbers as _numbers
+
+import numpy as _np
+
+# MXNet's type groups, for code that checks `isinstance(x, integer_types)`
+integer_types = (int, _np.integer)
+numeric_types = (float, int, _np.generic)
+string_types = (str,)
+py_slice = slice
+
+
 class MXNetError(RuntimeError):
     """Kept under MXNet's name so that `except mx.base.MXNetError` works."""
 

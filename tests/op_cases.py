@@ -72,6 +72,31 @@ formulas = {"negative": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log
             "softsign": lambda x: x / (1 + np.abs(x)), "_copy": lambda x: x}
 for name, make in unary.items():
     add(Case(name, inputs(make), expected=lambda ins, a, f=formulas[name]: [f(ins[0])]))
+# more maths (issue 14): name -> (inputs, NumPy formula)
+_half_steps = tuple(k / 2 for k in range(-5, 6))      # rounding jumps, for finite differences
+more_unary = {
+    "tan": (U((3, 4), -1.2, 1.2), np.tan), "sinh": (U((3, 4)), np.sinh),
+    "cosh": (U((3, 4)), np.cosh), "arcsin": (U((3, 4), -0.9, 0.9), np.arcsin),
+    "arccos": (U((3, 4), -0.9, 0.9), np.arccos), "arctan": (U((3, 4)), np.arctan),
+    "arcsinh": (U((3, 4)), np.arcsinh), "arccosh": (U((3, 4), 1.2, 3), np.arccosh),
+    "arctanh": (U((3, 4), -0.9, 0.9), np.arctanh), "log2": (U((3, 4), 0.5, 3), np.log2),
+    "log10": (U((3, 4), 0.5, 3), np.log10), "log1p": (U((3, 4), -0.5, 3), np.log1p),
+    "expm1": (U((3, 4)), np.expm1), "reciprocal": (U((3, 4), 0.5, 3), np.reciprocal),
+    "rsqrt": (U((3, 4), 0.5, 3), lambda x: 1 / np.sqrt(x)),
+    "cbrt": (U((3, 4), 0.5, 3), np.cbrt),
+    "erf": (U((3, 4)), lambda x: np.vectorize(__import__("math").erf)(x)),
+    "round": (U((3, 4), kinks=_half_steps), lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5)),
+    "rint": (U((3, 4), kinks=_half_steps), np.rint),
+    "floor": (U((3, 4), kinks=_half_steps), np.floor),
+    "ceil": (U((3, 4), kinks=_half_steps), np.ceil),
+    "trunc": (U((3, 4), kinks=_half_steps), np.trunc),
+    "fix": (U((3, 4), kinks=_half_steps), np.fix),
+}
+for name, (make, f) in more_unary.items():
+    add(Case(name, inputs(make), expected=lambda ins, a, f=f: [f(ins[0])]))
+add(Case("squeeze", inputs(U((2, 1, 3, 1))), {"axis": (1,)},
+         expected=lambda ins, a: [ins[0].squeeze(axis=1)]))
+add(Case("squeeze", inputs(U((2, 1, 3, 1))), expected=lambda ins, a: [ins[0].squeeze()]))
 for act in ("relu", "sigmoid", "tanh", "softrelu", "softsign"):
     add(Case("Activation", inputs(U((2, 5), kinks=(0,))), {"act_type": act},
              expected=lambda ins, a, f=formulas[act]: [f(ins[0])]))

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from ..graph import Graph
 
 # Ops that only reinterpret their input's buffer (after lowering).
-VIEW_OPS = {"reshape", "Flatten", "_flatten_leading", "expand_dims", "reshape_like", "_copy",
-            "BlockGrad"}
+VIEW_OPS = {"reshape", "Flatten", "_flatten_leading", "expand_dims", "squeeze", "reshape_like",
+            "_copy", "BlockGrad"}
 # A loop holds at most this many ops: Numba's and LLVM's cost grows faster than linearly
 # with the length of a function, and a long chain cut into equal pieces is one loop
 # function called many times in the steps tier.

@@ -9,15 +9,21 @@ The functions below the creation helpers are *generated* from the op registry
 """
 from __future__ import annotations
 
+import numbers as _numbers
+
 import numpy as _np
 
 from .. import autograd as _autograd
 from ..context import Context, check_context, cpu, current_context  # noqa: F401
 from ..ops import OPS as _OPS, OpError
-from ..ops.registry import bind_call as _bind_call
+from ..ops.registry import bind_call as _bind_call, leading_tensors as _leading_tensors
 from ..serialization import load_arrays as _load_arrays, save_arrays as _save_arrays
 from .ndarray import DEFAULT_DTYPE, NDArray, invoke
 from . import random  # noqa: F401
+from ..ops import reduce as _reduce_ops
+import sys as _sys
+
+_this_module = _sys.modules[__name__]
 
 
 def _dtype(dtype, default=DEFAULT_DTYPE):
@@ -38,22 +44,33 @@ def array(source_array, ctx=None, dtype=None, device=None):
 
 
 def _shape(shape):
-    return (shape,) if isinstance(shape, int) else tuple(shape)
+    """A shape as a tuple of ints: from an int, a tuple, or NumPy integers (x.shape[0])."""
+    if isinstance(shape, _numbers.Integral):
+        return (int(shape),)
+    return tuple(int(d) for d in shape)
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
+def _created(data, ctx, out):
+    """A new array, or `out` filled with it (MXNet's out= on creation functions)."""
+    if out is None:
+        return NDArray(data, ctx)
+    out._data[...] = data
+    return out
+
+
+def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
     check_context(ctx)
-    return NDArray(_np.zeros(_shape(shape), _dtype(dtype)), ctx)
+    return _created(_np.zeros(_shape(shape), _dtype(dtype)), ctx, out)
 
 
-def ones(shape, ctx=None, dtype=None, **kwargs):
+def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
     check_context(ctx)
-    return NDArray(_np.ones(_shape(shape), _dtype(dtype)), ctx)
+    return _created(_np.ones(_shape(shape), _dtype(dtype)), ctx, out)
 
 
-def full(shape, val, ctx=None, dtype=None, **kwargs):
+def full(shape, val, ctx=None, dtype=None, out=None, **kwargs):
     check_context(ctx)
-    return NDArray(_np.full(_shape(shape), val, _dtype(dtype)), ctx)
+    return _created(_np.full(_shape(shape), val, _dtype(dtype)), ctx, out)
 
 
 def empty(shape, ctx=None, dtype=None):
@@ -104,53 +121,86 @@ def load(fname):
     return {k.split(":", 1)[-1]: NDArray(v) for k, v in arrays.items()}
 
 
+def _is_ndarray(x):
+    return isinstance(x, NDArray)
+
+
 def _make_function(op):
     """An `nd.<op>` function: bind the call, run the op now.
 
-    Binding a call is slow Python, so each call spelling (the keyword arguments) is
-    bound once and remembered: a training loop calls the same ops the same way."""
-    fast: dict = {}            # attribute keywords -> (attrs, array argument names)
+    Binding a call is slow Python, so each call spelling is bound once and
+    remembered: a training loop calls the same ops the same way. `by_keywords` keys
+    on the keyword arguments (arrays all positional, attributes by keyword, the
+    common case); `by_position` also on attributes given positionally."""
+    by_keywords: dict = {}      # keyword items -> (attrs, number of arrays)
+    by_position: dict = {}      # (positional attributes, keyword items) -> same
+    array_keywords: dict = {}   # attribute keyword items -> (attrs, array names)
     inputs_by_name = op._input_set
 
     def function(*args, **kwargs):
         try:
-            if not kwargs or inputs_by_name.isdisjoint(kwargs):
-                # arrays all positional, keywords are attributes: nd.relu(x),
-                # nd.Activation(x, act_type='relu')
-                attrs, names = fast[tuple(kwargs.items())]
-                arrays = args
-            else:
-                # some arrays by keyword: nd.FullyConnected(x, w, bias=b, num_hidden=4)
-                key = tuple([kv for kv in kwargs.items() if kv[0] not in inputs_by_name])
-                attrs, names = fast[key]
-                arrays = args + tuple([kwargs.get(n) for n in names[len(args):]])
-                if len(kwargs) != len(key) + len(names) - len(args):
-                    arrays = ()             # an array keyword twice, or unknown: bind slowly
-            if len(arrays) == len(names):
-                for x in arrays:
+            attrs, count = by_keywords[tuple(kwargs.items())]
+            if len(args) == count:
+                for x in args:
                     if type(x) is not NDArray:
                         break
                 else:
-                    return invoke(op, arrays, attrs, parsed=True)
+                    return invoke(op, args, attrs, parsed=True)
+        except (KeyError, TypeError):      # new spelling, or an unhashable value
+            pass
+        try:
+            count = _leading_tensors(op, args, _is_ndarray)
+            attrs, arrays = by_position[(args[count:], tuple(kwargs.items()))]
+            if arrays == count and None not in args[:count]:
+                return invoke(op, args[:count], attrs, parsed=True)
         except (KeyError, TypeError):
             pass
+        if kwargs and not inputs_by_name.isdisjoint(kwargs):
+            # some arrays by keyword: nd.FullyConnected(x, w, bias=b, num_hidden=4)
+            try:
+                key = tuple([kv for kv in kwargs.items() if kv[0] not in inputs_by_name])
+                attrs, names = array_keywords[key]
+                arrays = args + tuple([kwargs.get(n) for n in names[len(args):]])
+                if len(kwargs) == len(key) + len(names) - len(args):
+                    for x in arrays:
+                        if type(x) is not NDArray:
+                            break
+                    else:
+                        return invoke(op, arrays, attrs, parsed=True)
+            except (KeyError, TypeError):
+                pass
+        return _bind_and_invoke(args, kwargs)
+
+    def _bind_and_invoke(args, kwargs):
         out = kwargs.get("out")
-        inputs, attrs, _ = _bind_call(op, args, kwargs, lambda x: isinstance(x, NDArray))
+        inputs, attrs, _ = _bind_call(op, args, kwargs, _is_ndarray)
         names = op.input_names(attrs, len(inputs))
         for name, x in zip(names, inputs):
             if x is None:
                 raise OpError(f"nd.{op.name}: the array argument '{name}' is missing")
         if out is None and not op.variadic:
             try:
-                fast[tuple(kv for kv in kwargs.items() if kv[0] not in inputs_by_name)] = (
-                    attrs, tuple(names))
-            except TypeError:       # unhashable keyword value: no fast path for it
+                _remember(args, kwargs, attrs, names)
+            except TypeError:       # unhashable value (a list): no fast path for it
                 pass
         result = invoke(op, inputs, attrs, parsed=True)
         if out is not None:
             out._data[...] = result._data
             return out
         return result
+
+    def _remember(args, kwargs, attrs, names):
+        if not inputs_by_name.isdisjoint(kwargs):
+            if len(args) <= len(names):
+                key = tuple(kv for kv in kwargs.items() if kv[0] not in inputs_by_name)
+                array_keywords[key] = (attrs, tuple(names))
+        elif len(args) == len(names):
+            by_keywords[tuple(kwargs.items())] = (attrs, len(names))
+        elif len(args) > len(names):
+            count = _leading_tensors(op, args, _is_ndarray)
+            if count == len(names):
+                by_position[(args[count:], tuple(kwargs.items()))] = (attrs, count)
+
     function.__name__ = op.name
     function.__qualname__ = op.name
     function.__doc__ = op.doc
@@ -188,28 +238,50 @@ def ones_like(data, **kwargs):
     return invoke("ones_like", [data], {})
 
 
-def random_uniform(low=0.0, high=1.0, shape=(1,), ctx=None, dtype=None, **kwargs):
-    return random.uniform(low, high, shape, ctx=ctx, dtype=dtype)
+def norm(data, ord=2, axis=None, keepdims=False, **kwargs):
+    """L1 (ord=1) or L2 (ord=2) norm over `axis` (all axes when None)."""
+    return _reduce_ops.norm(_this_module, data, ord, axis, keepdims)
 
 
-def random_normal(loc=0.0, scale=1.0, shape=(1,), ctx=None, dtype=None, **kwargs):
-    return random.normal(loc, scale, shape, ctx=ctx, dtype=dtype)
+def uniform(low=0.0, high=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from U(low, high) (MXNet's `nd.uniform`, `nd.random_uniform`)."""
+    return random.uniform(low, high, shape, dtype=dtype, ctx=ctx, out=out)
+
+
+def normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
+    """Samples from N(loc, scale**2) (MXNet's `nd.normal`, `nd.random_normal`)."""
+    return random.normal(loc, scale, shape, dtype=dtype, ctx=ctx, out=out)
+
+
+random_uniform, random_normal = uniform, normal
 
 
 # NDArray methods that are just ops, e.g. x.sum(axis=1), x.relu(), x.exp()
-for _name in ("sum", "mean", "max", "min", "prod", "exp", "log", "sqrt", "square", "abs",
-              "relu", "sigmoid", "tanh", "softmax", "log_softmax", "clip", "sign", "pick",
-              "one_hot", "split", "slice_axis", "dot", "sin", "cos", "argmax", "argmin"):
+_METHODS = (
+    "sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin",
+    "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "cbrt", "square",
+    "reciprocal", "abs", "sign", "sin", "cos", "tan", "sinh", "cosh", "arcsin", "arccos",
+    "arctan", "arcsinh", "arccosh", "arctanh", "round", "rint", "floor", "ceil", "trunc",
+    "fix", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "clip", "pick", "one_hot",
+    "split", "slice", "slice_axis", "dot", "broadcast_axes")
+for _name in _METHODS:
+    if _name not in globals():
+        continue
+
     def _method(self, *args, _f=globals()[_name], **kwargs):
         return _f(self, *args, **kwargs)
     _method.__name__ = _name
     setattr(NDArray, _name, _method)
 
 
-def _norm(self, ord=2, axis=None, keepdims=False):
-    return sqrt(sum(square(self), axis=axis, keepdims=keepdims))  # noqa: F821
-
-
-NDArray.norm = _norm
-NDArray.square = lambda self: square(self)  # noqa: F821
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
+
+
+def __getattr__(attr):
+    # F.np / F.npx inside hybrid_forward(self, F, x): the NumPy-style front ends, which
+    # dispatch on their arguments (compute on NDArrays, trace on Symbols).
+    if attr in ("np", "npx"):
+        import importlib
+        return importlib.import_module({"np": "straightdope.numpy",
+                                        "npx": "straightdope.numpy_extension"}[attr])
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

@@ -8,11 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from .. import autograd
+from ..autograd import _state
+from ..base import MXNetError
 from ..context import Context, current_context
 from ..ops import OpError, get_op
 from ..ops.elemwise import OPERATORS
 
 DEFAULT_DTYPE = np.float32
+py_slice = slice        # MXNet's name for Python's slice in this module
 
 
 class NDArray:
@@ -143,11 +146,33 @@ class NDArray:
             axes = tuple(axes[0])
         return invoke("transpose", [self], {"axes": tuple(axes)})
 
-    def flatten(self):
+    def flatten(self, inplace=False):
+        """(batch, everything else). inplace=True returns a view sharing this array's memory."""
+        if inplace:
+            return self._view((self.shape[0], -1) if self.ndim else (1, 1))
         return invoke("Flatten", [self], {})
 
-    def expand_dims(self, axis):
+    def expand_dims(self, axis, inplace=False):
+        if inplace:
+            ndim = self.ndim + 1
+            if not -ndim <= axis < ndim:
+                raise IndexError(f"expand_dims: axis {axis} is out of range for {ndim} "
+                                 f"dimensions")
+            axis %= ndim
+            return self._view(self.shape[:axis] + (1,) + self.shape[axis:])
         return invoke("expand_dims", [self], {"axis": axis})
+
+    def squeeze(self, axis=None, inplace=False):
+        if inplace:
+            return self._view(invoke("squeeze", [self], {"axis": axis}).shape)
+        return invoke("squeeze", [self], {"axis": axis})
+
+    def _view(self, shape):
+        """The same memory under another shape (MXNet's inplace=True); not recorded."""
+        if autograd.is_recording() and autograd.needs_grad(self):
+            raise MXNetError("inplace=True makes a view that autograd cannot follow; leave "
+                             "inplace out inside autograd.record()")
+        return NDArray(self._data.reshape(shape), self._ctx)
 
     def broadcast_to(self, shape):
         return invoke("broadcast_to", [self], {"shape": tuple(shape)})
@@ -197,6 +222,8 @@ class NDArray:
     def __setitem__(self, key, value):
         if isinstance(key, NDArray):
             key = key._data.astype(np.int64)
+        if _state.recording and key is not None and key is not Ellipsis:
+            _refuse_inplace_while_recording(self, value)
         self._data[key] = value._data if isinstance(value, NDArray) else value
 
     def __len__(self):
@@ -209,6 +236,8 @@ class NDArray:
             yield self[i]
 
     def __bool__(self):
+        if self.size == 0:
+            return False                # as in MXNet (and NumPy before 2.2)
         if self.size != 1:
             raise ValueError(f"The truth value of an NDArray with {self.size} elements is "
                              f"ambiguous; use (x > 0).sum() or similar")
@@ -216,6 +245,12 @@ class NDArray:
 
     def __float__(self):
         return float(self.asscalar())
+
+    def __format__(self, spec):
+        """f"{loss:.5f}" works on a one-element array, like on a NumPy scalar."""
+        if spec and self.size == 1:
+            return format(self.asscalar(), spec)
+        return format(str(self), spec)
 
     def __int__(self):
         return int(self.asscalar())
@@ -235,6 +270,8 @@ class NDArray:
 
     # ------------------------------------------------------------- in place
     def _inplace(self, name, other):
+        if _state.recording:
+            _refuse_inplace_while_recording(self, other)
         result = _binary(name, self, other)
         self._data[...] = result._data
         return self
@@ -256,6 +293,17 @@ class NDArray:
 
     def __abs__(self):
         return invoke("abs", [self], {})
+
+
+def _refuse_inplace_while_recording(target, value):
+    """MXNet cannot record a write into an existing array; neither can the tape here. Refuse
+    it (rather than compute a wrong gradient) when autograd would have to follow it."""
+    if autograd.needs_grad(target) or (isinstance(value, NDArray) and autograd.needs_grad(value)):
+        raise MXNetError(
+            "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
+            "autograd: the tape cannot follow a write into an existing array. Build a new "
+            "array instead (y = x + 1, nd.where(mask, a, b), nd.concat(...)), or do the "
+            "write outside autograd.record().")
 
 
 def _binary(name, lhs, rhs, reflected=False):
@@ -303,41 +351,55 @@ def _mixed_dtypes(op, attrs, arrays):
 def invoke(op, inputs, attrs, parsed=False):
     """Run one op (an Op or its name) now: NumPy forward, running-stat updates, and a tape
     node when recording. This is the hot path of imperative mode, so it stays lean."""
-    if isinstance(op, str):
+    if type(op) is str:
         op = get_op(op)
     if not parsed:
         attrs = op.cached_attrs(attrs)
-    arrays = [x._data for x in inputs]
-    if op.name in _ONE_DTYPE_OPS and len({a.dtype for a in arrays}) > 1:
-        _mixed_dtypes(op, attrs, arrays)
-    is_train = autograd.is_training() if op.needs_train_flag else False
+    if op.name in _ONE_DTYPE_OPS and len({x._data.dtype for x in inputs}) > 1:
+        _mixed_dtypes(op, attrs, [x._data for x in inputs])
     try:
-        results = op.forward(attrs, *arrays, is_train=is_train) if op.needs_train_flag \
-            else op.forward(attrs, *arrays)
+        if op.needs_train_flag:
+            is_train = _state.training
+            results = op.forward(attrs, *[x._data for x in inputs], is_train=is_train)
+        else:
+            is_train = False
+            results = op.forward(attrs, *[x._data for x in inputs])
     except OpError:
         raise
     except (ValueError, IndexError, TypeError) as err:
         # Shape inference explains a failure better than NumPy's message does.
-        op.shapes(attrs, [a.shape for a in arrays])
-        raise OpError(f"{op.name} failed on inputs of shapes {[a.shape for a in arrays]}: "
-                      f"{err}") from None
+        shapes = [x._data.shape for x in inputs]
+        op.shapes(attrs, shapes)
+        raise OpError(f"{op.name} failed on inputs of shapes {shapes}: {err}") from None
     ctx = inputs[0]._ctx if inputs else None
-    if type(results) is not tuple:
-        outputs = [NDArray(results, ctx)]
-    else:
-        outputs = [NDArray(r, ctx) for r in results]
-        for out_index, in_index in op.aux_writeback.items():
-            inputs[in_index]._data[...] = results[out_index]
-    if autograd._state.__dict__.get("recording") and any(
-            x._grad_req != "null" or x._tape is not None for x in inputs):
-        def backward_fn(out_grads, _op=op, _attrs=attrs, _ins=inputs, _outs=outputs,
-                        _train=is_train):
-            return _op.backward(_module(), _attrs, _ins, _outs, out_grads, is_train=_train)
-        autograd.record_node(inputs, outputs, backward_fn, op.name)
+    if type(results) is not tuple:          # one output: the common case, kept short
+        output = NDArray(results, ctx)
+        if _state.recording:
+            _record(op, attrs, inputs, [output], is_train)
+        return output
+    outputs = [NDArray(r, ctx) for r in results]
+    for out_index, in_index in op.aux_writeback.items():
+        inputs[in_index]._data[...] = results[out_index]
+    if _state.recording:
+        _record(op, attrs, inputs, outputs, is_train)
     if len(outputs) == 1:
         return outputs[0]
     visible = outputs[:op.visible_count(attrs)]
     return visible[0] if len(visible) == 1 else visible
+
+
+def _record(op, attrs, inputs, outputs, is_train):
+    """Leave a tape node when an input needs a gradient: the op's own gradient rule
+    with F = nd is how backward() gets from the outputs' gradients to the inputs'."""
+    for x in inputs:
+        if x._grad_req != "null" or x._tape is not None:
+            break
+    else:
+        return
+
+    def backward_fn(out_grads):
+        return op.backward(_module(), attrs, inputs, outputs, out_grads, is_train=is_train)
+    autograd.record_node(inputs, outputs, backward_fn, op.name)
 
 
 def _module():

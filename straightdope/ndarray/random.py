@@ -1,26 +1,76 @@
 """Random arrays. They draw from NumPy's global generator, which
 `straightdope.random.seed(n)` seeds (and so do Dropout and the initializers)."""
+import numbers
+
 import numpy as _np
 
 from ..context import check_context
 
 
-def _make(values, dtype, ctx):
+def _make(values, dtype, ctx, out=None):
     from .ndarray import NDArray
     check_context(ctx)
+    if out is not None:                 # fill `out`, in its own dtype
+        out._data[...] = values
+        return out
     return NDArray(_np.asarray(values, dtype=_np.dtype(dtype or _np.float32)), ctx)
 
 
-def _size(shape):
-    return (shape,) if isinstance(shape, int) else tuple(shape)
+def _size(shape, out=None):
+    if out is not None:
+        return out.shape
+    if isinstance(shape, numbers.Integral):
+        return (int(shape),)
+    return tuple(int(d) for d in shape)
+
+
+def _value(x):
+    """A parameter given as a number or as an array (per-sample parameters)."""
+    return x.asnumpy() if hasattr(x, "asnumpy") else x
 
 
 def uniform(low=0.0, high=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    return _make(_np.random.uniform(low, high, _size(shape)), dtype, ctx)
+    """Samples from U(low, high); `low`/`high` may be arrays (one draw per element then)."""
+    low, high = _value(low), _value(high)
+    if _np.ndim(low) or _np.ndim(high):
+        shape = _np.shape(low) + (tuple(_size(shape)) if shape != (1,) else ())
+        low = _np.reshape(low, _np.shape(low) + (1,) * (len(shape) - _np.ndim(low)))
+        high = _np.reshape(high, low.shape)
+    return _make(_np.random.uniform(low, high, _size(shape, out)), dtype, ctx, out)
 
 
 def normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
-    return _make(_np.random.normal(loc, scale, _size(shape)), dtype, ctx)
+    """Samples from N(loc, scale**2); `loc`/`scale` may be arrays (one draw per element)."""
+    loc, scale = _value(loc), _value(scale)
+    if _np.ndim(loc) or _np.ndim(scale):
+        shape = _np.shape(loc) + (tuple(_size(shape)) if shape != (1,) else ())
+        loc = _np.reshape(loc, _np.shape(loc) + (1,) * (len(shape) - _np.ndim(loc)))
+        scale = _np.reshape(scale, loc.shape)
+    return _make(_np.random.normal(loc, scale, _size(shape, out)), dtype, ctx, out)
+
+
+def exponential(scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
+    return _make(_np.random.exponential(_value(scale), _size(shape, out)), dtype, ctx, out)
+
+
+def gamma(alpha=1.0, beta=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
+    return _make(_np.random.gamma(_value(alpha), _value(beta), _size(shape, out)), dtype, ctx,
+                 out)
+
+
+def poisson(lam=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
+    return _make(_np.random.poisson(_value(lam), _size(shape, out)), dtype, ctx, out)
+
+
+def multinomial(data, shape=(), get_prob=False, dtype="int32", **kwargs):
+    """Draw category indices from the probabilities in the last axis of `data`."""
+    probs = _value(data)
+    count = int(_np.prod(_size(shape))) if shape != () else 1
+    flat = probs.reshape(-1, probs.shape[-1]).astype(_np.float64)
+    draws = _np.stack([_np.random.choice(flat.shape[1], size=count, p=p / p.sum())
+                       for p in flat])
+    draws = draws.reshape(probs.shape[:-1] + (tuple(_size(shape)) if shape != () else ()))
+    return _make(draws, dtype, None)
 
 
 def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None):

@@ -145,6 +145,103 @@ def clip(a, a_min, a_max):
 
 
 for _name in ("exp", "log", "sqrt", "square", "abs", "tanh", "sign", "sin", "cos",
-              "negative", "zeros_like", "ones_like"):
+              "negative", "zeros_like", "ones_like", "tan", "sinh", "cosh", "arcsin", "arccos",
+              "arctan", "arcsinh", "arccosh", "arctanh", "log2", "log10", "log1p", "expm1",
+              "reciprocal", "cbrt", "floor", "ceil", "trunc", "fix", "rint"):
     globals()[_name] = _dispatching(_name)
 absolute = globals()["abs"]
+round = around = globals()["rint"]          # NumPy rounds half to even, like rint
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, ctx=None,
+             device=None):
+    """`num` evenly spaced values from start to stop (float32 unless dtype says otherwise)."""
+    values = _onp.linspace(start, stop, num, endpoint=endpoint, retstep=retstep)
+    if retstep:
+        return array(values[0], dtype), values[1]
+    return array(values, dtype)
+
+
+def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
+    return array(_onp.eye(N, M, k), dtype)
+
+
+identity = eye
+
+
+def meshgrid(*xi, indexing="xy", **kwargs):
+    """Coordinate grids from 1-D arrays (values only: no gradient flows through)."""
+    grids = _onp.meshgrid(*[x.asnumpy() for x in xi], indexing=indexing, **kwargs)
+    return [array(g, g.dtype) for g in grids]
+
+
+def cumsum(a, axis=None, dtype=None, out=None):
+    """Running sum along `axis` (of the flattened array when None); values only, no
+    gradient (it has no op in the registry, so it is not recorded by autograd)."""
+    return array(_onp.cumsum(a.asnumpy(), axis=axis, dtype=dtype), dtype or a.dtype)
+
+
+ndarray.cumsum = cumsum
+
+
+def prod(a, axis=None, dtype=None, keepdims=False):
+    return _world(a).prod(a, axis=axis, keepdims=keepdims)
+
+
+def argmax(a, axis=None):
+    return _world(a).argmax(a, axis=axis)
+
+
+def argmin(a, axis=None):
+    return _world(a).argmin(a, axis=axis)
+
+
+def squeeze(a, axis=None):
+    return _world(a).squeeze(a, axis=axis)
+
+
+def tile(a, reps):
+    return array(_onp.tile(a.asnumpy(), reps), a.dtype)
+
+
+def repeat(a, repeats, axis=None):
+    return array(_onp.repeat(a.asnumpy(), repeats, axis=axis), a.dtype)
+
+
+def split(ary, indices_or_sections, axis=0):
+    return [array(p, p.dtype) for p in _onp.split(ary.asnumpy(), indices_or_sections, axis)]
+
+
+def std(a, axis=None, dtype=None, keepdims=False):
+    return array(_onp.std(a.asnumpy(), axis=axis, keepdims=keepdims), a.dtype)
+
+
+def var(a, axis=None, dtype=None, keepdims=False):
+    return array(_onp.var(a.asnumpy(), axis=axis, keepdims=keepdims), a.dtype)
+
+
+def sort(a, axis=-1):
+    return array(_onp.sort(a.asnumpy(), axis=axis), a.dtype)
+
+
+def argsort(a, axis=-1):
+    return array(_onp.argsort(a.asnumpy(), axis=axis), "int64")
+
+
+def equal(x1, x2):
+    return x1 == x2
+
+
+def isnan(x):
+    return array(_onp.isnan(x.asnumpy()), "bool")
+
+
+def shape(a):
+    return a.shape
+
+
+def size(a):
+    return a.size
+
+
+from . import linalg  # noqa: E402,F401

@@ -19,3 +19,34 @@ def randint(low, high=None, size=None, dtype=None, ctx=None, device=None):
 def seed(seed):
     from .. import random
     random.seed(seed)
+
+
+def rand(*size, dtype=None, ctx=None, device=None):
+    """Uniform samples in [0, 1) of the given shape: np.random.rand(2, 3)."""
+    return uniform(0.0, 1.0, size, dtype=dtype)
+
+
+def randn(*size, dtype=None, ctx=None, device=None):
+    """Standard normal samples of the given shape: np.random.randn(2, 3)."""
+    return normal(0.0, 1.0, size, dtype=dtype)
+
+
+def multinomial(n, pvals, size=None):
+    """Counts of each outcome in `n` draws with probabilities `pvals` (NumPy's)."""
+    import numpy as _onp
+    from ..ndarray import array
+    pvals = pvals.asnumpy() if hasattr(pvals, "asnumpy") else _onp.asarray(pvals)
+    return array(_onp.random.multinomial(n, pvals, size), "int64")
+
+
+def choice(a, size=None, replace=True, p=None):
+    import numpy as _onp
+    from ..ndarray import array
+    p = p.asnumpy() if hasattr(p, "asnumpy") else p
+    return array(_onp.random.choice(a, size, replace, p))
+
+
+def shuffle(x):
+    """Shuffle the first axis of `x` in place."""
+    import numpy as _onp
+    _onp.random.shuffle(x._data)

@@ -7,24 +7,7 @@ switches nothing off: `nd`, `sym` and `np` share one array type here, so
 from .. import numpy as _np
 from ..context import cpu, gpu, num_gpus  # noqa: F401
 
-_NP_MODE = {"array": False, "shape": False}
-
-
-def set_np(shape=True, array=True, dtype=False):
-    """Turn on NumPy semantics (recorded only; every front end keeps working)."""
-    _NP_MODE.update(array=bool(array), shape=bool(shape))
-
-
-def reset_np():
-    _NP_MODE.update(array=False, shape=False)
-
-
-def is_np_array():
-    return _NP_MODE["array"]
-
-
-def is_np_shape():
-    return _NP_MODE["shape"]
+from ..util import is_np_array, is_np_shape, reset_np, set_np, use_np  # noqa: F401
 
 
 # npx name -> registry op name
@@ -43,3 +26,22 @@ for _npx_name, _op in _NAMES.items():
 def reshape(a, newshape, reverse=False, order="C"):
     """Reshape with MXNet's special codes (-1 infer, -2 copy rest, ...)."""
     return _np._world(a).reshape(a, shape=newshape, reverse=reverse)
+
+
+def waitall():
+    """Nothing to wait for: every straightdope op has finished when it returns."""
+
+
+def save(file, arr):
+    """Save an array, a list or a dict of arrays (as `nd.save`)."""
+    from .. import ndarray
+    ndarray.save(file, arr)
+
+
+def load(file):
+    from .. import ndarray
+    return ndarray.load(file)
+
+
+def cpu_pinned(device_id=0):
+    return cpu(device_id)

@@ -46,9 +46,10 @@ UNARY = {
     "sin": (np.sin, "np.sin({0})", lambda F, x, y, og: og * F.cos(x)),
     "cos": (np.cos, "np.cos({0})", lambda F, x, y, og: -og * F.sin(x)),
     # relu's gradient reads the output (y > 0 exactly where x > 0): a compiled training
-    # step then keeps only the activations, not the values before relu as well
+    # step then keeps only the activations, not the values before relu as well.
+    # sign(y) is 1 there, 0 elsewhere, and NaN where x is NaN (as in MXNet).
     "relu": (lambda x: np.maximum(x, 0), "max({0}, 0.0)",
-             lambda F, x, y, og: og * F._greater_scalar(y, scalar=0.0)),
+             lambda F, x, y, og: og * F.sign(y)),
     "sigmoid": (lambda x: special.expit(x), "(1.0 / (1.0 + np.exp(-{0})))",
                 lambda F, x, y, og: og * y * (1.0 - y)),
     "tanh": (np.tanh, "np.tanh({0})", lambda F, x, y, og: og * (1.0 - y * y)),
@@ -56,6 +57,39 @@ UNARY = {
                  lambda F, x, y, og: og * F.sigmoid(x)),
     "softsign": (lambda x: x / (1 + np.abs(x)), "({0} / (1.0 + abs({0})))",
                  lambda F, x, y, og: og / F.square(F.abs(x) + 1.0)),
+    # more maths, with MXNet's names
+    "tan": (np.tan, "np.tan({0})", lambda F, x, y, og: og * (y * y + 1.0)),
+    "sinh": (np.sinh, "np.sinh({0})", lambda F, x, y, og: og * F.cosh(x)),
+    "cosh": (np.cosh, "np.cosh({0})", lambda F, x, y, og: og * F.sinh(x)),
+    "arcsin": (np.arcsin, "np.arcsin({0})",
+               lambda F, x, y, og: og / F.sqrt(1.0 - F.square(x))),
+    "arccos": (np.arccos, "np.arccos({0})",
+               lambda F, x, y, og: -og / F.sqrt(1.0 - F.square(x))),
+    "arctan": (np.arctan, "np.arctan({0})", lambda F, x, y, og: og / (F.square(x) + 1.0)),
+    "arcsinh": (np.arcsinh, "np.arcsinh({0})",
+                lambda F, x, y, og: og / F.sqrt(F.square(x) + 1.0)),
+    "arccosh": (np.arccosh, "np.arccosh({0})",
+                lambda F, x, y, og: og / F.sqrt(F.square(x) - 1.0)),
+    "arctanh": (np.arctanh, "np.arctanh({0})", lambda F, x, y, og: og / (1.0 - F.square(x))),
+    "log2": (np.log2, "np.log2({0})", lambda F, x, y, og: og / (x * float(np.log(2.0)))),
+    "log10": (np.log10, "np.log10({0})", lambda F, x, y, og: og / (x * float(np.log(10.0)))),
+    "log1p": (np.log1p, "np.log1p({0})", lambda F, x, y, og: og / (x + 1.0)),
+    "expm1": (np.expm1, "np.expm1({0})", lambda F, x, y, og: og * (y + 1.0)),
+    "reciprocal": (np.reciprocal, "(1.0 / {0})", lambda F, x, y, og: -og * y * y),
+    "rsqrt": (lambda x: 1.0 / np.sqrt(x), "(1.0 / np.sqrt({0}))",
+              lambda F, x, y, og: og * y * y * y * -0.5),
+    "cbrt": (np.cbrt, "np.cbrt({0})", lambda F, x, y, og: og / (F.square(y) * 3.0)),
+    "erf": (special.erf, "math.erf({0})",
+            lambda F, x, y, og: og * F.exp(-F.square(x)) * float(2.0 / np.sqrt(np.pi))),
+    # Rounding: flat almost everywhere, so the gradient is zero (as in MXNet).
+    # MXNet's round goes half away from zero; rint (and NumPy's round) half to even.
+    "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5),
+              "(np.sign({0}) * np.floor(abs({0}) + 0.5))", lambda F, x, y, og: og * 0.0),
+    "rint": (np.rint, "np.rint({0})", lambda F, x, y, og: og * 0.0),
+    "floor": (np.floor, "np.floor({0})", lambda F, x, y, og: og * 0.0),
+    "ceil": (np.ceil, "np.ceil({0})", lambda F, x, y, og: og * 0.0),
+    "trunc": (np.trunc, "np.trunc({0})", lambda F, x, y, og: og * 0.0),
+    "fix": (np.fix, "np.trunc({0})", lambda F, x, y, og: og * 0.0),
 }
 
 

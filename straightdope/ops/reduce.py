@@ -304,3 +304,14 @@ for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
              gradient=lambda F, a, i, o, og: [None],
              doc=f"{_name}(data, axis=None, keepdims=False): index of the "
                  f"{'largest' if _name == 'argmax' else 'smallest'} value (as a float, like MXNet).")
+
+
+def norm(F, data, ord=2, axis=None, keepdims=False, out_dtype=None, **kwargs):
+    """MXNet's `norm`, written with F ops (so nd, sym and autograd all have it):
+    ord=1 sums absolute values, ord=2 is the square root of the sum of squares
+    (the Frobenius norm when axis names two axes)."""
+    if ord == 1:
+        return F.sum(F.abs(data), axis=axis, keepdims=keepdims)
+    if ord == 2:
+        return F.sqrt(F.sum(F.square(data), axis=axis, keepdims=keepdims))
+    raise OpError(f"norm: ord must be 1 or 2 (as in MXNet), got {ord!r}")

@@ -15,14 +15,19 @@ this table (see `ndarray/register.py` and `symbol/register.py`). That is why
 from __future__ import annotations
 
 import ast
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from ..base import MXNetError
 
 OPS: dict[str, "Op"] = {}
 
 
-class OpError(ValueError):
-    """A bad call of an operator: wrong attribute, wrong shapes, unknown op."""
+class OpError(MXNetError, ValueError):
+    """A bad call of an operator: wrong attribute, wrong shapes, unknown op.
+
+    An MXNetError, as MXNet raises for these, and a ValueError (bad argument values)."""
 
 
 # ---------------------------------------------------------------- attributes
@@ -55,6 +60,8 @@ class Attr:
                 return None
             bad("must not be None")
         kind = self.kind.replace("_or_none", "")
+        if isinstance(value, numbers.Integral) and not isinstance(value, (int, bool)):
+            value = int(value)          # np.int64(3), e.g. from x.shape[0] or np.prod
         if kind == "float" and isinstance(value, str) and value.strip().lower().lstrip(
                 "+-") in NON_FINITE:
             return float(value)           # how MXNet (and Python) write inf, -inf, nan
@@ -78,7 +85,7 @@ class Attr:
                 bad(f"must be at least {self.minimum}")
             return int(value)
         if kind == "float":
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
                 bad("must be a number")
             return float(value)
         if kind == "bool":
@@ -89,7 +96,7 @@ class Attr:
             if isinstance(value, int) and not isinstance(value, bool):
                 value = (value,)
             if not isinstance(value, (tuple, list)) or not all(
-                    isinstance(v, int) and not isinstance(v, bool) for v in value):
+                    isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
                 bad("must be a tuple of integers")
             if self.minimum is not None and any(v < self.minimum for v in value):
                 bad(f"must have entries of at least {self.minimum}")
@@ -294,12 +301,15 @@ def list_ops() -> list[str]:
 def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[list, dict, str | None]:
     """Sort a Python call `op(*args, **kwargs)` into (tensor inputs, attributes, name).
 
-    Shared by `nd` and `sym`, so both accept exactly the same spellings:
-    positional tensors, tensors by input name (`data=x`), attributes by keyword.
-    It runs on every imperative op call, so the common case is kept short.
+    Shared by `nd` and `sym`, so both accept exactly the same spellings: tensors
+    positionally or by input name (`data=x`), attributes by keyword or, after the
+    tensors, positionally in the order the op declares them, as MXNet's generated
+    functions do (`nd.clip(x, 0, 1)`, `nd.slice(x, (0,), (2,))`).
     """
     name = None
     tensor_kwargs = None
+    if not op.variadic:
+        args, kwargs = _positional_attributes(op, args, kwargs, is_tensor)
     if kwargs:
         kwargs = dict(kwargs)
         name = kwargs.pop("name", None)
@@ -310,7 +320,7 @@ def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[l
         if not op.attrs.keys() >= kwargs.keys():
             unknown = sorted(set(kwargs) - set(op.attrs))
             raise OpError(f"{op.name}: unknown argument(s) {unknown}; arrays: "
-                          f"{list(op.inputs)}, attributes: {sorted(op.attrs)}")
+                          f"{list(op.inputs)}, attributes: {list(op.attrs)}")
     attrs = op.cached_attrs(kwargs) if kwargs else op.cached_attrs({})
     if op.variadic:
         if tensor_kwargs:
@@ -322,16 +332,18 @@ def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[l
                 raise OpError(f"{op.name}: argument {k} must be an array, got {type(x).__name__}")
         return inputs, attrs, name
     names = op.input_names(attrs)
-    if len(args) > len(names):
-        raise OpError(f"{op.name} takes {len(names)} array argument(s) {list(names)}, "
-                      f"got {len(args)}; pass attributes by keyword")
     inputs = list(args)
+    if len(inputs) > len(names):       # e.g. a None bias while no_bias=True
+        if any(x is not None for x in inputs[len(names):]):
+            raise OpError(f"{op.name} takes {len(names)} array argument(s) {list(names)} "
+                          f"with these attributes, got {len(inputs)}")
+        inputs = inputs[:len(names)]
     if len(inputs) < len(names):
         inputs += [None] * (len(names) - len(inputs))
     if tensor_kwargs:
         for k, input_name in enumerate(names):
             if input_name in tensor_kwargs:
-                if k < len(args):
+                if k < len(args) and args[k] is not None:
                     raise OpError(f"{op.name}: '{input_name}' given twice")
                 inputs[k] = tensor_kwargs.pop(input_name)
         for input_name, value in tensor_kwargs.items():
@@ -342,3 +354,34 @@ def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[l
             raise OpError(f"{op.name}: '{input_name}' must be an array, got {type(x).__name__} "
                           f"({x!r:.60})")
     return inputs, attrs, name
+
+
+def _positional_attributes(op: Op, args: tuple, kwargs: dict, is_tensor: Callable):
+    """Split `args` into the leading tensors (or None for a left-out optional input) and
+    the attributes after them, which go into kwargs under the op's attribute names."""
+    count = leading_tensors(op, args, is_tensor)
+    if count == len(args):
+        return args, kwargs
+    extra = args[count:]
+    attr_names = list(op.attrs)
+    if len(extra) > len(attr_names):
+        raise OpError(f"{op.name} takes {len(op.inputs)} array argument(s) {list(op.inputs)} "
+                      f"and then at most {len(attr_names)} attribute(s) {attr_names}, got "
+                      f"{len(extra)} more argument(s) {list(extra)!r:.80}")
+    kwargs = dict(kwargs)
+    for attr_name, value in zip(attr_names, extra):
+        if attr_name in kwargs:
+            raise OpError(f"{op.name}: attribute '{attr_name}' given twice (positionally "
+                          f"and by keyword)")
+        kwargs[attr_name] = value
+    return args[:count], kwargs
+
+
+def leading_tensors(op: Op, args: tuple, is_tensor: Callable) -> int:
+    """How many of `args` are array inputs (tensors, or None for an optional one)."""
+    count, limit = 0, len(op.inputs)
+    for x in args:
+        if count == limit or not (x is None or is_tensor(x)):
+            break
+        count += 1
+    return count

@@ -146,6 +146,32 @@ register("expand_dims", attrs={"axis": Int(required=True)},
 
 
 # ----------------------------------------------------------- concat, split
+def _squeeze_axes(attrs, shape):
+    if attrs["axis"] is None:
+        return tuple(i for i, d in enumerate(shape) if d == 1)
+    axes = tuple(sorted({a + len(shape) if a < 0 else a for a in attrs["axis"]}))
+    for a in axes:
+        if not 0 <= a < len(shape) or shape[a] != 1:
+            raise OpError(f"squeeze: axis {a} of shape {shape} is not of length 1; only "
+                          f"axes of length 1 can be squeezed")
+    return axes
+
+
+def _squeeze_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    axes = _squeeze_axes(attrs, s)
+    return in_shapes, [tuple(d for i, d in enumerate(s) if i not in axes)]
+
+
+register("squeeze", attrs={"axis": OptShape(None)},
+         forward=lambda attrs, x: x.reshape(_squeeze_shape(attrs, [x.shape])[1][0]).copy(),
+         infer_shape=_squeeze_shape,
+         gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
+         doc="squeeze(data, axis=None): drop axes of length 1 (all of them, or those named).")
+
+
 def _concat_shape(attrs, in_shapes):
     if any(s is None for s in in_shapes):
         return in_shapes, [None]

@@ -89,3 +89,13 @@ def _reshape(self, *shape, **kwargs):
 Symbol.reshape = _reshape
 Symbol.T = property(lambda self: globals()["transpose"](self))
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
+
+
+def __getattr__(attr):
+    # F.np / F.npx inside hybrid_forward(self, F, x): the NumPy-style front ends, which
+    # dispatch on their arguments (compute on NDArrays, trace on Symbols).
+    if attr in ("np", "npx"):
+        import importlib
+        return importlib.import_module({"np": "straightdope.numpy",
+                                        "npx": "straightdope.numpy_extension"}[attr])
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

@@ -112,7 +112,7 @@ class Dense(HybridBlock):
                 if activation is not None else None
 
     def hybrid_forward(self, F, x, weight, bias=None):
-        out = F.FullyConnected(x, weight, bias=bias, no_bias=bias is None,
+        out = F.FullyConnected(x, weight, bias, no_bias=bias is None,
                                num_hidden=self._units, flatten=self._flatten, name="fwd")
         return self.act(out) if self.act is not None else out
 

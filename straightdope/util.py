@@ -1,0 +1,93 @@
+"""MXNet's NumPy-semantics switches: `np_shape`, `np_array`, `set_np`, `use_np`.
+
+In MXNet these switches change what a shape means: without NumPy shape semantics
+a 0 in a shape means "unknown", with them it means an axis of length 0, and -1 (or
+None for a whole shape) means unknown. straightdope keeps one array type for
+`nd`, `sym` and `np`, so the flags only change how an *unknown* shape is reported
+by `infer_shape_partial` (`()` without, `None` with) and are otherwise recorded.
+"""
+import functools
+import threading
+
+
+class _Flags(threading.local):
+    np_shape = False
+    np_array = False
+
+
+_flags = _Flags()
+
+
+def is_np_shape() -> bool:
+    """Are NumPy shape semantics on?"""
+    return _flags.np_shape
+
+
+def is_np_array() -> bool:
+    """Is the NumPy array front end (`mx.np`) the default?"""
+    return _flags.np_array
+
+
+def set_np_shape(active) -> bool:
+    """Turn NumPy shape semantics on or off; returns the previous setting."""
+    previous, _flags.np_shape = _flags.np_shape, bool(active)
+    return previous
+
+
+def set_np_array(active) -> bool:
+    previous, _flags.np_array = _flags.np_array, bool(active)
+    return previous
+
+
+class _Scope:
+    """`with np_shape(True):` ... sets a flag for the block and restores it after."""
+
+    def __init__(self, setter, active):
+        self._setter, self._active, self._previous = setter, active, None
+
+    def __enter__(self):
+        self._previous = self._setter(self._active)
+        return self
+
+    def __exit__(self, *exc):
+        self._setter(self._previous)
+
+
+def np_shape(active=True):
+    return _Scope(set_np_shape, active)
+
+
+def np_array(active=True):
+    return _Scope(set_np_array, active)
+
+
+def set_np(shape=True, array=True, dtype=False):
+    """MXNet 2.0 style: NumPy shapes and arrays on (straightdope: recorded only)."""
+    set_np_shape(shape)
+    set_np_array(array)
+
+
+def reset_np():
+    set_np(False, False)
+
+
+def _decorator(setter_pairs):
+    def decorate(func):
+        if isinstance(func, type):       # a class (e.g. a Block): nothing to switch
+            return func
+
+        @functools.wraps(func)
+        def wrapped(*args, **kwargs):
+            previous = [setter(True) for setter in setter_pairs]
+            try:
+                return func(*args, **kwargs)
+            finally:
+                for setter, value in zip(setter_pairs, previous):
+                    setter(value)
+        return wrapped
+    return decorate
+
+
+use_np_shape = _decorator([set_np_shape])
+use_np_array = _decorator([set_np_array])
+use_np = _decorator([set_np_shape, set_np_array])
