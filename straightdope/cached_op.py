@@ -82,7 +82,7 @@ class CachedOp:
         self.static_alloc, self.static_shape = static_alloc, static_shape
         # Ops such as BatchNorm return new running statistics: extra outputs, written back.
         self._updates = []
-        for node in symbol._nodes():
+        for node in symbol.walk():
             if node.op is not None:
                 for out_index, in_index in node.op.aux_writeback.items():
                     child, _ = node.inputs[in_index]
@@ -90,7 +90,7 @@ class CachedOp:
                         self._updates.append(((node, out_index), child.name))
         self.extra = Group([Symbol([e]) for e, _ in self._updates]) if self._updates else None
         self.full = Group([symbol] + ([self.extra] if self.extra is not None else []))
-        self.num_visible = len(symbol._outputs)
+        self.num_visible = len(symbol)
         self.input_names = Graph.from_symbol(self.full).input_names
         self._update_index = [self.input_names.index(name) for _, name in self._updates]
         self._data_index = [i for i, n in enumerate(self.input_names) if n in self.data_names]

@@ -385,3 +385,24 @@ def test_training_live_plot_has_whole_epoch_ticks(monkeypatch):
     assert [line.get_label() for line in plot.ax_acc.get_lines()] == [
         "train accuracy", "test accuracy"]
     assert len(plot._handle.shown) == 2                     # drawn, then redrawn in place
+
+
+def test_graph_view_shows_a_loop_as_one_node_whose_body_opens():
+    from straightdope.gluon import rnn
+    layer = rnn.LSTM(4)
+    layer.initialize()
+    view = GraphView(layer, nd.ones((6, 2, 3)))
+    loops = [n for n in view.graph.op_nodes if n.op.name == "_foreach"]
+    assert len(loops) == 1 and "(body: " in loops[0].label
+    assert view.body_button.layout.display == "none"        # no loop selected yet
+    view.node_picker.value = loops[0].name
+    whole = view.dot
+    assert view.body_button.layout.display is None
+    assert view.body_button.description == "open its body"
+    view.body_button.click()
+    assert view.body is not None and view.body[0] == loops[0].name
+    assert "the body of" in view.dot and "FullyConnected" in view.dot
+    assert "label=\"_foreach" not in view.dot and "<svg" in view.svg
+    assert view.body_button.description == "back to the whole graph"
+    view.body_button.click()
+    assert view.body is None and view.dot == whole

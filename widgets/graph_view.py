@@ -327,6 +327,11 @@ class GraphView(w.VBox):
         self.hide_params = w.Checkbox(value=hide_params, description="hide parameters",
                                       indent=False)
         self.node_picker = w.Dropdown(description="node", layout=w.Layout(width="95%"))
+        # A loop (foreach, while_loop, cond) is one node; this opens its body.
+        self.body_button = w.Button(description="open its body", icon="search-plus",
+                                    layout=w.Layout(display="none"))
+        self.body_button.on_click(lambda _: self.open_body())
+        self.body = None            # (node name, body Graph) while a body is on show
         # The drawing and the node inspector sit side by side when there is room for
         # both (JupyterLab); in a narrow column (the HTML book, about 700 px) the
         # inspector wraps below, so the drawing keeps the full width and readable labels
@@ -334,7 +339,7 @@ class GraphView(w.VBox):
         self.graph_html = w.HTML(layout=w.Layout(flex=f"3 1 {GRAPH_MIN_WIDTH}px",
                                                  overflow="auto"))
         self.details_html = w.HTML(layout=w.Layout(width="100%"))
-        side = w.VBox([self.node_picker, self.details_html],
+        side = w.VBox([self.node_picker, self.body_button, self.details_html],
                       layout=w.Layout(flex="2 1 280px", min_width="280px",
                                       padding="0 0 0 12px"))
         header = w.HTML(st.CSS + st.heading("The graph hybridize() traced"))
@@ -394,9 +399,37 @@ class GraphView(w.VBox):
         if not self._quiet:
             self._draw()
 
+    def open_body(self, node_name=None):
+        """Draw the body of a loop node (the selected one by default); call it again,
+        or click the button, to go back to the whole graph."""
+        from straightdope.graph import Graph
+        if self.body is not None and node_name is None:
+            self.body = None
+        else:
+            node = self._selected_node() if node_name is None else next(
+                n for n in self.graph.nodes if n.name == node_name)
+            if node is None or not node.subgraphs:
+                raise ValueError(f"node {getattr(node, 'name', None)!r} is not a loop: it "
+                                 f"has no body to open")
+            self.body = (node.name, Graph.from_symbol(node.subgraphs[-1]))
+        self._draw()
+
     def _draw(self):
         stage = self.stages[self.stage]
         node = self._selected_node()
+        has_body = node is not None and bool(getattr(node, "subgraphs", ()))
+        self.body_button.layout.display = None if has_body or self.body else "none"
+        self.body_button.description = "back to the whole graph" if self.body \
+            else "open its body"
+        if self.body is not None:
+            name, body = self.body
+            self.dot = body.to_dot(hide_params=self.hide_params.value,
+                                   title=f"the body of '{name}': compiled once, run per step")
+            self.svg = st.dot_to_svg(self.dot, self.zoom)
+            self.graph_html.value = f'<div style="text-align: center;">{self.svg}</div>'
+            self.details_html.value = node_details_html(self.stages, self._last_graph_stage(),
+                                                        node)
+            return
         self.dot, self.svg, self.graph_html.value = self._render(stage, node)
         self.details_html.value = node_details_html(self.stages, self._last_graph_stage(), node)
 

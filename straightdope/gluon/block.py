@@ -100,7 +100,7 @@ def _flatten(args, kind):
     if isinstance(args, NDArray):
         return [args], 0
     if isinstance(args, Symbol):
-        n = len(args._outputs)
+        n = len(args)
         return [args], (n if n > 1 else 0)      # a multi-output symbol becomes a list
     if args is None and kind == "input":
         return [], -1                           # loss(pred, label, None): stays None
@@ -862,20 +862,7 @@ def _save_in_format(filename, arrays, params_format):
 def _substitute(out, mapping):
     """A copy of graph `out` in which the variables named in `mapping` are replaced by
     other Symbols (parameter variables stay shared)."""
-    from ..symbol.symbol import _Node, _topo
-    new = {}
-
-    def entry(node, k):
-        r = new[id(node)]
-        return r if isinstance(r, tuple) else (r, k)
-
-    for node in _topo(out._outputs):
-        if node.is_var:
-            new[id(node)] = mapping[node.name]._outputs[0] if node.name in mapping else node
-        else:
-            new[id(node)] = _Node(node.op, node.name, node.attrs,
-                                  [entry(c, k) for c, k in node.inputs], node.var_attrs)
-    return Symbol([entry(n, k) for n, k in out._outputs])
+    return out.substitute(mapping)
 
 
 _MXNET_DTYPE_CODES = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8",
@@ -904,18 +891,18 @@ class SymbolBlock(HybridBlock):
         super().__init__(prefix=None, params=None)
         self._prefix, self._empty_prefix = "", True   # keep the graph's own names
         self._params = ParameterDict("", params)
-        if isinstance(inputs, Symbol) and len(inputs._outputs) == 1:
+        if isinstance(inputs, Symbol) and len(inputs) == 1:
             inputs = [inputs]
         if isinstance(outputs, (list, tuple)) and len(outputs) == 1:
             outputs = outputs[0]
         syms, self._in_format = _flatten(inputs, "input")
         outs, self._out_format = _flatten(outputs, "output")
         out = outs[0] if len(outs) == 1 else symbol.Group(outs)
-        variables = {n.name: n for n in out._nodes() if n.is_var}
+        variables = {n.name: n for n in out.walk() if n.is_var}
         input_names = []
         for s in syms:
-            node = s._outputs[0][0]
-            if not node.is_var or len(s._outputs) != 1:
+            node = s.entries[0][0]
+            if not node.is_var or len(s) != 1:
                 raise ValueError(f"SymbolBlock: inputs must be variables (sym.var('data')), but "
                                  f"{s} is the output of an op")
             if node.name not in variables:

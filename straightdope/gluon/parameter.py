@@ -330,7 +330,7 @@ class Parameter:
     def _sync_var(self):
         # Keep the variable's shape/dtype hints (written into exported JSON) in step.
         if self._var is not None:
-            node = self._var._outputs[0][0]
+            node = self._var.entries[0][0]
             if self._shape is not None:
                 node.var_attrs["__shape__"] = str(self._shape)
             node.var_attrs["__dtype__"] = self._dtype.name

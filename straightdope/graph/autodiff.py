@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .. import name as _name
 from ..base import postorder
-from ..symbol.symbol import Group, Symbol, _Node, _topo
+from ..symbol.symbol import Group, Node, Symbol, topological
 
 
 @dataclass
@@ -33,9 +33,8 @@ def gradient_symbols(outputs: list, head_grads: list, wrt: list,
     an output does not depend on a value). The walk stops at the `wrt` values, so they
     may be any values, not only variables (a loop body's gradient needs that)."""
     from .. import symbol as sym
-    targets = {(id(n), k) for s in wrt for n, k in s._outputs}
-    stops = {id(n) for s in wrt for n, _ in s._outputs}
-    heads = [e for s in outputs for e in s._outputs]
+    stops = {id(n) for s in wrt for n, _ in s.entries}
+    heads = [e for s in outputs for e in s.entries]
     nodes = postorder([n for n, _ in heads],
                       lambda node: [] if id(node) in stops else [c for c, _ in node.inputs])
     needs = set()
@@ -61,21 +60,21 @@ def gradient_symbols(outputs: list, head_grads: list, wrt: list,
                 continue
             key = (id(child), k)
             grads[key] = g if key not in grads else grads[key] + g
-    return [grads.get((id(s._outputs[0][0]), s._outputs[0][1])) for s in wrt]
+    return [grads.get((id(s.entries[0][0]), s.entries[0][1])) for s in wrt]
 
 
 def differentiate(symbol: Symbol, wrt: list, is_train: bool = True,
                   extra_outputs: Symbol | None = None) -> Differentiated:
     from .. import symbol as sym
-    extra = extra_outputs._outputs if extra_outputs is not None else []
-    forward_nodes = _topo(symbol._outputs + extra)
+    extra = extra_outputs.entries if extra_outputs is not None else []
+    forward_nodes = topological(symbol.entries + extra)
     forward_ids = {id(n) for n in forward_nodes}
     variables = {n.name: n for n in forward_nodes if n.is_var}
     wrt_symbols = [Symbol([(variables[name], 0)]) for name in wrt]
     head_names = []
     with _name.Prefix("_grad_"):
         heads = []
-        for k in range(len(symbol._outputs)):
+        for k in range(len(symbol)):
             head = sym.var(f"_head_grad{k}")
             head_names.append(head.name)
             heads.append(head)
@@ -93,27 +92,27 @@ def differentiate(symbol: Symbol, wrt: list, is_train: bool = True,
             return (child, k)
         key = (id(child), k)
         if key not in saved_vars:
-            saved_vars[key] = _Node(None, f"_saved{len(saved_entries)}")
+            saved_vars[key] = Node(None, f"_saved{len(saved_entries)}")
             saved_entries.append((child, k))
         return (saved_vars[key], 0)
 
     def clone(node):
         if id(node) not in clones:
             # iterative: clone inputs first (graphs can be deep)
-            for n in _topo([(node, 0)]):
+            for n in topological([(node, 0)]):
                 if id(n) in clones or id(n) in forward_ids:
                     continue
-                clones[id(n)] = _Node(n.op, n.name, n.attrs,
+                clones[id(n)] = Node(n.op, n.name, n.attrs,
                                       [entry_of(c, k) for c, k in n.inputs], n.var_attrs)
         return clones[id(node)]
 
     backward_outputs = []
     for g in results:
-        node, k = g._outputs[0]
+        node, k = g.entries[0]
         backward_outputs.append(entry_of(node, k))
     forward = Group([symbol] + ([extra_outputs] if extra_outputs is not None else [])
                     + [Symbol([e]) for e in saved_entries])
     return Differentiated(forward=forward, backward=Symbol(backward_outputs), wrt=list(wrt),
                           head_names=head_names,
                           saved_names=[saved_vars[(id(n), k)].name for n, k in saved_entries],
-                          num_outputs=len(symbol._outputs) + len(extra))
+                          num_outputs=len(symbol) + len(extra))

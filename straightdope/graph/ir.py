@@ -55,7 +55,16 @@ class Node:
             if isinstance(v, tuple):
                 v = "x".join(map(str, v))
             bits.append(f"{v:g}" if isinstance(v, float) else str(v))
+        if self.subgraphs:
+            ops = sum(1 for g in self.subgraphs for n in g.walk() if n.op is not None)
+            bits.append(f"(body: {ops} ops)")
         return " ".join([self.op.name] + bits)
+
+    @property
+    def subgraphs(self):
+        """The graphs a control-flow node runs (its loop body, its branches): Symbols.
+        `Graph.from_symbol(node.subgraphs[0])` is the body as a Graph."""
+        return () if self.op is None else self.attrs.get("subgraphs", ())
 
 
 class Graph:
@@ -68,8 +77,7 @@ class Graph:
     # ---------------------------------------------------------- construction
     @classmethod
     def from_symbol(cls, symbol, data_names=()) -> "Graph":
-        from ..symbol.symbol import _topo
-        order = _topo(symbol._outputs)
+        order = symbol.walk()
         ids = {id(n): k for k, n in enumerate(order)}
         aux = set(symbol.list_auxiliary_states()) if any(
             n.op is not None and n.op.aux_inputs for n in order) else set()
@@ -82,13 +90,13 @@ class Graph:
             nodes.append(Node(k, n.name, n.op, dict(n.attrs),
                               [(ids[id(c)], i) for c, i in n.inputs], n.num_outputs(),
                               dict(n.var_attrs), kind))
-        return cls(nodes, [(ids[id(n)], i) for n, i in symbol._outputs])
+        return cls(nodes, [(ids[id(n)], i) for n, i in symbol.entries])
 
     def to_symbol(self):
-        from ..symbol.symbol import Symbol, _Node
+        from ..symbol.symbol import Node as SymbolNode, Symbol
         built = []
         for n in self.nodes:
-            built.append(_Node(n.op, n.name, dict(n.attrs),
+            built.append(SymbolNode(n.op, n.name, dict(n.attrs),
                                [(built[s], i) for s, i in n.inputs], dict(n.var_attrs)))
         return Symbol([(built[s], i) for s, i in self.outputs])
 
@@ -159,10 +167,13 @@ class Graph:
                 continue
             args = ", ".join(self._value(e) for e in n.inputs)
             attrs = ", ".join(f"{k}={v}" for k, v in n.attrs.items()
-                              if v != n.op.attrs[k].default)
+                              if k != "subgraphs" and v != n.op.attrs[k].default)
             call = f"{n.op.name}({args}{'; ' + attrs if attrs else ''})"
             types = ", ".join(filter(None, (self._type(n, k) for k in range(n.num_outputs))))
             lines.append(f"  %{n.id} = {call}  # {n.name}" + (f"  -> {types}" if types else ""))
+            for g in n.subgraphs:        # a loop body prints like any graph, indented
+                body = str(Graph.from_symbol(g)).splitlines()
+                lines.extend("    " + ln for ln in ["body " + body[0]] + body[1:])
         outs = ", ".join(self._value(e) for e in self.outputs)
         return "graph {\n" + "\n".join(lines) + f"\n  return {outs}\n}}"
 

@@ -11,7 +11,7 @@ as `straightdope.nd`'s are. That is why `F.relu` works for either `F`.
 """
 from ..ops import OPS as _OPS, OpError
 from ..ops.registry import bind_call as _bind_call
-from .symbol import Group, Symbol, Variable, _create, var  # noqa: F401
+from .symbol import Group, Node, Symbol, Variable, _create, topological, var  # noqa: F401
 from .serialize import SymbolFileError, load, load_json  # noqa: F401
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .. import name as _name
 from ..ops import OpError, get_op
-from .symbol import Symbol, _Node, _topo, var
+from .symbol import Node, Symbol, topological, var
 
 
 def _as_list(x, what):
@@ -27,8 +27,8 @@ def _as_list(x, what):
 
 
 def _next_serial():
-    """Nodes made from now on have serials >= this one (see _Node.serial)."""
-    return _Node(None, "_mark").serial + 1
+    """Nodes made from now on have serials >= this one (see Node.serial)."""
+    return Node(None, "_mark").serial + 1
 
 
 def _close(outputs, start, placeholders):
@@ -36,7 +36,7 @@ def _close(outputs, start, placeholders):
     (a node made before `start`, or any variable but the loop's own `placeholders`) is
     replaced by a new variable of the body. Returns (body Symbol, [(that variable's
     name, the outside value)])."""
-    own = {id(p._outputs[0][0]) for p in placeholders}
+    own = {id(p.entries[0][0]) for p in placeholders}
     stand_ins, outside = {}, []
 
     def inside(node):
@@ -49,13 +49,13 @@ def _close(outputs, start, placeholders):
             name = node.name if node.is_var else node.output_name(k)
             while name in {n for n, _ in outside}:
                 name += "_"
-            stand_ins[(id(node), k)] = _Node(None, name, var_attrs=dict(node.var_attrs)
-                                             if node.is_var else {})
+            stand_ins[(id(node), k)] = Node(None, name, var_attrs=dict(node.var_attrs)
+                                            if node.is_var else {})
             outside.append((name, Symbol([(node, k)])))
         return (stand_ins[(id(node), k)], 0)
 
-    heads = [s._outputs[0] for s in outputs]
-    for node in _topo(heads):
+    heads = [s.entries[0] for s in outputs]
+    for node in topological(heads):
         if inside(node) and not node.is_var:
             node.inputs = [entry(c, k) for c, k in node.inputs]
     return Symbol([entry(n, k) for n, k in heads]), outside
@@ -116,7 +116,7 @@ def foreach(body, data, init_states, name="foreach", _drop_unused=False):
 
 def _node(op_name, name, inputs, attrs):
     op = get_op(op_name)
-    node = _Node(op, name, op.parse_attrs(attrs), [s._outputs[0] for s in inputs])
+    node = Node(op, name, op.parse_attrs(attrs), [s.entries[0] for s in inputs])
     return [Symbol([(node, i)]) for i in range(node.num_visible())]
 
 
@@ -129,7 +129,8 @@ def _gather(inputs, index, graph, outside, fixed=None):
             locs.append(fixed[n])
             continue
         source = by_name[n]
-        key = (id(source._outputs[0][0]), source._outputs[0][1])
+        key = source.entries[0]
+        key = (id(key[0]), key[1])
         if key not in index:
             index[key] = len(inputs)
             inputs.append(source)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from ..ops import OpError, get_op
-from .symbol import Symbol, _Node, _topo
+from .symbol import Node, Symbol, topological
 
 MXNET_VERSION = 10901       # the layout of MXNet 1.9
 MAX_NODES = 1_000_000       # per file: more is refused before building anything
@@ -30,7 +30,7 @@ def _attr_text(name, value):
 def graph_doc(entries) -> dict:
     """The JSON document (a dict) of the graph that computes `entries`; the body of a
     control-flow node is written the same way, inside the node ("subgraphs")."""
-    nodes = _topo(entries)
+    nodes = topological(entries)
     index = {id(n): k for k, n in enumerate(nodes)}
     out_nodes = []
     for node in nodes:
@@ -46,7 +46,7 @@ def graph_doc(entries) -> dict:
                 entry["attrs"] = attrs
         entry["inputs"] = [[index[id(child)], i, 0] for child, i in node.inputs]
         if node.subgraphs:
-            entry["subgraphs"] = [graph_doc(g._outputs) for g in node.subgraphs]
+            entry["subgraphs"] = [graph_doc(g.entries) for g in node.subgraphs]
         out_nodes.append(entry)
     row_ptr = [0]
     for node in nodes:
@@ -60,7 +60,7 @@ def graph_doc(entries) -> dict:
 
 
 def to_json(symbol: Symbol) -> str:
-    doc = graph_doc(symbol._outputs)
+    doc = graph_doc(symbol.entries)
     doc["attrs"] = {"mxnet_version": ["int", MXNET_VERSION]}
     return json.dumps(doc, indent=2)
 
@@ -122,7 +122,7 @@ def from_doc(doc, source: str = "<string>", depth: int = 0) -> Symbol:
         if op_name == "null":
             if inputs:
                 fail(f"{where}: a variable cannot have inputs")
-            nodes.append(_Node(None, name, var_attrs=dict(attrs)))
+            nodes.append(Node(None, name, var_attrs=dict(attrs)))
             continue
         raw_subgraphs = raw.get("subgraphs", [])
         if not isinstance(raw_subgraphs, list):
@@ -146,7 +146,7 @@ def from_doc(doc, source: str = "<string>", depth: int = 0) -> Symbol:
             expected = len(op.input_names(parsed))
         if len(inputs) != expected:
             fail(f"{where}: {op_name} takes {expected} inputs, the file gives {len(inputs)}")
-        nodes.append(_Node(op, name, parsed, inputs))
+        nodes.append(Node(op, name, parsed, inputs))
     heads = []
     for entry in doc["heads"]:
         if not (isinstance(entry, list) and len(entry) >= 2 and all(

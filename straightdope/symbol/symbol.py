@@ -24,8 +24,11 @@ from ..ops.elemwise import OPERATORS
 _serials = _itertools.count()
 
 
-class _Node:
-    """A node of the symbol graph: an op applied to inputs, or a variable (op None)."""
+class Node:
+    """A node of the symbol graph: an op applied to inputs, or a variable (op None).
+
+    Public fields: `op` (a registry Op, None for a variable), `name`, `attrs` (parsed),
+    `inputs` [(node, output index)], `var_attrs` (a variable's hints), `subgraphs`."""
     __slots__ = ("op", "name", "attrs", "inputs", "var_attrs", "serial")
 
     def __init__(self, op, name, attrs=None, inputs=(), var_attrs=None):
@@ -61,10 +64,13 @@ class _Node:
         return f"{self.name}_output{index}" if self.num_outputs() > 1 else f"{self.name}_output"
 
 
-def _topo(outputs):
-    """Nodes reachable from `outputs`, inputs before the nodes that use them."""
-    return postorder([head for head, _ in outputs],
+def topological(entries):
+    """Nodes reachable from `entries` [(node, index)], inputs before the nodes using them."""
+    return postorder([head for head, _ in entries],
                      lambda node: [child for child, _ in node.inputs])
+
+
+_Node, _topo = Node, topological     # older private names (other branches may use them)
 
 
 def _no_value(what, instead):
@@ -113,7 +119,7 @@ class Symbol:
     def walk(self):
         """Every node of the graph, each after the nodes it reads (topological order).
         A control-flow node's body is not walked into: see `node.subgraphs`."""
-        return _topo(self._outputs)
+        return topological(self._outputs)
 
     _nodes = walk
 
@@ -126,12 +132,12 @@ class Symbol:
             replaced = new[id(node)]
             return replaced if isinstance(replaced, tuple) else (replaced, k)
 
-        for node in _topo(self._outputs):
+        for node in topological(self._outputs):
             if node.is_var:
                 target = mapping.get(node.name)
                 new[id(node)] = node if target is None else target._outputs[0]
             else:
-                new[id(node)] = _Node(node.op, node.name, node.attrs,
+                new[id(node)] = Node(node.op, node.name, node.attrs,
                                       [entry(c, k) for c, k in node.inputs], node.var_attrs)
         return Symbol([entry(n, k) for n, k in self._outputs])
 
@@ -339,7 +345,7 @@ def _create(op_name, inputs, attrs, name=None, parsed=False):
                           f"pick one with group[i]")
         entries.append(x._outputs[0])
     node_name = _name.current().get(name, op.name.lstrip("_"))
-    node = _Node(op, node_name, attrs, entries)
+    node = Node(op, node_name, attrs, entries)
     return Symbol([(node, i) for i in range(node.num_visible())])
 
 
@@ -359,7 +365,7 @@ def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, ini
         var_attrs["__wd_mult__"] = str(wd_mult)
     if init is not None:
         var_attrs["__init__"] = init if isinstance(init, str) else init.dumps()
-    return Symbol([(_Node(None, name, var_attrs=var_attrs), 0)])
+    return Symbol([(Node(None, name, var_attrs=var_attrs), 0)])
 
 
 Variable = var
