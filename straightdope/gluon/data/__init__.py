@@ -4,6 +4,8 @@ from .dataset import Dataset, SimpleDataset, ArrayDataset
 from .sampler import Sampler, SequentialSampler, RandomSampler, BatchSampler
 from .dataloader import DataLoader, default_batchify_fn
 from . import vision
+from . import sequence, text
+from .sequence import DigitRows
 
 __all__ = ['Dataset', 'SimpleDataset', 'ArrayDataset', 'Sampler', 'SequentialSampler',
-           'RandomSampler', 'BatchSampler', 'DataLoader', 'default_batchify_fn', 'vision']
+           'RandomSampler', 'BatchSampler', 'DataLoader', 'default_batchify_fn', 'vision', 'text', 'sequence', 'DigitRows']
