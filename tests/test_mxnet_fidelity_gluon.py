@@ -360,3 +360,118 @@ def test_a_constant_initializer_holding_an_array_dumps_to_json():
     assert json.loads(init.dumps()) == ['constant', {'value': [[1.0, 1.0], [1.0, 1.0]]}]
     assert mx.init.Constant(1).dumps() == '["constant", {"value": 1}]'
     assert json.loads(mx.init.Constant(np.zeros(2)).dumps())[1] == {'value': [0.0, 0.0]}
+
+
+# ======================================================================== layers
+from straightdope.gluon import nn  # noqa: E402
+
+
+def _run(layer, x, hybridize):
+    """Forward and the gradient of sum(output * weights) w.r.t. the input."""
+    layer.initialize()
+    if hybridize:
+        layer.hybridize()
+    data = nd.array(x)
+    data.attach_grad()
+    with autograd.record():
+        out = layer(data)
+    heads = np.linspace(-1, 1, out.size).reshape(out.shape).astype(np.float32)
+    out.backward(nd.array(heads))
+    return out.asnumpy(), data.grad.asnumpy(), heads
+
+
+def _numeric_grad(f, x, heads, eps=1e-3):
+    grad = np.zeros_like(x, dtype=np.float64)
+    for i in np.ndindex(*x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        grad[i] = ((f(up) - f(down)) * heads).sum() / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_conv1d_has_mxnets_weight_shape_and_matches_numpy(hybridize):
+    x = np.random.default_rng(3).normal(size=(2, 3, 9)).astype(np.float32)
+    layer = nn.Conv1D(4, 3, strides=2, padding=1, in_channels=3)
+    out, grad, heads = _run(layer, x, hybridize)
+    w, b = layer.weight.data().asnumpy(), layer.bias.data().asnumpy()
+    assert w.shape == (4, 3, 3) and out.shape == (2, 4, 5)
+
+    def conv(x):
+        padded = np.pad(x, ((0, 0), (0, 0), (1, 1)))
+        return np.stack([np.einsum('ncw,fcw->nf', padded[:, :, 2 * o:2 * o + 3], w)
+                         for o in range(5)], axis=2) + b[None, :, None]
+    np.testing.assert_allclose(out, conv(x), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(grad, _numeric_grad(conv, x.astype(np.float64), heads),
+                               rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_1d_pooling_takes_windows_along_the_sequence(hybridize):
+    x = np.arange(16, dtype=np.float32).reshape(1, 2, 8) % 5
+    out, _, _ = _run(nn.MaxPool1D(2), x, hybridize)
+    np.testing.assert_array_equal(out, x.reshape(1, 2, 4, 2).max(-1))
+    out, _, _ = _run(nn.AvgPool1D(4, strides=2), x, hybridize)
+    np.testing.assert_allclose(out, np.stack([x[..., i:i + 4].mean(-1) for i in (0, 2, 4)], -1))
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_global_pools_reduce_every_axis_after_the_channels(hybridize):
+    x = np.random.default_rng(4).normal(size=(2, 3, 2, 3, 4)).astype(np.float32)
+    out, _, _ = _run(nn.GlobalMaxPool3D(), x, hybridize)
+    np.testing.assert_allclose(out, x.max(axis=(2, 3, 4), keepdims=True))
+    out, _, _ = _run(nn.GlobalAvgPool1D(), x[:, :, 0, 0], hybridize)
+    np.testing.assert_allclose(out, x[:, :, 0, 0].mean(-1, keepdims=True), rtol=1e-6)
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_instance_norm_normalises_each_channel_of_each_sample(hybridize):
+    x = np.random.default_rng(5).normal(2, 3, size=(2, 3, 4, 4)).astype(np.float32)
+    layer = nn.InstanceNorm(scale=True, gamma_initializer=mx.init.Constant(2.0),
+                            beta_initializer=mx.init.Constant(0.5))
+    out, grad, heads = _run(layer, x, hybridize)
+    assert layer.gamma.shape == (3,) and layer.beta.shape == (3,)
+
+    def norm(x):
+        mean, var = x.mean(axis=(2, 3), keepdims=True), x.var(axis=(2, 3), keepdims=True)
+        return 2.0 * (x - mean) / np.sqrt(var + 1e-5) + 0.5
+    np.testing.assert_allclose(out, norm(x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(grad, _numeric_grad(norm, x.astype(np.float64), heads),
+                               rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_group_norm_normalises_groups_of_channels_with_one_gamma_per_group(hybridize):
+    x = np.random.default_rng(6).normal(size=(2, 4, 3, 3)).astype(np.float32)
+    layer = nn.GroupNorm(num_groups=2)
+    out, grad, heads = _run(layer, x, hybridize)
+    assert layer.gamma.shape == (2,)
+
+    def norm(x):
+        g = x.reshape(2, 2, -1)
+        g = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)
+        return g.reshape(x.shape)
+    np.testing.assert_allclose(out, norm(x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(grad, _numeric_grad(norm, x.astype(np.float64), heads),
+                               rtol=1e-2, atol=1e-3)
+
+
+def test_group_norm_says_when_channels_do_not_split_into_groups():
+    layer = nn.GroupNorm(num_groups=3)
+    layer.initialize()
+    with pytest.raises(ValueError, match="4 channels do not split into num_groups=3"):
+        layer(nd.ones((1, 4, 2, 2)))
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_reflection_pad_mirrors_the_border_without_repeating_it(hybridize):
+    x = np.arange(12, dtype=np.float32).reshape(1, 1, 3, 4)
+    out, grad, heads = _run(nn.ReflectionPad2D(2), x, hybridize)
+    expected = np.pad(x, ((0, 0), (0, 0), (2, 2), (2, 2)), mode='reflect')
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_allclose(grad, _numeric_grad(
+        lambda v: np.pad(v, ((0, 0), (0, 0), (2, 2), (2, 2)), mode='reflect'),
+        x.astype(np.float64), heads), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="padding"):
+        nn.ReflectionPad2D((1, 0, 0, 0, 1, 1, 1, 1))

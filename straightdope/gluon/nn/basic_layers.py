@@ -15,6 +15,7 @@ from ..block import Block, HybridBlock
 from .activations import Activation
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "BatchNorm", "LayerNorm",
+           "InstanceNorm", "GroupNorm",
            "Embedding", "Flatten", "Lambda", "HybridLambda", "Identity", "Concurrent",
            "HybridConcurrent"]
 
@@ -222,6 +223,91 @@ class LayerNorm(HybridBlock):
         channels = self.gamma.shape[0]
         return (f"{type(self).__name__}({content}, "
                 f"in_channels={channels if channels > 0 else None})")
+
+
+def _normalize_last_axis(F, x, eps):
+    """(x - mean) / sqrt(var + eps) along the last axis of a 3-D array."""
+    centered = F.broadcast_sub(x, F.mean(x, axis=2, keepdims=True))
+    var = F.mean(F.square(centered), axis=2, keepdims=True)
+    return F.broadcast_div(centered, F.sqrt(var + eps))
+
+
+class InstanceNorm(HybridBlock):
+    """Normalise each channel of each sample over its own positions (an image's height and
+    width), then scale by ``gamma`` and shift by ``beta`` per channel (style transfer,
+    small batches: nothing depends on the other samples in the batch).
+
+    Input (N, C, ...), parameters ``gamma`` and ``beta`` of shape (C,).
+    """
+
+    def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False,
+                 beta_initializer="zeros", gamma_initializer="ones", in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        if axis != 1:
+            raise ValueError(f"InstanceNorm: only axis=1 (channels second, NCHW) is "
+                             f"supported, got axis={axis}; transpose the input first")
+        self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
+        self._epsilon = epsilon
+        with self.name_scope():
+            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                         shape=(in_channels,), init=gamma_initializer,
+                                         allow_deferred_init=True)
+            self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                        shape=(in_channels,), init=beta_initializer,
+                                        allow_deferred_init=True)
+
+    def hybrid_forward(self, F, x, gamma, beta):
+        flat = F.reshape(x, shape=(0, 0, -1))                  # (N, C, positions)
+        out = _normalize_last_axis(F, flat, self._epsilon)
+        out = F.broadcast_add(F.broadcast_mul(out, F.reshape(gamma, shape=(1, -1, 1))),
+                              F.reshape(beta, shape=(1, -1, 1)))
+        return F.reshape_like(out, x)
+
+    def infer_shape(self, x, *args):
+        self.gamma.shape = self.beta.shape = (x.shape[1],)
+
+    def __repr__(self):
+        channels = self.gamma.shape[0]
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return (f"{type(self).__name__}({content}, "
+                f"in_channels={channels if channels > 0 else None})")
+
+
+class GroupNorm(HybridBlock):
+    """Split the channels into ``num_groups`` groups and normalise each group of each
+    sample over its channels and positions; then scale and shift per group (MXNet 1.x:
+    ``gamma`` and ``beta`` have shape (num_groups,)). ``num_groups=1`` normalises a whole
+    sample, like LayerNorm over (C, H, W).
+    """
+
+    def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(num_groups, int) or num_groups < 1:
+            raise ValueError(f"GroupNorm: num_groups must be a positive int, got {num_groups!r}")
+        self._kwargs = {"eps": epsilon, "num_groups": num_groups, "center": center,
+                        "scale": scale}
+        self._num_groups, self._epsilon = num_groups, epsilon
+        with self.name_scope():
+            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
+                                         shape=(num_groups,), init=gamma_initializer)
+            self.beta = self.params.get("beta", grad_req="write" if center else "null",
+                                        shape=(num_groups,), init=beta_initializer)
+
+    def hybrid_forward(self, F, x, gamma, beta):
+        shape = x.shape if isinstance(x, ndarray.NDArray) else None   # None while tracing
+        if shape is not None and shape[1] % self._num_groups:
+            raise ValueError(f"GroupNorm '{self.name}': {shape[1]} channels do not split into "
+                             f"num_groups={self._num_groups}")
+        groups = F.reshape(x, shape=(0, self._num_groups, -1))   # (N, G, C/G * positions)
+        out = _normalize_last_axis(F, groups, self._epsilon)
+        out = F.broadcast_add(F.broadcast_mul(out, F.reshape(gamma, shape=(1, -1, 1))),
+                              F.reshape(beta, shape=(1, -1, 1)))
+        return F.reshape_like(out, x)
+
+    def __repr__(self):
+        content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return f"{type(self).__name__}({content})"
 
 
 class Embedding(HybridBlock):
