@@ -176,6 +176,8 @@ def train_mlp(batch=64, seed=0):
         "hand-written": lambda: handwritten.mlp_train_step(*args),
         "imperative": _gluon_step(imp, xn, yn, False),
         "hybridized": _gluon_step(hyb, xn, yn, True),
+        # what most users write: the net hybridized, the loss left imperative
+        "hybridized net, loss not": _gluon_step(_hybrid(mlp, x, ref), xn, yn, False),
         "one graph + plain SGD": _graph_step(_hybrid(mlp, x, ref), xn, yn),
     }
     return variants, {"hybridized": hyb}

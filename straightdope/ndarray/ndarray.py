@@ -403,5 +403,13 @@ def _record(op, attrs, inputs, outputs, is_train):
 
 
 def _module():
-    from .. import ndarray
-    return ndarray
+    """The `nd` namespace (gradient rules run with F = nd), imported once: an import
+    statement on every backward step of every op costs more than many small ops."""
+    global _ND
+    if _ND is None:
+        from .. import ndarray
+        _ND = ndarray
+    return _ND
+
+
+_ND = None

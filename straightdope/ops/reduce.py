@@ -5,6 +5,8 @@ axes. With symbols the shapes are not known when the backward graph is built,
 so helper ops (`_unreduce`, `_sum_to_like`) take the original input along and
 read its shape when they run.
 """
+import math
+
 import numpy as np
 from scipy import special
 
@@ -45,7 +47,8 @@ REDUCE_ATTRS = {"axis": OptShape(None), "keepdims": Bool(False), "exclude": Bool
 def _reducer(fn):
     def forward(attrs, x):
         axes = norm_axes(attrs["axis"], x.ndim, attrs["exclude"])
-        return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"])).astype(x.dtype)
+        return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"])).astype(x.dtype,
+                                                                               copy=False)
     return forward
 
 
@@ -76,7 +79,7 @@ def _unreduce_forward(attrs, g, x):
     g = g.reshape(reduced_shape(x.shape, axes, True))
     out = np.broadcast_to(g, x.shape)
     if attrs["mean"]:
-        count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+        count = math.prod([x.shape[a] for a in axes])
         out = out / count
     return np.ascontiguousarray(out, dtype=g.dtype)
 
@@ -108,14 +111,24 @@ register("_sum_to_like", inputs=("data", "like"), forward=_sum_to_like_forward,
 SOFTMAX_ATTRS = {"axis": Int(-1), "temperature": Float(1.0)}
 
 
-def _softmax_forward(attrs, x):
+def _shifted(attrs, x):
+    """x / temperature - its maximum along the axis: exp() of it cannot overflow.
+    (Plain NumPy: scipy.special's versions cost ~3x more on small arrays, which a
+    loss computed imperatively at every step pays.)"""
     z = x / attrs["temperature"] if attrs["temperature"] != 1.0 else x
-    return special.softmax(z, axis=attrs["axis"]).astype(x.dtype, copy=False)
+    return z - z.max(axis=attrs["axis"], keepdims=True)
+
+
+def _softmax_forward(attrs, x):
+    e = np.exp(_shifted(attrs, x))
+    e /= e.sum(axis=attrs["axis"], keepdims=True)
+    return e.astype(x.dtype, copy=False)
 
 
 def _log_softmax_forward(attrs, x):
-    z = x / attrs["temperature"] if attrs["temperature"] != 1.0 else x
-    return special.log_softmax(z, axis=attrs["axis"]).astype(x.dtype, copy=False)
+    z = _shifted(attrs, x)
+    z -= np.log(np.exp(z).sum(axis=attrs["axis"], keepdims=True))
+    return z.astype(x.dtype, copy=False)
 
 
 def _softmax_grad(F, attrs, inputs, outputs, out_grads):
@@ -147,9 +160,12 @@ register("log_softmax", attrs=dict(SOFTMAX_ATTRS), forward=_log_softmax_forward,
 
 # ------------------------------------------------------------- pick, one_hot
 def _pick_index(attrs, x, index):
+    """The axis, and the indices clipped into range, shaped like x with 1 on the axis."""
     axis = attrs["axis"] % x.ndim
-    idx = np.clip(index.astype(np.int64), 0, x.shape[axis] - 1)
-    return axis, np.expand_dims(idx.reshape(x.shape[:axis] + x.shape[axis + 1:]), axis)
+    idx = index.astype(np.int64)                # a new array: clip it in place (ufuncs
+    np.maximum(idx, 0, out=idx)                 # directly: np.clip's Python costs more
+    np.minimum(idx, x.shape[axis] - 1, out=idx)  # than the work at small sizes)
+    return axis, idx.reshape(x.shape[:axis] + (1,) + x.shape[axis + 1:])
 
 
 def _pick_forward(attrs, x, index):
