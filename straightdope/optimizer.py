@@ -83,6 +83,7 @@ class Optimizer:
     """
     opt_registry: dict[str, type] = {}
     default_lr = 0.01
+    _state_before_master = False    # MXNet's SGD and NAG order (state, master copy)
 
     def __init__(self, rescale_grad=1., param_idx2name=None, wd=0., clip_gradient=None,
                  learning_rate=None, lr_scheduler=None, sym=None, begin_num_update=0,
@@ -144,7 +145,8 @@ class Optimizer:
         the state is ``(master copy, optimizer state)`` and updates happen on the copy."""
         if self.multi_precision and weight.dtype == np.float16:
             master = weight.astype(np.float32)
-            return (master, self.create_state(index, master))
+            state = self.create_state(index, master)
+            return (state, master) if self._state_before_master else (master, state)
         return self.create_state(index, weight)
 
     def update(self, index, weight, grad, state):
@@ -157,7 +159,7 @@ class Optimizer:
             for i, w, g, st in zip(index, weight, grad, state):
                 self.update_multi_precision(i, w, g, st)
         elif self.multi_precision and weight.dtype == np.float16:
-            master, inner = state
+            master, inner = state[::-1] if self._state_before_master else state
             self.update(index, master, grad.astype(np.float32), inner)
             weight[...] = np.asarray(master)
         else:
@@ -252,6 +254,8 @@ class SGD(Optimizer):
     that flip sign from batch to batch cancel out.
     """
 
+    _state_before_master = True
+
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(**kwargs)
         self.momentum = momentum
@@ -289,6 +293,8 @@ class NAG(Optimizer):
         mom = momentum * mom + g
         weight = weight - lr * (g + momentum * mom)
     """
+
+    _state_before_master = True
 
     def __init__(self, momentum=0.0, **kwargs):
         super().__init__(**kwargs)

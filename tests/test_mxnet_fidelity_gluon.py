@@ -233,10 +233,14 @@ def test_multi_precision_float16_weights_update_through_a_float32_copy():
     opt = optimizer.create('sgd', learning_rate=0.1, multi_precision=True)
     w = nd.array([1.0, 2.0], dtype=np.float16)
     state = opt.create_state_multi_precision(0, w)
-    assert state[0].dtype == np.float32
+    momentum, master = state                # SGD's order in MXNet: (state, master copy)
+    assert momentum is None and master.dtype == np.float32
     opt.update_multi_precision(0, w, nd.array([1e-3, 1e-3], dtype=np.float16), state)
     assert w.dtype == np.float16
-    np.testing.assert_allclose(state[0].asnumpy(), [1.0 - 1e-4, 2.0 - 1e-4], rtol=1e-6)
+    np.testing.assert_allclose(master.asnumpy(), [1.0 - 1e-4, 2.0 - 1e-4], rtol=1e-6)
+    adam = optimizer.create('adam', multi_precision=True)
+    master, (mean, var) = adam.create_state_multi_precision(0, w)   # the others: master first
+    assert master.dtype == mean.dtype == np.float32
 
 
 def test_a_list_of_parameters_updates_each_of_them():
