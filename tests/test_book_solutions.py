@@ -15,11 +15,7 @@ sys.path.insert(0, str(REPO))
 from scripts.solutions import TAG, exercise_numbers, solution_numbers  # noqa: E402
 
 BOOK = REPO / "book"
-ALL_CHAPTERS = sorted(p.stem for p in BOOK.glob("[0-9]*.ipynb"))
-# Chapters whose solutions are being written (issue 15); this list only shrinks.
-NOT_YET = {"21_hybridblock", "22_benchmarks",
-           "23_under_the_hood", "24_export_and_import", "25_pitfalls", "30_training_lenet"}
-CHAPTERS = [name for name in ALL_CHAPTERS if name not in NOT_YET]
+CHAPTERS = sorted(p.stem for p in BOOK.glob("[0-9]*.ipynb"))
 
 
 def read(name):
@@ -76,7 +72,3 @@ def test_solution_cells_are_folded_in_the_html_and_in_jupyterlab(name):
         assert cell.metadata.get("slideshow") == {"slide_type": "skip"}, (
             f"{where}: solutions stay out of the lecture slides (slide_type skip)")
 
-
-@pytest.mark.parametrize("name", sorted(NOT_YET))
-def test_chapters_waiting_for_solutions_are_listed_only_while_they_have_none(name):
-    assert not solution_numbers(read(name)), f"{name} has solutions now: drop it from NOT_YET"
