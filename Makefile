@@ -10,6 +10,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# JupyterLab settings shipped with the project (no "official Jupyter news?" question):
+# JupyterLab reads overrides.json from <prefix>/share/jupyter/lab/settings/.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 # Extra arguments for pytest, e.g.  make test PYTEST_ARGS='-k environment -x'
 PYTEST_ARGS ?=
@@ -17,10 +20,11 @@ PYTEST_ARGS ?=
 # Debian packages: command -> package
 SYSDEPS := dot:graphviz chromium:chromium npm:npm
 
-.PHONY: help venv sysdeps book test lab demo clean distclean
+.PHONY: help venv sysdeps book slides test lab demo clean distclean
 
 help:
 	@echo "make book       build the book into _build/html/ (creates .venv, installs system packages)"
+	@echo "make slides     one reveal.js deck per chapter into _build/slides/ (after make book: reuses its runs)"
 	@echo "make test       run the tests (same setup)"
 	@echo "make lab        open the notebooks in JupyterLab"
 	@echo "make demo       run python -m straightdope.demo"
@@ -28,7 +32,7 @@ help:
 	@echo "make sysdeps    apt-get install graphviz, chromium and npm if missing (root only)"
 	@echo "make clean      remove build outputs (keeps .venv);  make distclean: also .venv"
 
-venv: $(STAMP)
+venv: $(STAMP) $(LAB_OVERRIDES)
 
 $(VPY):
 	@test -n "$(PYTHON)" || { echo "make venv: no python3.11 or python3 on PATH" >&2; exit 1; }
@@ -44,6 +48,9 @@ $(STAMP): pyproject.toml | $(VPY)
 	$(VPY) -m pip install --config-settings editable_mode=compat -e '.[book,test]' && \
 	echo "==> pip install took $$(( $$(date +%s) - start )) s"
 	@touch $@
+
+$(LAB_OVERRIDES): jupyter/lab/settings/overrides.json | $(VPY)
+	install -D -m 644 $< $@
 
 sysdeps:
 	@missing=""; \
@@ -65,6 +72,10 @@ sysdeps:
 
 book: venv sysdeps
 	bash scripts/build_book.sh
+
+slides: venv sysdeps
+	@start=$$(date +%s); bash scripts/build_slides.sh && \
+	echo "==> make slides took $$(( $$(date +%s) - start )) s"
 
 test: venv sysdeps
 	STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra --durations=15 --timeout=1800 $(PYTEST_ARGS)

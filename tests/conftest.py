@@ -9,7 +9,9 @@ automatically and run after all other tests (see below).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,40 @@ def artifacts_dir() -> Path:
     path = REPO_ROOT / "artifacts"
     path.mkdir(exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory) -> Path:
+    """Run scripts/build_book.sh into a temp dir; return the html/ directory.
+    (Shared by the book's HTML tests and the slides tests, which reuse its executed
+    notebooks in ../jupyter_execute/.) STRAIGHTDOPE_BOOK_BUILD=OUT reuses the build
+    that `scripts/build_book.sh OUT` made, instead of building again."""
+    reuse = os.environ.get("STRAIGHTDOPE_BOOK_BUILD")
+    if reuse:
+        html = Path(reuse) / "_build" / "html"
+        assert (html / "index.html").is_file(), f"STRAIGHTDOPE_BOOK_BUILD: no {html}/index.html"
+        return html
+    out = tmp_path_factory.mktemp("book_build")
+    start = time.monotonic()
+    proc = subprocess.run(
+        ["bash", str(REPO_ROOT / "scripts" / "build_book.sh"), str(out)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    elapsed = time.monotonic() - start
+    log_path = REPO_ROOT / "artifacts" / "book_build.log"
+    log_path.parent.mkdir(exist_ok=True)
+    log_path.write_text(proc.stdout)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.splitlines()[-80:])
+        pytest.fail(
+            f"scripts/build_book.sh failed (exit {proc.returncode}) after {elapsed:.0f} s; "
+            f"full log in {log_path}. Last lines:\n{tail}",
+            pytrace=False,
+        )
+    html = out / "_build" / "html"
+    assert (html / "index.html").is_file(), f"no index.html in {html}"
+    print(f"book built in {elapsed:.1f} s")
+    return html

@@ -14,8 +14,6 @@ A full-page screenshot of each page goes to artifacts/screenshots/<page>.png.
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -30,35 +28,6 @@ CHAPTERS = sorted(p.stem for p in BOOK.glob("[0-9]*.ipynb"))
 PAGES = ["index", *CHAPTERS]
 
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
-
-
-@pytest.fixture(scope="session")
-def built_book(tmp_path_factory) -> Path:
-    """Run scripts/build_book.sh into a temp dir; return the html/ directory."""
-    out = tmp_path_factory.mktemp("book_build")
-    start = time.monotonic()
-    proc = subprocess.run(
-        ["bash", str(REPO_ROOT / "scripts" / "build_book.sh"), str(out)],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    elapsed = time.monotonic() - start
-    log_path = REPO_ROOT / "artifacts" / "book_build.log"
-    log_path.parent.mkdir(exist_ok=True)
-    log_path.write_text(proc.stdout)
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.splitlines()[-80:])
-        pytest.fail(
-            f"scripts/build_book.sh failed (exit {proc.returncode}) after {elapsed:.0f} s; "
-            f"full log in {log_path}. Last lines:\n{tail}",
-            pytrace=False,
-        )
-    html = out / "_build" / "html"
-    assert (html / "index.html").is_file(), f"no index.html in {html}"
-    print(f"book built in {elapsed:.1f} s")
-    return html
 
 
 @pytest.fixture(scope="session")

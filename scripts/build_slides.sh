@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Render every chapter as a reveal.js slide deck, fully offline.
+#
+#   scripts/build_slides.sh [PATH_OUTPUT]
+#
+# Decks land in PATH_OUTPUT/_build/slides/<chapter>.slides.html (default: the
+# repository root, like scripts/build_book.sh), with reveal.js, require.js,
+# the widget manager and MathJax copied next to them: no request to another host.
+#
+# Which cells become slides is chosen per chapter in the notebooks' cell
+# metadata (`slideshow.slide_type`, see docs/authoring.md); JupyterLab shows the
+# same slides live with RISE (jupyterlab-rise).
+#
+# Executed notebooks come from the book build when it is newer than the chapter
+# (PATH_OUTPUT/_build/jupyter_execute/, written by scripts/build_book.sh), so
+# `make book && make slides` runs every notebook once. A chapter without a fresh
+# executed copy is executed here (nbconvert --execute).
+#
+# Environment:
+#   SLIDES_CHAPTERS  space-separated chapter names to render (default: all)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OUT="${1:-$ROOT}"
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+SLIDES="$OUT/_build/slides"
+EXECUTED="$OUT/_build/jupyter_execute"
+
+if [[ -x "$ROOT/.venv/bin/jupyter" ]]; then
+    JUPYTER="$ROOT/.venv/bin/jupyter"
+else
+    JUPYTER="$(command -v jupyter)" || { echo "build_slides.sh: jupyter not found; run 'make venv'" >&2; exit 1; }
+fi
+export PATH="$(dirname "$JUPYTER"):$PATH"
+
+# --- 1. browser assets from the npm registry (shared with build_book.sh) ----
+NPM_DIR="$ROOT/build/npm"
+NM="$NPM_DIR/node_modules"
+if [[ ! -f "$NM/reveal.js/dist/reveal.js" \
+   || ! -f "$NM/@jupyter-widgets/html-manager/dist/embed-amd.js" \
+   || ! -f "$NM/requirejs/require.js" \
+   || ! -f "$NM/mathjax/es5/tex-chtml.js" ]]; then
+    command -v npm >/dev/null 2>&1 || { echo "build_slides.sh: npm is missing (Debian: apt-get install -y npm)" >&2; exit 1; }
+    echo "==> npm install (once) into build/npm/"
+    mkdir -p "$NPM_DIR"
+    [[ -f "$NPM_DIR/package.json" ]] || echo '{"name": "straightdope-book-assets", "private": true}' >"$NPM_DIR/package.json"
+    npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error \
+        '@jupyter-widgets/html-manager@^1' 'requirejs@^2' 'mathjax@^3' 'reveal.js@^5'
+fi
+
+echo "==> copying reveal.js, require.js, the widget manager and MathJax into $SLIDES/"
+mkdir -p "$SLIDES/reveal.js" "$SLIDES/assets/mathjax"
+cp -rf "$NM/reveal.js/dist" "$NM/reveal.js/plugin" "$SLIDES/reveal.js/"
+cp -f "$NM/requirejs/require.js" "$SLIDES/assets/require.js"
+cp -rf "$NM/@jupyter-widgets/html-manager/dist/." "$SLIDES/assets/html-manager/"
+# The book's widget glue (see build_book.sh): it maps the widgets' icon fonts to
+# _static/jupyter-widgets/ and typesets their labels with MathJax 3.
+cp -f "$ROOT/scripts/widgets-require-config.js" "$SLIDES/assets/"
+FONTS="$SLIDES/_static/jupyter-widgets/html-manager/dist"
+mkdir -p "$FONTS"
+find "$NM/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
+    \( -name '*.woff2' -o -name '*.woff' -o -name '*.ttf' -o -name '*.eot' -o -name '*.svg' \) \
+    -exec cp -f {} "$FONTS/" \;
+cp -f "$FONTS"/* "$SLIDES/_static/jupyter-widgets/"
+(cd "$NM/mathjax/es5" && tar cf - tex-chtml.js input a11y ui adaptors output/chtml.js output/chtml) \
+    | (cd "$SLIDES/assets/mathjax" && tar xf -)
+
+# --- 2. one deck per chapter ------------------------------------------------
+start=$SECONDS
+shopt -s nullglob
+chapters=(book/[0-9]*.ipynb)
+shopt -u nullglob
+if [[ -n "${SLIDES_CHAPTERS:-}" ]]; then
+    chapters=()
+    for name in $SLIDES_CHAPTERS; do chapters+=("book/$name.ipynb"); done
+fi
+for nb in "${chapters[@]}"; do
+    name="$(basename "$nb" .ipynb)"
+    source="$EXECUTED/$name.ipynb"
+    execute=()
+    if [[ ! -f "$source" || "$source" -ot "$nb" ]]; then
+        source="$nb"
+        execute=(--execute --ExecutePreprocessor.timeout=600)
+        echo "==> $name: executing (no executed copy newer than the chapter)"
+    fi
+    # Executed in book/ (as the book build does); the deck is named after the chapter.
+    "$JUPYTER" nbconvert "$source" --to slides "${execute[@]}" \
+        --TemplateExporter.extra_template_basedirs="$ROOT/scripts/slides_template" \
+        --template straightdope_reveal \
+        --SlidesExporter.reveal_url_prefix=reveal.js \
+        --SlidesExporter.reveal_theme=white \
+        --HTMLExporter.require_js_url=assets/require.js \
+        --HTMLExporter.mathjax_url=assets/mathjax/tex-chtml.js \
+        --HTMLExporter.widget_renderer_url=assets/html-manager/embed-amd.js \
+        --ExecutePreprocessor.kernel_name=python3 \
+        --output-dir "$SLIDES" --output "$name" --log-level=WARN
+    [[ -f "$SLIDES/$name.slides.html" ]] || { echo "build_slides.sh: no deck for $name" >&2; exit 1; }
+done
+echo "==> ${#chapters[@]} decks in $((SECONDS - start)) s: $SLIDES/<chapter>.slides.html"
