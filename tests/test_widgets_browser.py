@@ -34,13 +34,14 @@ NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
 NOTEBOOK = "widgets_demo.ipynb"
 
 # JupyterLab user settings for the test server: render every cell (the default windowing
-# modes may detach cells outside the viewport, and the test looks for their outputs), and
-# never offer to fetch news from the internet.
+# modes may detach cells outside the viewport, and the test looks for their outputs).
+# Not asking about Jupyter news is the project's own setting (LAB_OVERRIDES), not the test's.
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false", "checkForUpdates": False},
 }
+# The settings override `make venv` installs into the environment (see the Makefile).
+LAB_OVERRIDES = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+NEWS_QUESTION = "official Jupyter news"
 
 
 def _free_port() -> int:
@@ -142,6 +143,9 @@ def lab(tmp_path):
 
 
 def test_widgets_in_jupyterlab(lab, chromium_browser, artifacts_dir):
+    shipped = REPO_ROOT / "jupyter" / "lab" / "settings" / "overrides.json"
+    assert LAB_OVERRIDES.is_file() and LAB_OVERRIDES.read_text() == shipped.read_text(), (
+        f"{LAB_OVERRIDES} is missing or stale: run `make venv` (it installs {shipped})")
     context = chromium_browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     log = PageLog.attach(page)
@@ -150,6 +154,11 @@ def test_widgets_in_jupyterlab(lab, chromium_browser, artifacts_dir):
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
         wait_for_kernel_idle(page)
         run_all_cells(page)
+        # JupyterLab asks about news a few seconds after it starts, unless told not to;
+        # by now (the cells have run) the question would be on screen.
+        assert page.get_by_text(NEWS_QUESTION).count() == 0, (
+            "JupyterLab asked whether to fetch Jupyter news: the settings override "
+            f"{shipped} did not apply")
 
         errors = page.locator(".jp-OutputArea-output[data-mime-type*='error']")
         assert errors.count() == 0, errors.first.inner_text()
