@@ -118,10 +118,13 @@ trap 'rm -f "$TMP_TOC"' EXIT
         done < <(printf '%s\n' "${chapters[@]}" | LC_ALL=C sort)
     fi
     # Pages after the chapters (Markdown, not numbered).
-    if [[ -f book/references.md ]]; then
-        ((${#chapters[@]})) || echo "chapters:"
-        echo "- file: references"
-    fi
+    listed=${#chapters[@]}
+    for page in references instructor_guide; do
+        if [[ -f "book/$page.md" ]]; then
+            ((listed++)) || echo "chapters:"
+            echo "- file: $page"
+        fi
+    done
 } >"$TMP_TOC"
 if ! cmp -s "$TMP_TOC" "$TOC"; then
     cp "$TMP_TOC" "$TOC"
