@@ -66,6 +66,13 @@ find "$NM/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
 cp -f "$FONTS"/* "$SLIDES/_static/jupyter-widgets/"
 (cd "$NM/mathjax/es5" && tar cf - tex-chtml.js input a11y ui adaptors output/chtml.js output/chtml) \
     | (cd "$SLIDES/assets/mathjax" && tar xf -)
+# Chapter 26's drawing pad loads its script, ONNX Runtime Web and the model from the
+# book's _static: give the decks the same files.
+for item in digits_demo.js onnxruntime models; do
+    if [[ -e "$OUT/_build/html/_static/$item" ]]; then
+        cp -rf "$OUT/_build/html/_static/$item" "$SLIDES/_static/"
+    fi
+done
 
 # --- 2. one deck per chapter ------------------------------------------------
 start=$SECONDS
