@@ -8,8 +8,9 @@
 #
 # Steps:
 #  1. npm-install the browser assets (widget manager, require.js, MathJax 3,
-#     ONNX Runtime Web)
-#     into build/npm/ once, and copy them into book/static_js/ (git-ignored),
+#     ONNX Runtime Web; scripts/browser_assets.sh lists them for this script
+#     and build_slides.sh) into build/npm/ once, and copy them into
+#     book/static_js/ (git-ignored),
 #     so that no built page loads anything from another host.
 #  2. Regenerate book/_toc.yml from the sorted list of book/[0-9]*.ipynb.
 #  3. Execute every notebook and build with -W --keep-going: a warning or a
@@ -42,53 +43,20 @@ fi
 export PATH="$(dirname "$JB"):$PATH"
 
 # --- 1. browser assets from the npm registry ------------------------------
-NPM_DIR="$ROOT/build/npm"
-NM="$NPM_DIR/node_modules"
+source "$ROOT/scripts/browser_assets.sh"
+ensure_npm_assets
 STATIC="$ROOT/book/static_js"
-
-if [[ ! -f "$NM/@jupyter-widgets/html-manager/dist/embed-amd.js" \
-   || ! -f "$NM/requirejs/require.js" \
-   || ! -f "$NM/mathjax/es5/tex-chtml.js" \
-   || ! -f "$NM/onnxruntime-web/dist/ort.wasm.min.js" ]]; then
-    if ! command -v npm >/dev/null 2>&1; then
-        echo "build_book.sh: npm is missing (Debian: apt-get install -y npm)" >&2
-        exit 1
-    fi
-    echo "==> npm install (once) into build/npm/"
-    mkdir -p "$NPM_DIR"
-    [[ -f "$NPM_DIR/package.json" ]] || echo '{"name": "straightdope-book-assets", "private": true}' >"$NPM_DIR/package.json"
-    npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error \
-        '@jupyter-widgets/html-manager@^1' 'requirejs@^2' 'mathjax@^3' \
-        'onnxruntime-web@~1.31'
-fi
 
 echo "==> copying browser assets into book/static_js/"
 mkdir -p "$STATIC"
 cp -f "$NM/requirejs/require.js" "$STATIC/require.js"
 cp -f "$NM/@jupyter-widgets/html-manager/dist/embed-amd.js" "$STATIC/embed-amd.js"
-# embed-amd.js fetches its icon fonts relative to the URL of its AMD module;
-# scripts/widgets-require-config.js (loaded between require.js and
-# embed-amd.js, see nb_ipywidgets_js in jupyter_book.yml) maps that URL to
-# _static/jupyter-widgets/ and lets the widgets typeset with MathJax 3.
-WDIST="$STATIC/jupyter-widgets/html-manager/dist"
-mkdir -p "$WDIST"
-find "$NM/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
-    \( -name '*.woff2' -o -name '*.woff' -o -name '*.ttf' -o -name '*.eot' -o -name '*.svg' \) \
-    -exec cp -f {} "$WDIST/" \;
-# Widgets whose CSS was bundled (the icon font of Button, ...) ask for the same
-# fonts at _static/jupyter-widgets/<hash>.<ext>: serve them there too.
-cp -f "$WDIST"/* "$STATIC/jupyter-widgets/"
+# scripts/widgets-require-config.js is loaded between require.js and
+# embed-amd.js (see nb_ipywidgets_js in jupyter_book.yml): it points the
+# widgets' fonts at _static/jupyter-widgets/ and lets them typeset with MathJax 3.
+copy_widget_fonts "$STATIC"
 cp -f "$ROOT/scripts/widgets-require-config.js" "$STATIC/widgets-require-config.js"
-# MathJax loads its fonts, its menu and (through autoload) TeX extensions
-# relative to tex-chtml.js: copy those parts of es5/ (4 MB of its 23 MB; no
-# speech-rule-engine, which only loads when a reader turns speech on).
-MJ_PARTS=(tex-chtml.js input a11y ui adaptors output/chtml.js output/chtml)
-if [[ ! -f "$STATIC/mathjax/tex-chtml.js" ]] \
-   || ! cmp -s "$NM/mathjax/es5/tex-chtml.js" "$STATIC/mathjax/tex-chtml.js"; then
-    rm -rf "$STATIC/mathjax"
-    mkdir -p "$STATIC/mathjax"
-    (cd "$NM/mathjax/es5" && tar cf - "${MJ_PARTS[@]}") | (cd "$STATIC/mathjax" && tar xf -)
-fi
+copy_mathjax "$STATIC/mathjax"
 
 # ONNX Runtime Web for chapter 26's drawing pad: the WebAssembly-only build (a global
 # `ort`), the module it loads and its .wasm (15 MB), plus the page's own script.

@@ -36,36 +36,18 @@ fi
 export PATH="$(dirname "$JUPYTER"):$PATH"
 
 # --- 1. browser assets from the npm registry (shared with build_book.sh) ----
-NPM_DIR="$ROOT/build/npm"
-NM="$NPM_DIR/node_modules"
-if [[ ! -f "$NM/reveal.js/dist/reveal.js" \
-   || ! -f "$NM/@jupyter-widgets/html-manager/dist/embed-amd.js" \
-   || ! -f "$NM/requirejs/require.js" \
-   || ! -f "$NM/mathjax/es5/tex-chtml.js" ]]; then
-    command -v npm >/dev/null 2>&1 || { echo "build_slides.sh: npm is missing (Debian: apt-get install -y npm)" >&2; exit 1; }
-    echo "==> npm install (once) into build/npm/"
-    mkdir -p "$NPM_DIR"
-    [[ -f "$NPM_DIR/package.json" ]] || echo '{"name": "straightdope-book-assets", "private": true}' >"$NPM_DIR/package.json"
-    npm install --prefix "$NPM_DIR" --no-audit --no-fund --loglevel=error \
-        '@jupyter-widgets/html-manager@^1' 'requirejs@^2' 'mathjax@^3' 'reveal.js@^5'
-fi
+source "$ROOT/scripts/browser_assets.sh"
+ensure_npm_assets
 
 echo "==> copying reveal.js, require.js, the widget manager and MathJax into $SLIDES/"
-mkdir -p "$SLIDES/reveal.js" "$SLIDES/assets/mathjax"
+mkdir -p "$SLIDES/reveal.js" "$SLIDES/assets/html-manager"
 cp -rf "$NM/reveal.js/dist" "$NM/reveal.js/plugin" "$SLIDES/reveal.js/"
 cp -f "$NM/requirejs/require.js" "$SLIDES/assets/require.js"
 cp -rf "$NM/@jupyter-widgets/html-manager/dist/." "$SLIDES/assets/html-manager/"
-# The book's widget glue (see build_book.sh): it maps the widgets' icon fonts to
-# _static/jupyter-widgets/ and typesets their labels with MathJax 3.
+# The book's widget glue (see build_book.sh), with the fonts where it looks for them.
 cp -f "$ROOT/scripts/widgets-require-config.js" "$SLIDES/assets/"
-FONTS="$SLIDES/_static/jupyter-widgets/html-manager/dist"
-mkdir -p "$FONTS"
-find "$NM/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
-    \( -name '*.woff2' -o -name '*.woff' -o -name '*.ttf' -o -name '*.eot' -o -name '*.svg' \) \
-    -exec cp -f {} "$FONTS/" \;
-cp -f "$FONTS"/* "$SLIDES/_static/jupyter-widgets/"
-(cd "$NM/mathjax/es5" && tar cf - tex-chtml.js input a11y ui adaptors output/chtml.js output/chtml) \
-    | (cd "$SLIDES/assets/mathjax" && tar xf -)
+copy_widget_fonts "$SLIDES/_static"
+copy_mathjax "$SLIDES/assets/mathjax"
 # Chapter 26's drawing pad loads its script, ONNX Runtime Web and the model from the
 # book's _static: give the decks the same files.
 for item in digits_demo.js onnxruntime models; do
