@@ -27,12 +27,13 @@ COMPILE_MODES = ("sync", "tiered")
 
 
 def compile_mode(name: str | None = None) -> str:
-    """How a hybridized block compiles: `name`, else $STRAIGHTDOPE_COMPILE, else sync.
+    """How a hybridized block compiles: `name`, else $STRAIGHTDOPE_COMPILE, else tiered.
 
-    'sync': the first call compiles the final tier and waits for it. 'tiered': the
-    first call runs the quick steps tier while a worker process compiles the
-    whole-graph function, which later calls switch to (compiler/tiers.py)."""
-    name = (name or os.environ.get("STRAIGHTDOPE_COMPILE") or "sync").lower()
+    'tiered': unless the compiled code is in the caches already, the first calls run
+    on the NumPy reference tier while a background process compiles, and later calls
+    switch to the compiled code (compiler/tiers.py). 'sync': the first call compiles
+    and waits for it (what tests and benchmarks that time compiled code use)."""
+    name = (name or os.environ.get("STRAIGHTDOPE_COMPILE") or "tiered").lower()
     if name not in COMPILE_MODES:
         raise ValueError(f"unknown compile mode {name!r}: choose one of {COMPILE_MODES} "
                          f"(hybridize(compile=...) or STRAIGHTDOPE_COMPILE)")

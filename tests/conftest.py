@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+# Tests are deterministic: a hybridized block compiles in its first call (no background
+# compile and switch; tests/test_tiers.py asks for compile="tiered" where it tests that).
+os.environ.setdefault("STRAIGHTDOPE_COMPILE", "sync")
+
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 if str(TESTS_DIR) not in sys.path:

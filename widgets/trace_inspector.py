@@ -33,14 +33,15 @@ class Call:
     error: Exception | None = None
     result: str = ""      # a one-line description of what the call returned
     trace_failed: bool = False   # hybridized, no graph yet, and tracing raised `error`
-    tier: str = ""        # which compiled tier ran ('graph', 'steps'; see compiler/tiers.py)
+    tier: str = ""        # which tier ran ('reference', 'steps', 'graph'; compiler/tiers.py)
 
 
 def _tier(op) -> str:
     """The tier the cached graph's forward ran on, with a switch still pending if any."""
     stats = op.stats().get("forward", {}) if hasattr(op, "stats") else {}
     tier = stats.get("tier") or ""
-    return tier + (", the whole-graph tier is compiling" if stats.get("pending") else "")
+    return tier + (" (NumPy), the compiled code is compiling in the background"
+                   if stats.get("pending") else "")
 
 
 def _describe(result) -> str:
@@ -163,7 +164,7 @@ class TraceInspector(w.VBox):
         parts = [f'<div style="{st.FONT} font-weight: bold; color: {accent}; '
                  f'margin-top: 8px;">call {call.index} &middot; {st.esc(what)}</div>']
         if call.tier and call.tier != "numpy":
-            parts.append(st.note(f"compiled tier: {call.tier}"))
+            parts.append(st.note(f"tier: {call.tier}"))
         if call.printed:
             parts.append(st.pre(call.printed.rstrip("\n"), border=accent))
         elif call.error is None:

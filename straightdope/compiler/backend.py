@@ -106,7 +106,8 @@ class Executable:
     fresh_outputs = True
 
     def __init__(self, graph: Graph, is_train=False, static_alloc=False, static_shape=False,
-                 tier="auto"):
+                 tier="auto", compile=True):
+        """compile=False runs the passes only (`stages`, `timings`, `job()`), no Numba."""
         if any(n.shapes is None or n.dtypes is None for n in graph.nodes):
             raise ValueError("NumbaBackend.compile needs an annotated graph "
                              "(straightdope.graph.annotate)")
@@ -124,6 +125,9 @@ class Executable:
         shapes = tuple(tuple(n.shapes[0]) for n in self._vars)
         self._first_shapes = shapes
         self._lock = threading.Lock()     # threads meeting a new shape plan it once
+        if not compile:
+            self.stages, self.timings = self._passes(shapes, loops_apart=tier == "steps")
+            return
         self._bounds = {shapes: self._build(shapes)}
         self._bound = self._bounds[shapes]
 
@@ -155,18 +159,30 @@ class Executable:
         t["codegen"] = time.perf_counter() - mark
         return stages, t
 
-    def graph_tier_job(self) -> tuple[str, list]:
-        """(whole-graph source, example arguments) for the first input shapes: what a
-        worker process needs to compile the graph tier (see tiers.py)."""
-        stages, _ = self._passes(self._first_shapes, loops_apart=False)
+    def job(self) -> list:
+        """What Numba has to compile (or load) for this tier, as (function, example
+        arguments) pairs: the whole-graph function, or the steps tier's loops and the
+        kernels it calls. A worker process compiles them into the caches (tiers.py)."""
+        shapes = self._first_shapes
+        stages, t = (self.stages, self.timings) if "loops" in self.timings else \
+            self._passes(shapes, self.tier == "steps")
         source = stages["source"]
-        return source, self._examples(self._first_shapes, source)
+        if self.tier == "graph":
+            return [(("module", source, "run_graph"), self._examples(shapes, source))]
+        items = [(("kernel", kernel.py_func.__module__.rsplit(".", 1)[1], kernel.__name__),
+                  args) for kernel, args in _kernel_calls(source, self._inputs(shapes))]
+        for text, signatures in t["loops"]:
+            for dtypes in signatures:
+                items.append((("module", text, "loop"), _loop_examples(dtypes)))
+        return items
+
+    def _inputs(self, in_shapes) -> list:
+        return [np.empty((0,) * len(s), self._dtypes[n.name])
+                for n, s in zip(self._vars, in_shapes)]
 
     def _examples(self, in_shapes, source) -> list:
         """Empty arrays with the types run_graph is compiled for."""
-        examples = [np.empty((0,) * len(s), self._dtypes[n.name])
-                    for n, s in zip(self._vars, in_shapes)]
-        return examples + [np.empty(0, d) for d in _arena_dtypes(source)] \
+        return self._inputs(in_shapes) + [np.empty(0, d) for d in _arena_dtypes(source)] \
             + [np.empty(0, np.int64)]
 
     def _build(self, in_shapes) -> Bound:
@@ -214,15 +230,14 @@ class Executable:
         namespace: dict = {}
         exec(compile(source, "<straightdope steps>", "exec"), namespace)  # our own text
         loops, hits, memory, compiled = [], [], [], False
-        inputs = self._examples(in_shapes, source)[:len(self._vars)]
-        for kernel, examples in _kernel_calls(source, inputs):
+        for kernel, examples in _kernel_calls(source, self._inputs(in_shapes)):
             hits.append(cache.compile_function(kernel, examples, freeze=False)["cache_hit"])
         for text, signatures in loop_sources:
             module, info = cache.load(text)
             memory.append(info["memory"])
             for dtypes in signatures:
-                examples = [0 if d == "int" else np.empty(0, d) for d in dtypes]
-                result = cache.compile_function(module.loop, examples, freeze=False)
+                result = cache.compile_function(module.loop, _loop_examples(dtypes),
+                                                freeze=False)
                 hits.append(result["cache_hit"])
                 compiled = compiled or result["jit"]
             loops.append(module.loop)
@@ -288,6 +303,11 @@ class Executable:
                 b = self._bounds[shapes] = self._build(shapes)
         self._bound = b
         return b
+
+
+def _loop_examples(dtypes) -> list:
+    """Example arguments of a loop function: arrays of these dtypes, 'int' for integers."""
+    return [0 if d == "int" else np.empty(0, d) for d in dtypes]
 
 
 _CALL = re.compile(r"(?:(v[0-9_]+) = )?k_([a-z]+)\.([a-z0-9_]+)\((.*)\)")

@@ -294,6 +294,22 @@ def load(source: str) -> tuple:
     return module, info
 
 
+def is_cached(func, example_args) -> bool:
+    """Is `func` compiled for these argument types, in this process or in Numba's
+    cache on disk? (Then getting it costs milliseconds, not a compile.)"""
+    if numba.config.DISABLE_JIT or not hasattr(func, "compile"):
+        return True
+    sig = tuple(numba.typeof(a) for a in example_args)
+    if sig in func.overloads:
+        return True
+    try:
+        cache_obj = func._cache
+        key = cache_obj._index_key(sig, func.targetctx.codegen())
+        return key in cache_obj._cache_file._load_index()
+    except Exception:
+        return False
+
+
 def _fast_load(func, sig) -> bool:
     """Load a cached compiled function without Numba's full start-up.
 

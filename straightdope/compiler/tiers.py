@@ -1,144 +1,251 @@
-"""Tiered execution: run a cheap tier now, switch to the whole-graph function when ready.
+"""Tiered execution: answer the first call at once, switch to compiled code when it is ready.
 
 A JIT in a browser or a JVM does not make the first call wait for its best code: it
-runs an interpreter or a quick compile first and swaps in the optimised code when it
-is done. `hybridize(compile="tiered")` does the same with the two tiers of
-`backend.py`:
+runs an interpreter first and swaps in compiled code when it is done.
+`hybridize(compile="tiered")` (the default) does the same:
 
-1. the first call compiles the *steps* tier (kernels compiled once per machine, each
-   distinct loop once; about a second) and runs it;
-2. meanwhile a worker process (the second core) compiles the *graph* tier, the whole
-   graph as one function, and leaves it in the on-disk cache;
-3. the first call after the worker has finished loads that function from the cache
-   (milliseconds) and every later call runs it.
+1. the first call runs the passes (shapes, fusion, memory plan, source: a few
+   milliseconds per op, and any error the compiler would raise is raised now) and
+   asks: is everything Numba has to compile for the final tier already in the caches?
+   Then the compiled tier is loaded at once (a new process with a warm disk cache);
+2. if not, the call runs on the *reference* tier, the NumPy interpreter of
+   `graph/interpret.py` (about the speed of imperative code, nothing to compile), and
+   a background process (the second core) compiles the final tier's functions into
+   the disk cache: the whole-graph function, or the steps tier's loops and kernels;
+3. the first call after the background process has finished loads them from the
+   cache (milliseconds to a fraction of a second) and every later call runs them.
 
-Both tiers compute the same steps with the same kernels in the same order, so their
-results are the same (a test checks it bit for bit). Large graphs stay on the steps
-tier: for them the whole-graph function is slow to compile and hardly faster.
-`switches` records when the tier changed; `hybridize(compile="sync")` compiles the
-final tier at once instead (tests and benchmarks that measure it use that).
+The compiled tiers give the same numbers bit for bit; the reference tier the same up
+to rounding (NumPy sums in another order). `switches` records when the tier changed,
+`wait()` blocks until it has; `hybridize(compile="sync")` compiles the final tier in
+the first call instead (tests and benchmarks that time compiled code use it). If the
+background compile fails, the reference tier stays and `error` says why.
 """
 from __future__ import annotations
 
 import atexit
+import importlib
+import itertools
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from .backend import Executable, choose_tier
+from ..graph.interpret import ReferenceExecutable
+from . import cache
+from .backend import Executable
 
-_WORKERS: list = []          # running worker processes, ended when Python exits
+
+# ------------------------------------------------ what the background process compiles
+# A job is a list of (what, example arguments): what is ("module", source, function
+# name) for generated code or ("kernel", module, function) for a library kernel.
+def describe(arg) -> list:
+    """An example argument as JSON: its type is all Numba needs."""
+    if isinstance(arg, np.ndarray):
+        return ["array", arg.dtype.name, arg.ndim]
+    if isinstance(arg, tuple):
+        return ["tuple", len(arg)]
+    return ["float"] if isinstance(arg, float) else ["int"]
 
 
-class Worker:
-    """A separate Python process that compiles one generated module into the disk cache."""
+def example(text: list):
+    kind = text[0]
+    if kind == "array":
+        return np.empty((0,) * text[2], text[1])
+    return (0,) * text[1] if kind == "tuple" else (0.0 if kind == "float" else 0)
 
-    def __init__(self, source: str, examples: list):
-        job = {"source": source,
-               "args": [[np.dtype(a.dtype).name, a.ndim] for a in examples]}
-        self.started = time.perf_counter()
-        # the worker must import this very straightdope (its source is in the cache key)
+
+def resolve(what) -> object:
+    """The Numba function named by a job item (only our kernels and our own sources)."""
+    if what[0] == "module":
+        module, _ = cache.load(what[1])
+        return getattr(module, what[2])
+    if what[0] == "kernel" and what[1].isidentifier() and what[2].isidentifier():
+        return getattr(importlib.import_module(f"{__package__}.kernels.{what[1]}"), what[2])
+    raise ValueError(f"not a compile job item: {what[:1]}")
+
+
+def all_cached(job) -> bool:
+    return all(cache.is_cached(resolve(what), args) for what, args in job)
+
+
+# ---------------------------------------------------- the background compile process
+class Ticket:
+    """A job handed to the background process: `done()`, `wait()`, `error`, `seconds`."""
+
+    def __init__(self):
+        self._event = threading.Event()
+        self.error, self.seconds, self._start = None, None, time.perf_counter()
+
+    def finish(self, error=None):
+        self.error, self.seconds = error, time.perf_counter() - self._start
+        self._event.set()
+
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout=None) -> bool:
+        return self._event.wait(timeout)
+
+
+class BackgroundCompiler:
+    """One Python process (`python -m straightdope.compiler.tiers`) that compiles jobs
+    one after the other into the caches; a thread here reads its answers."""
+
+    def __init__(self):
+        # the process must import this very straightdope (its source is in the cache key)
         root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "straightdope.compiler.tiers"], env=env,
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        self.process.stdin.write(json.dumps(job).encode())
-        self.process.stdin.close()
-        self.seconds = None
-        _WORKERS.append(self.process)
+            [sys.executable, "-m", "straightdope.compiler.tiers"], env=env, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._tickets: dict = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True, name="straightdope-compiler").start()
 
-    def done(self) -> bool:
-        if self.seconds is None and self.process.poll() is not None:
-            self.seconds = time.perf_counter() - self.started
-            _WORKERS.remove(self.process)
-        return self.seconds is not None
+    def submit(self, job) -> Ticket:
+        ticket = Ticket()
+        with self._lock:
+            number = next(self._ids)
+            self._tickets[number] = ticket
+            line = json.dumps({"id": number, "items": [
+                [list(what), [describe(a) for a in args]] for what, args in job]})
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+        return ticket
 
-    @property
-    def failed(self) -> str | None:
-        """The worker's last error line, if it did not succeed."""
-        if not self.done() or self.process.returncode == 0:
-            return None
-        lines = self.process.stderr.read().decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else f"exit code {self.process.returncode}"
+    def _read(self):
+        for line in self.process.stdout:
+            answer = json.loads(line)
+            with self._lock:
+                ticket = self._tickets.pop(answer["id"], None)
+            if ticket is not None:
+                ticket.finish(answer.get("error"))
+        code = self.process.wait()
+        with self._lock:
+            pending, self._tickets = list(self._tickets.values()), {}
+        for ticket in pending:
+            ticket.finish(f"the background compile process ended (exit code {code})")
+
+
+_COMPILER: BackgroundCompiler | None = None
+_COMPILER_LOCK = threading.Lock()
+
+
+def submit(job) -> Ticket:
+    """Hand a job to the background process (started, or restarted, on demand)."""
+    global _COMPILER
+    with _COMPILER_LOCK:
+        for attempt in (1, 2):
+            if _COMPILER is None or _COMPILER.process.poll() is not None:
+                _COMPILER = BackgroundCompiler()
+            try:
+                return _COMPILER.submit(job)
+            except (BrokenPipeError, ValueError):     # it died meanwhile: once more
+                _COMPILER = None
+        raise OSError("cannot start the background compile process")
 
 
 @atexit.register
-def _end_workers():
-    for process in list(_WORKERS):
-        process.kill()
+def _stop():
+    if _COMPILER is not None and _COMPILER.process.poll() is None:
+        _COMPILER.process.kill()
 
 
+# ------------------------------------------------------------ the tiered executable
 class TieredExecutable:
-    """An `Executable` that starts on the steps tier and switches to the graph tier
-    once a worker has compiled it. `tier` says which one runs now; `switches` lists
-    (call number, tier, seconds the worker took)."""
-    fresh_outputs = True
+    """Runs the reference tier until the background process has compiled the final tier
+    (`Executable`), then that. `tier` says which runs now; `switches` lists (call
+    number, tier, seconds the background compile took)."""
 
     def __init__(self, graph, is_train=False, static_alloc=False, static_shape=False):
         self._args = (graph, is_train, static_alloc, static_shape)
-        self.active = Executable(graph, is_train, static_alloc, static_shape, tier="steps")
-        self.calls, self.switches, self.worker, self.error = 0, [], None, None
-        self._lock = threading.Lock()        # two threads may both see the worker done
-        if choose_tier(graph) == "graph":
-            source, examples = self.active.graph_tier_job()
-            self.worker = Worker(source, examples)
+        self.planned = Executable(*self._args, compile=False)      # the passes only
+        self.final = self.planned.tier
+        self.calls, self.switches, self.ticket, self.error = 0, [], None, None
+        self._lock = threading.Lock()        # two threads may both see the ticket done
+        job = self.planned.job()
+        if all_cached(job):
+            self.active = Executable(*self._args, tier=self.final)
+            return
+        self.active = ReferenceExecutable(graph, is_train)
+        try:
+            self.ticket = submit(job)
+        except OSError:                      # no second process here: compile now
+            self.active = Executable(*self._args, tier=self.final)
 
-    # what callers read from an executable: the active tier's
-    graph = property(lambda self: self.active.graph)
-    stages = property(lambda self: self.active.stages)
-    timings = property(lambda self: self.active.timings)
-    tier = property(lambda self: self.active.tier)
+    graph = property(lambda self: self.planned.graph)
+    tier = property(lambda self: getattr(self.active, "tier", "reference"))
+    fresh_outputs = property(lambda self: getattr(self.active, "fresh_outputs", False))
+
+    @property
+    def stages(self):
+        """The compiler's stages (the final tier's, even before it runs)."""
+        return getattr(self.active, "stages", None) if self.tier != "reference" \
+            else self.planned.stages
+
+    @property
+    def timings(self):
+        if self.tier != "reference":
+            return self.active.timings
+        t = {k: v for k, v in self.planned.timings.items() if k not in ("meta", "loops")}
+        return {**t, "tier": "reference", "cache": "compiling" if self.pending else "off"}
 
     @property
     def pending(self) -> bool:
-        """Is a better tier still being compiled?"""
-        return self.worker is not None
+        """Is the compiled tier still being built?"""
+        return self.ticket is not None
 
     def run(self, inputs: list) -> list:
-        if self.worker is not None and self.worker.done():
+        if self.ticket is not None and self.ticket.done():
             self._switch()
         self.calls += 1
         return self.active.run(inputs)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the worker is done (and switch); False if it did not finish in time."""
-        if self.worker is None:
-            return True
-        try:
-            self.worker.process.wait(timeout)
-        except subprocess.TimeoutExpired:
+        """Block until the background compile is done (and switch); False on timeout."""
+        ticket = self.ticket
+        if ticket is not None and not ticket.wait(timeout):
             return False
-        self.worker.done()
         self._switch()
         return True
 
     def _switch(self):
         with self._lock:
-            worker, self.worker = self.worker, None
-            if worker is None:
+            ticket, self.ticket = self.ticket, None
+            if ticket is None:
                 return
-            self.error = worker.failed
-            if self.error is not None:          # stay on the steps tier; say why
+            self.error = ticket.error
+            if self.error is not None:       # stay on the reference tier; say why
+                warnings.warn(f"straightdope: compiling this graph in the background failed "
+                              f"({self.error}); it keeps running on the NumPy reference "
+                              f"tier. hybridize(compile='sync') shows the error where it "
+                              f"happens.", RuntimeWarning, stacklevel=3)
                 return
-            self.active = Executable(*self._args, tier="graph")
-            self.switches.append((self.calls, "graph", worker.seconds))
+            self.active = Executable(*self._args, tier=self.final)
+            self.switches.append((self.calls, self.final, ticket.seconds))
 
 
 def _main():
-    """The worker: read a job from stdin, compile it into the cache, exit."""
-    job = json.loads(sys.stdin.read())
-    from . import cache
-    module, _ = cache.load(job["source"])
-    examples = [np.empty((0,) * ndim, dtype) for dtype, ndim in job["args"]]
-    cache.compile_function(module.run_graph, examples)
+    """The background process: compile each job read from stdin, answer on stdout."""
+    for line in sys.stdin:
+        job = json.loads(line)
+        answer = {"id": job["id"]}
+        try:
+            for what, args in job["items"]:
+                cache.compile_function(resolve(what), [example(a) for a in args],
+                                       freeze=False)
+        except Exception as err:               # reported, and the process goes on
+            answer["error"] = f"{type(err).__name__}: {err}"
+        print(json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":

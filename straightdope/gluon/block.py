@@ -602,9 +602,10 @@ class HybridBlock(Block):
         static_alloc=True: keep the planned working memory between calls.
         static_shape=True (needs static_alloc=True, as in MXNet): look plans up by the data
         inputs' shapes alone; another input shape is still allowed, it makes a new plan.
-        compile: 'sync' (compile, then run) or 'tiered' (run a quick tier at once while
-        the whole-graph function compiles in another process); default
-        $STRAIGHTDOPE_COMPILE, else 'sync'.
+        compile: 'tiered' (run on the NumPy reference tier at once while a background
+        process compiles, then switch; straight to the compiled code when it is cached)
+        or 'sync' (compile in the first call, then run); default
+        $STRAIGHTDOPE_COMPILE, else 'tiered'.
         """
         unknown = set(kwargs) - set(_IGNORED_FLAGS)
         if unknown:
