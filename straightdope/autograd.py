@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from contextlib import contextmanager
+
+from .base import postorder
 
 class _State(threading.local):
     # Class-level defaults: a missing attribute on a thread-local costs an exception
@@ -45,17 +46,29 @@ def set_training(flag: bool) -> bool:
     return previous
 
 
-@contextmanager
-def _scope(recording, training):
-    old_r = set_recording(recording) if recording is not None else None
-    old_t = set_training(training) if training is not None else None
-    try:
-        yield
-    finally:
-        if recording is not None:
-            set_recording(old_r)
-        if training is not None:
-            set_training(old_t)
+class _scope:
+    """What record(), pause(), train_mode() and predict_mode() return: a context manager
+    that sets the two flags (None: leave it) and restores them on exit. A small class,
+    not @contextmanager: a training step enters one or two, and a generator-based one
+    costs several times more."""
+    __slots__ = ("recording", "training", "saved")
+
+    def __init__(self, recording, training):
+        self.recording = None if recording is None else bool(recording)
+        self.training = None if training is None else bool(training)
+
+    def __enter__(self):
+        self.saved = (_state.recording, _state.training)
+        if self.recording is not None:
+            _state.recording = self.recording
+        if self.training is not None:
+            _state.training = self.training
+
+    def __exit__(self, *exc_info):
+        if self.recording is not None:
+            _state.recording = self.saved[0]
+        if self.training is not None:
+            _state.training = self.saved[1]
 
 
 def record(train_mode: bool = True):
@@ -123,7 +136,6 @@ def mark_variables(variables, gradients, grad_reqs="write"):
 
 def _topological(heads):
     """Tape nodes from the heads back to the leaves (each before the nodes it feeds)."""
-    from .base import postorder
     roots = [h._tape[0] for h in heads if h._tape is not None]
     order = postorder(roots, lambda node: [x._tape[0] for x in node.inputs
                                            if x._tape is not None])
@@ -137,7 +149,7 @@ _freed = weakref.WeakValueDictionary()
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     """Compute gradients of `heads` for every array marked with attach_grad()."""
-    from . import ndarray as nd
+    nd = _nd()
     if not isinstance(heads, (list, tuple)):
         heads = [heads]
         head_grads = [head_grads] if head_grads is not None else None
@@ -210,6 +222,19 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
                 var._grad._data = data
             else:
                 var._grad._data[...] = data
+
+
+def _nd():
+    """The `nd` module (it imports this one, so not at the top), looked up once: an
+    import statement costs microseconds on every backward()."""
+    global _ND
+    if _ND is None:
+        from . import ndarray
+        _ND = ndarray
+    return _ND
+
+
+_ND = None
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,

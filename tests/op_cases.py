@@ -171,6 +171,12 @@ add(Case("log_softmax", inputs(U((3, 5))),
          expected=lambda ins, a: [np.log(_softmax(ins[0], -1))]))
 add(Case("pick", inputs(U((4, 5)), labels((4,), 5)),
          expected=lambda ins, a: [ins[0][np.arange(4), ins[1].astype(int)]]))
+add(Case("_sparse_softmax_ce", inputs(U((4, 5)), labels((4,), 5)),
+         expected=lambda ins, a: [-np.log(_softmax(ins[0], -1)[
+             np.arange(4), ins[1].astype(int)])[:, None]]))
+add(Case("_sparse_softmax_ce", inputs(U((3, 4, 2)), labels((3, 2), 4)), {"axis": 1},
+         expected=lambda ins, a: [-np.log(np.take_along_axis(
+             _softmax(ins[0], 1), ins[1].astype(int)[:, None, :], axis=1))]))
 add(Case("one_hot", inputs(labels((4,), 5)), {"depth": 5}, wrt=(),
          expected=lambda ins, a: [np.eye(5)[ins[0].astype(int)].astype(np.float32)]))
 for name in ("SoftmaxOutput", "Softmax"):

@@ -640,8 +640,11 @@ class HybridBlock(Block):
         # The two calls that happen millions of times, without detours: NDArrays in, no
         # hooks. (Everything else, and the first calls, go through Block.__call__.)
         if _only_ndarrays(args) and not (self._forward_pre_hooks or self._forward_hooks):
-            if not self._active or _imperative.on:
-                return self._forward_with_deferred_init(*args)         # imperative
+            if not self._active or _imperative.on:                     # imperative
+                try:
+                    return self.forward(*args)
+                except DeferredInitializationError:     # first call: shapes still unknown
+                    return self._forward_with_deferred_init(*args)
             slots = self._slots
             if slots is not None and len(args) == len(self._in_format):
                 # Compiled: the call's arrays and the parameters' arrays, in the graph's
@@ -682,6 +685,8 @@ class HybridBlock(Block):
         """MXNet 1.x style: call hybrid_forward with the right F and the parameters."""
         if (args or type(x) is not NDArray) and _contains_symbol((x,) + args):
             F, params = symbol, {k: p.var() for k, p in self._reg_params.items()}
+        elif not self._reg_params:              # Activation, a loss: no parameters
+            return self.hybrid_forward(ndarray, x, *args)
         else:
             # p._data when there is one: p.data() says the same, only slower
             F, params = ndarray, {k: p._data if p._data is not None else p.data()

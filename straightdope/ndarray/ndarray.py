@@ -5,6 +5,8 @@ the registry and, while `autograd.record()` is on, leaves a node on the tape.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import autograd
@@ -348,6 +350,9 @@ def _mixed_dtypes(op, attrs, arrays):
                   f"cast the network with net.cast(dtype).")
 
 
+_data_of = operator.attrgetter("_data")
+
+
 def invoke(op, inputs, attrs, parsed=False):
     """Run one op (an Op or its name) now: NumPy forward, running-stat updates, and a tape
     node when recording. This is the hot path of imperative mode, so it stays lean."""
@@ -355,20 +360,23 @@ def invoke(op, inputs, attrs, parsed=False):
         op = get_op(op)
     if not parsed:
         attrs = op.cached_attrs(attrs)
-    if op.name in _ONE_DTYPE_OPS and len({x._data.dtype for x in inputs}) > 1:
-        _mixed_dtypes(op, attrs, [x._data for x in inputs])
+    arrays = list(map(_data_of, inputs))      # map(): no Python frame per call
+    if op.name in _ONE_DTYPE_OPS:
+        for a in arrays:
+            if a.dtype != arrays[0].dtype:
+                _mixed_dtypes(op, attrs, arrays)
     try:
         if op.needs_train_flag:
             is_train = _state.training
-            results = op.forward(attrs, *[x._data for x in inputs], is_train=is_train)
+            results = op.forward(attrs, *arrays, is_train=is_train)
         else:
             is_train = False
-            results = op.forward(attrs, *[x._data for x in inputs])
+            results = op.forward(attrs, *arrays)
     except OpError:
         raise
     except (ValueError, IndexError, TypeError) as err:
         # Shape inference explains a failure better than NumPy's message does.
-        shapes = [x._data.shape for x in inputs]
+        shapes = [a.shape for a in arrays]
         op.shapes(attrs, shapes)
         raise OpError(f"{op.name} failed on inputs of shapes {shapes}: {err}") from None
     ctx = inputs[0]._ctx if inputs else None

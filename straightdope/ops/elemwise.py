@@ -7,6 +7,8 @@ for one element, written with `{0}`, `{1}` for its inputs and `{name}` for its
 Gradients are written with `F` and ordinary operators on purpose: the same
 lines run imperatively (F = nd) and build the backward graph (F = sym).
 """
+import functools
+
 import numpy as np
 from scipy import special
 
@@ -48,7 +50,7 @@ UNARY = {
     # relu's gradient reads the output (y > 0 exactly where x > 0): a compiled training
     # step then keeps only the activations, not the values before relu as well.
     # sign(y) is 1 there, 0 elsewhere, and NaN where x is NaN (as in MXNet).
-    "relu": (lambda x: np.maximum(x, 0), "max({0}, 0.0)",
+    "relu": (functools.partial(np.maximum, 0), "max({0}, 0.0)",     # partial: no Python frame
              lambda F, x, y, og: og * F.sign(y)),
     "sigmoid": (lambda x: special.expit(x), "(1.0 / (1.0 + np.exp(-{0})))",
                 lambda F, x, y, og: og * y * (1.0 - y)),
@@ -123,11 +125,8 @@ alias("stop_gradient", "BlockGrad")
 ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")
 
 
-_UNARY_FORWARD = {name: _unary_forward(fn) for name, (fn, _, _) in UNARY.items()}
-
-
 def _activation_forward(attrs, x):
-    return _UNARY_FORWARD[attrs["act_type"]](attrs, x)
+    return UNARY[attrs["act_type"]][0](x).astype(x.dtype, copy=False)
 
 
 def _activation_gradient(F, attrs, inputs, outputs, out_grads):

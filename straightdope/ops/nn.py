@@ -111,8 +111,9 @@ def _fc_shape(attrs, in_shapes):
 
 
 def _fc_forward(attrs, x, w, b=None):
-    x2 = x.reshape(x.shape[0], math.prod(x.shape[1:])) if attrs["flatten"] else x  # batch 0 too
-    y = x2 @ w.T
+    if attrs["flatten"] and x.ndim != 2:
+        x = x.reshape(x.shape[0], math.prod(x.shape[1:]))     # works for batch 0 too
+    y = x @ w.T
     if b is not None:
         y += b
     return y

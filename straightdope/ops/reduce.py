@@ -203,6 +203,46 @@ register("_pick_grad", inputs=("out_grad", "data", "index"), attrs=dict(PICK_ATT
          doc="Scatter the gradient of pick back into a zero array shaped like data.")
 
 
+# -log(softmax(x))[label] in ONE op, and its gradient (softmax(x) - one_hot) in one more.
+# gluon's SoftmaxCrossEntropyLoss uses it imperatively: log_softmax, pick and a negation
+# are 3 ops forward and 8 on the way back, each paying Python's dispatch cost, which at
+# batch 64 costs more than the arithmetic. (Hybridized, the loss keeps MXNet's ops, so an
+# exported graph stays readable by MXNet; the compiler fuses them anyway.)
+def _one_hot_like(x, axis, idx):
+    """True where the position along `axis` equals the label (idx has size 1 on axis)."""
+    positions = np.arange(x.shape[axis]).reshape((-1,) + (1,) * (x.ndim - axis - 1))
+    return positions == idx
+
+
+def _sparse_softmax_ce_forward(attrs, x, label):
+    axis, idx = _pick_index(attrs, x, label)
+    z = x - x.max(axis=axis, keepdims=True)
+    picked = np.take_along_axis(z, idx, axis=axis)
+    return (np.log(np.exp(z).sum(axis=axis, keepdims=True)) - picked).astype(x.dtype,
+                                                                              copy=False)
+
+
+def _sparse_softmax_ce_grad_forward(attrs, og, x, label):
+    axis, idx = _pick_index(attrs, x, label)
+    p = np.exp(x - x.max(axis=axis, keepdims=True))
+    p /= p.sum(axis=axis, keepdims=True)
+    p -= _one_hot_like(x, axis, idx)
+    p *= og
+    return p.astype(x.dtype, copy=False)
+
+
+register("_sparse_softmax_ce", inputs=("data", "label"), attrs={"axis": Int(-1)},
+         forward=_sparse_softmax_ce_forward,
+         infer_shape=lambda attrs, s: _pick_shape({**attrs, "keepdims": True}, s),
+         gradient=lambda F, a, i, o, og: [F._sparse_softmax_ce_grad(og[0], i[0], i[1], **a),
+                                          None],
+         doc="-log_softmax(data, axis)[label] per sample, the axis kept with size 1.")
+register("_sparse_softmax_ce_grad", inputs=("out_grad", "data", "label"),
+         attrs={"axis": Int(-1)}, forward=_sparse_softmax_ce_grad_forward,
+         infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of _sparse_softmax_ce: (softmax(data) - one_hot(label)) * out_grad.")
+
+
 def _one_hot_forward(attrs, indices):
     depth = attrs["depth"]
     idx = indices.astype(np.int64)

@@ -76,6 +76,36 @@ def softmax_ce_grad(og, ogo, x, xo, label, lo, g, go, N, C):
 
 
 @njit(**JIT)
+def sparse_softmax_ce(x, xo, label, lo, y, yo, A, C, B):
+    """y[a, b] = -log_softmax(x[a, :, b])[label[a, b]] (labels clipped into range)."""
+    X = x[xo:xo + A * C * B].reshape((A, C, B))
+    L = label[lo:lo + A * B].reshape((A, B))
+    Y = y[yo:yo + A * B].reshape((A, B))
+    for a in range(A):
+        for b in range(B):
+            row = X[a, :, b]
+            logs, m = _log_softmax_row(row, C)
+            k = min(max(int(L[a, b]), 0), C - 1)
+            Y[a, b] = m + logs - row[k]
+
+
+@njit(**JIT)
+def sparse_softmax_ce_grad(og, ogo, x, xo, label, lo, g, go, A, C, B):
+    """(softmax(x) - one_hot(label)) * og, along the class axis C."""
+    OG = og[ogo:ogo + A * B].reshape((A, B))
+    X = x[xo:xo + A * C * B].reshape((A, C, B))
+    L = label[lo:lo + A * B].reshape((A, B))
+    G = g[go:go + A * C * B].reshape((A, C, B))
+    for a in range(A):
+        for b in range(B):
+            row = X[a, :, b]
+            logs, m = _log_softmax_row(row, C)
+            k = min(max(int(L[a, b]), 0), C - 1)
+            for c in range(C):
+                G[a, c, b] = (np.exp(row[c] - m - logs) - (1.0 if c == k else 0.0)) * OG[a, b]
+
+
+@njit(**JIT)
 def softmax_output_grad(y, yo, label, lo, g, go, A, C, B, batch, grad_scale, ignore_label,
                         use_ignore, normalization):
     """SoftmaxOutput's gradient: (y - one_hot(label)) * scale; labels per (a, b);
@@ -149,8 +179,22 @@ def emit_softmax_ce_grad(cg, node):
             x.dims[1])
 
 
+def emit_sparse_softmax_ce(cg, node):
+    x, label, y = cg.ref(node.inputs[0]), cg.ref(node.inputs[1]), cg.out(node)
+    cg.call("softmax", "sparse_softmax_ce", x.args, label.args, y.args,
+            *split_axis(x, node.attrs["axis"]))
+
+
+def emit_sparse_softmax_ce_grad(cg, node):
+    og, x, label = (cg.ref(e) for e in node.inputs)
+    cg.call("softmax", "sparse_softmax_ce_grad", og.args, x.args, label.args,
+            cg.out(node).args, *split_axis(x, node.attrs["axis"]))
+
+
 EMITTERS = {"softmax": emit_softmax, "log_softmax": emit_softmax,
             "SoftmaxOutput": emit_softmax_output, "Softmax": emit_softmax_output,
             "_softmax_output_grad": emit_softmax_output_grad,
             "softmax_cross_entropy": emit_softmax_ce,
-            "_softmax_cross_entropy_grad": emit_softmax_ce_grad}
+            "_softmax_cross_entropy_grad": emit_softmax_ce_grad,
+            "_sparse_softmax_ce": emit_sparse_softmax_ce,
+            "_sparse_softmax_ce_grad": emit_sparse_softmax_ce_grad}
