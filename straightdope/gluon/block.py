@@ -457,9 +457,13 @@ class Block:
         (infer_shape), finish initialisation and run forward again."""
         try:
             return self.forward(*args)
-        except DeferredInitializationError:
-            if not self._can_infer_shape():
-                raise
+        except DeferredInitializationError as err:
+            return self._finish_deferred_init_and_forward(err, *args)
+
+    def _finish_deferred_init_and_forward(self, err, *args):
+        """forward() has just stopped (`err`) at a parameter of unknown shape."""
+        if not self._can_infer_shape():
+            raise err
         self._deferred_infer_shape(*args)
         return self.forward(*args)
 
@@ -639,12 +643,15 @@ class HybridBlock(Block):
     def __call__(self, *args):
         # The two calls that happen millions of times, without detours: NDArrays in, no
         # hooks. (Everything else, and the first calls, go through Block.__call__.)
-        if _only_ndarrays(args) and not (self._forward_pre_hooks or self._forward_hooks):
+        for a in args:                      # _only_ndarrays(args), inlined
+            if type(a) is not NDArray:
+                return super().__call__(*args)
+        if not (self._forward_pre_hooks or self._forward_hooks):
             if not self._active or _imperative.on:                     # imperative
                 try:
                     return self.forward(*args)
-                except DeferredInitializationError:     # first call: shapes still unknown
-                    return self._forward_with_deferred_init(*args)
+                except DeferredInitializationError as err:   # first call: shapes unknown
+                    return self._finish_deferred_init_and_forward(err, *args)
             slots = self._slots
             if slots is not None and len(args) == len(self._in_format):
                 # Compiled: the call's arrays and the parameters' arrays, in the graph's

@@ -18,7 +18,7 @@ from ..context import Context, check_context, cpu, current_context  # noqa: F401
 from ..ops import OPS as _OPS, OpError
 from ..ops.registry import bind_call as _bind_call, leading_tensors as _leading_tensors
 from ..serialization import load_arrays as _load_arrays, save_arrays as _save_arrays
-from .ndarray import DEFAULT_DTYPE, NDArray, invoke
+from .ndarray import DEFAULT_DTYPE, NDArray, invoke, run as _run
 from . import random  # noqa: F401
 from ..ops import reduce as _reduce_ops
 import sys as _sys
@@ -145,14 +145,14 @@ def _make_function(op):
                     if type(x) is not NDArray:
                         break
                 else:
-                    return invoke(op, args, attrs, parsed=True)
+                    return _run(op, args, attrs)
         except (KeyError, TypeError):      # new spelling, or an unhashable value
             pass
         try:
             count = _leading_tensors(op, args, _is_ndarray)
             attrs, arrays = by_position[(args[count:], tuple(kwargs.items()))]
             if arrays == count and None not in args[:count]:
-                return invoke(op, args[:count], attrs, parsed=True)
+                return _run(op, args[:count], attrs)
         except (KeyError, TypeError):
             pass
         if kwargs and not inputs_by_name.isdisjoint(kwargs):
@@ -166,7 +166,7 @@ def _make_function(op):
                         if type(x) is not NDArray:
                             break
                     else:
-                        return invoke(op, arrays, attrs, parsed=True)
+                        return _run(op, arrays, attrs)
             except (KeyError, TypeError):
                 pass
         return _bind_and_invoke(args, kwargs)
@@ -183,7 +183,7 @@ def _make_function(op):
                 _remember(args, kwargs, attrs, names)
             except TypeError:       # unhashable value (a list): no fast path for it
                 pass
-        result = invoke(op, inputs, attrs, parsed=True)
+        result = _run(op, inputs, attrs)
         if out is not None:
             out._data[...] = result._data
             return out

@@ -5,8 +5,6 @@ the registry and, while `autograd.record()` is on, leaves a node on the tape.
 """
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from .. import autograd
@@ -350,17 +348,18 @@ def _mixed_dtypes(op, attrs, arrays):
                   f"cast the network with net.cast(dtype).")
 
 
-_data_of = operator.attrgetter("_data")
-
-
 def invoke(op, inputs, attrs, parsed=False):
     """Run one op (an Op or its name) now: NumPy forward, running-stat updates, and a tape
-    node when recording. This is the hot path of imperative mode, so it stays lean."""
+    node when recording. `attrs` as the user gave them, or already parsed."""
     if type(op) is str:
         op = get_op(op)
-    if not parsed:
-        attrs = op.cached_attrs(attrs)
-    arrays = list(map(_data_of, inputs))      # map(): no Python frame per call
+    return run(op, inputs, attrs if parsed else op.cached_attrs(attrs))
+
+
+def run(op, inputs, attrs):
+    """invoke() with the Op and its parsed attributes: the hot path of imperative mode
+    (every `nd.` function ends here), so it stays lean."""
+    arrays = [x._data for x in inputs]
     if op.name in _ONE_DTYPE_OPS:
         for a in arrays:
             if a.dtype != arrays[0].dtype:

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from ... import ndarray, symbol
+from ...ndarray import NDArray
 from ..block import Block, HybridBlock
 from .activations import Activation
 
@@ -23,9 +24,9 @@ __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "BatchNorm", "L
 def _chain(blocks, x, args):
     """Feed each block the previous one's output (a tuple output feeds several inputs)."""
     for block in blocks:
-        x = block(x, *args)
+        x = block(x, *args) if args else block(x)
         args = ()
-        if isinstance(x, (tuple, list)) and len(x) > 1:
+        if type(x) is not NDArray and isinstance(x, (tuple, list)) and len(x) > 1:
             x, args = x[0], tuple(x[1:])
     return (x,) + args if args else x
 
@@ -115,7 +116,11 @@ class Dense(HybridBlock):
     def hybrid_forward(self, F, x, weight, bias=None):
         out = F.FullyConnected(x, weight, bias, no_bias=bias is None,
                                num_hidden=self._units, flatten=self._flatten, name="fwd")
-        return self.act(out) if self.act is not None else out
+        if self.act is None:
+            return out
+        if F is ndarray and not (self.act._forward_hooks or self.act._forward_pre_hooks):
+            return F.Activation(out, act_type=self.act._act_type, name="fwd")
+        return self.act(out)
 
     def infer_shape(self, x, *args):
         in_units = int(np.prod(x.shape[1:])) if self._flatten else x.shape[-1]
