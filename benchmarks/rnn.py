@@ -126,7 +126,7 @@ def variants():
     from straightdope import autograd, gluon
     layer, unrolled, x, target = build()
     imperative, _, _, _ = build()
-    layer.hybridize(static_alloc=True, static_shape=True)
+    layer.hybridize(static_alloc=True, static_shape=True, compile="sync")
     loss_fn = gluon.loss.L2Loss()
     params = [[getattr(layer, f"l{k}_{n}").data().asnumpy().copy()
                for n in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias")]
@@ -175,7 +175,7 @@ from straightdope import autograd, gluon
 seq, kind = int(sys.argv[1]), sys.argv[2]
 layer, unrolled, x, target = build(seq)
 net = layer if kind == "loop" else unrolled
-net.hybridize()
+net.hybridize(compile="sync")
 loss_fn = gluon.loss.L2Loss()
 net(x).wait_to_read()
 forward = sum(p.seconds for p in net._cached_op.plans.values())

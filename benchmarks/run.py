@@ -37,7 +37,7 @@ net.add(nn.Dense(256, activation="relu"), nn.Dense(128, activation="relu"), nn.D
 net.initialize()
 x = nd.array(np.ones((1, 512), np.float32))
 net(x)
-net.hybridize(static_alloc=True, static_shape=True)
+net.hybridize(static_alloc=True, static_shape=True, compile="sync")
 t1 = time.perf_counter()
 net(x)
 t2 = time.perf_counter()

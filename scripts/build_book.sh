@@ -41,6 +41,10 @@ fi
 # Notebooks run in the "python3" kernel of the environment that holds
 # jupyter-book: put that environment first on PATH.
 export PATH="$(dirname "$JB"):$PATH"
+# The pages time compiled code right after hybridize(): compile in the first call, as
+# the tests do (tiered compile, the default, would time the NumPy tier while a fresh
+# clone's kernels compile; Chapter 23 shows it with hybridize(compile="tiered")).
+export STRAIGHTDOPE_COMPILE="${STRAIGHTDOPE_COMPILE:-sync}"
 
 # --- 1. browser assets from the npm registry ------------------------------
 source "$ROOT/scripts/browser_assets.sh"

@@ -110,6 +110,9 @@ class CachedOp:
         kw = dict(static_alloc=self.static_alloc, static_shape=self.static_shape)
         if getattr(self.backend, "name", None) == "numba":
             kw["tiered"] = self.compile_mode == "tiered"
+            if kw["tiered"]:
+                from .compiler import tiers
+                tiers.start()       # it imports Numba while we differentiate and plan
         if wrt is None:
             graph = self._annotated(self.full, shapes, dtypes)
             plan = Plan(self.backend.compile(graph, is_train=is_train, **kw))

@@ -122,7 +122,15 @@ class Scaled(gluon.HybridBlock):
         return self.out(self.dense(x) * self.scale)
 
 
-def test_tiered_hybridize_starts_on_the_reference_tier_switches_and_keeps_results():
+@pytest.fixture
+def no_first_call_wait(monkeypatch):
+    """The first tiered call does not wait for the background compile at all."""
+    from straightdope.compiler import tiers
+    monkeypatch.setattr(tiers, "FIRST_CALL_WAIT", 0)
+
+
+def test_tiered_hybridize_starts_on_the_reference_tier_switches_and_keeps_results(
+        no_first_call_wait):
     mx.random.seed(0)
     net = Scaled()
     net.initialize()
@@ -146,7 +154,7 @@ def test_tiered_hybridize_starts_on_the_reference_tier_switches_and_keeps_result
     np.testing.assert_allclose(second, want, rtol=1e-5, atol=1e-6)
 
 
-def test_a_tiered_training_step_gives_the_gradients_of_a_synchronous_one():
+def test_a_tiered_training_step_gives_the_gradients_of_a_synchronous_one(no_first_call_wait):
     x = nd.array(np.random.default_rng(3).standard_normal((2, 4, 6, 6)).astype(np.float32))
     grads = {}
     for mode in ("sync", "tiered"):
@@ -223,7 +231,7 @@ def test_an_unknown_compile_mode_is_refused_with_the_choices():
         net.hybridize(compile="fast")
 
 
-def test_the_trace_inspector_shows_which_tier_ran_and_a_pending_switch():
+def test_the_trace_inspector_shows_which_tier_ran_and_a_pending_switch(no_first_call_wait):
     from widgets import TraceInspector
     net = Scaled()
     net.initialize()
@@ -236,3 +244,15 @@ def test_the_trace_inspector_shows_which_tier_ran_and_a_pending_switch():
     inspector.call()
     assert inspector.calls[-1].tier == "graph"
     assert "tier: graph" in inspector.hybridized_html.value
+
+
+def test_a_tiered_first_call_waits_a_little_for_a_quick_compile(monkeypatch):
+    from straightdope.compiler import tiers
+    monkeypatch.setattr(tiers, "FIRST_CALL_WAIT", 600)
+    net = Scaled()
+    net.initialize()
+    net.hybridize(compile="tiered")
+    net(nd.ones((2, 5)))
+    stats = net._cached_op.stats()["forward"]
+    assert stats["tier"] == "graph" and not stats["pending"]
+    assert [tier for _, tier, _ in stats["switches"]] == ["graph"]

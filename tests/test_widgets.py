@@ -316,6 +316,54 @@ def test_benchmark_run_returns_plain_data_and_a_figure(capsys):
     bench.close()
 
 
+def test_benchmark_marks_the_calls_on_the_reference_tier_and_the_switch(monkeypatch):
+    """A tiered compile that is not ready: the first hybridized calls run on the NumPy
+    reference tier; the plot's data says so, and where the switch to compiled code was."""
+    from straightdope.compiler import tiers
+    from widgets.benchmark_plot import measure, summarize
+
+    class Scaled(mx.gluon.HybridBlock):          # new generated code: nothing cached
+        def __init__(self):
+            super().__init__()
+            self.scale = 1.0 + time.time_ns() % 1_000_003 / 1e7
+            self.dense = nn.Dense(4)
+
+        def hybrid_forward(self, F, x):
+            return self.dense(x) * self.scale
+
+    tickets = []
+
+    def pending(job):                            # a background compile that waits for us
+        tickets.append(tiers.Ticket())
+        return tickets[-1]
+    monkeypatch.setattr(tiers, "submit", pending)
+    monkeypatch.setattr(tiers, "FIRST_CALL_WAIT", 0)
+    net = Scaled()
+    net.initialize()
+    data, hybridized = None, 0
+    for mode, value in measure(net, nd.ones((2, 3)), repeats=4,
+                               hybridize_kwargs={"compile": "tiered"}):
+        if mode == "hybridized":
+            hybridized += 1
+            if hybridized == 2:
+                for ticket in tickets:           # "the compile is done": compiled here
+                    ticket.finish()
+        if mode == "done":
+            data = value
+    result = summarize(data)
+    assert data["first_tier"] == "reference"
+    assert result["tiers"] == ["reference", "reference", "graph", "graph"]
+    assert result["switch_call"] == 3
+    assert result["median"]["hybridized"] == np.median(result["hybridized"][2:])
+    bench = BenchmarkPlot(net, (2, 3))
+    bench._show(result)
+    assert "switched at hybridized call 3" in bench.status_html.value
+    labels = [t.get_text() for t in bench.figure.axes[0].get_legend().get_texts()]
+    assert "switch to the compiled code" in labels
+    assert any("reference tier" in label for label in labels)
+    bench.close()
+
+
 def test_benchmark_of_a_net_forward_and_backward():
     net = make_net(width=8)
     bench = BenchmarkPlot(net, (2, 3), repeats=3, hybridize_kwargs={"executor": "numpy"})

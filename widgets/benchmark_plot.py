@@ -8,6 +8,9 @@ The same net is measured both ways (same weights): first `repeats` imperative ca
 then `hybridize()` and `repeats` hybridized calls. The very first hybridized call traces
 the Python and compiles the graph; it is a one-off cost, reported apart and kept out of
 the medians. Everything else is steady state: the time a training loop would see.
+With tiered compilation (the default), the first hybridized calls may run on the NumPy
+reference tier while the compiled code is being built: those calls are drawn hollow,
+the switch is marked, and the hybridized median counts only the calls after it.
 
 The live version measures in a background thread so that the notebook stays responsive,
 and draws between calls (never during one) so that drawing does not skew the timings.
@@ -59,8 +62,21 @@ def _timed(net, x, backward) -> float:
     return time.perf_counter() - start
 
 
+def tier_of(net) -> str | None:
+    """The tier the hybridized net's last call ran on ('reference' while the compiled
+    code is being built, then 'graph' or 'steps'; 'numpy' for that executor)."""
+    op = getattr(net, "_cached_op", None)
+    if op is None or not hasattr(op, "stats"):
+        return None
+    stats = op.stats()
+    tiers = [stats[part]["tier"] for part in ("forward", "backward") if part in stats]
+    return "reference" if "reference" in tiers else (tiers[0] if tiers else None)
+
+
 def measure(net, x, repeats, backward=False, stop=None, hybridize_kwargs=None):
     """Time `net` on `x`: yields (mode, seconds) per call, then a final ("done", data).
+    After each hybridized call (the first, "compile", included) it also yields ("tier",
+    the tier that call ran on).
 
     A generator, so that a caller can draw or stop between calls. `stop` is an optional
     threading.Event checked before every call.
@@ -68,7 +84,7 @@ def measure(net, x, repeats, backward=False, stop=None, hybridize_kwargs=None):
     def stopped():
         return stop is not None and stop.is_set()
 
-    data = {"imperative": [], "hybridized": [], "compile_seconds": None}
+    data = {"imperative": [], "hybridized": [], "compile_seconds": None, "tiers": []}
     net.hybridize(False)
     _step(net, x, backward)   # warm-up: deferred initialisation and caches, not timed
     for mode in MODES:
@@ -79,22 +95,38 @@ def measure(net, x, repeats, backward=False, stop=None, hybridize_kwargs=None):
             # The first hybridized call traces and compiles: a one-off cost, kept apart.
             data["compile_seconds"] = _timed(net, x, backward)
             yield "compile", data["compile_seconds"]
+            data["first_tier"] = tier_of(net)
+            yield "tier", data["first_tier"]
         for _ in range(repeats):
             if stopped():
                 break
             seconds = _timed(net, x, backward)
             data[mode].append(seconds)
             yield mode, seconds
+            if mode == "hybridized":
+                data["tiers"].append(tier_of(net))
+                yield "tier", data["tiers"][-1]
     yield "done", data
 
 
 def summarize(data, **config) -> dict:
-    """Plain numbers: the per-call times (seconds), their medians, and the speedup."""
-    medians = {m: statistics.median(data[m]) if data[m] else None for m in MODES}
+    """Plain numbers: the per-call times (seconds), their medians, and the speedup.
+
+    `tiers`: the tier of each hybridized call; `switch_call`: the first hybridized call
+    (1, 2, ...) on compiled code after calls on the reference tier, else None. The
+    hybridized median counts the calls on compiled code when there are any."""
+    tiers = list(data.get("tiers", []))
+    compiled = [t for t, tier in zip(data["hybridized"], tiers) if tier != "reference"]
+    steady = {"imperative": data["imperative"],
+              "hybridized": compiled if compiled else data["hybridized"]}
+    medians = {m: statistics.median(steady[m]) if steady[m] else None for m in MODES}
     speedup = (medians["imperative"] / medians["hybridized"]
                if medians["imperative"] and medians["hybridized"] else None)
+    before = [data.get("first_tier")] + tiers
+    switch = next((k for k in range(1, len(before))
+                   if before[k - 1] == "reference" and before[k] != "reference"), None)
     return {"imperative": list(data["imperative"]), "hybridized": list(data["hybridized"]),
-            "median": medians, "speedup": speedup,
+            "median": medians, "speedup": speedup, "tiers": tiers, "switch_call": switch,
             "compile_seconds": data["compile_seconds"], **config}
 
 
@@ -134,16 +166,29 @@ def draw(result: dict, fig=None):
         if not len(times):
             continue
         calls = np.arange(1, len(times) + 1)
+        # calls of a tiered compile that ran on the NumPy reference tier: drawn hollow,
+        # and kept out of the median and the band
+        tiers = result.get("tiers") or []
+        early = np.array([mode == "hybridized" and k < len(tiers) and tiers[k] == "reference"
+                          for k in range(len(times))], dtype=bool)
+        steady = times[~early] if (~early).any() else times
         # Dots, not a line: consecutive calls are independent samples, and a line through
         # them draws noise as a zig-zag. The median line and the band holding the middle
         # 80% of the calls are what to read.
-        low, high = np.percentile(times, [10, 90])
+        low, high = np.percentile(steady, [10, 90])
         left.axhspan(low, high if cap is None else min(high, cap), color=COLORS[mode],
                      alpha=0.15, lw=0)
-        left.axhline(np.median(times), color=COLORS[mode], lw=2)
-        left.plot(calls, times if cap is None else np.minimum(times, cap), ".",
+        left.axhline(np.median(steady), color=COLORS[mode], lw=2)
+        shown = times if cap is None else np.minimum(times, cap)
+        left.plot(calls[~early], shown[~early], ".",
                   color=COLORS[mode], ms=4 if len(times) <= 200 else 2, alpha=0.7,
                   label=f"{mode}: median, 10-90% band")
+        if early.any():
+            left.plot(calls[early], shown[early], "o", mfc="none", color=COLORS[mode],
+                      ms=5, label="hybridized, NumPy reference tier (compiling)")
+        if mode == "hybridized" and result.get("switch_call"):
+            left.axvline(result["switch_call"] - 0.5, color=COLORS[mode], ls="--", lw=1.5,
+                         label="switch to the compiled code")
         if cap is not None and (times > cap).any():
             off = times > cap
             left.plot(calls[off], np.full(off.sum(), cap), "^", ms=9, color=COLORS[mode])
@@ -330,6 +375,9 @@ class BenchmarkPlot(w.VBox):
                                                 **config)
                         yield mode, self.result
                         return
+                    if mode == "tier":
+                        yield mode, value
+                        continue
                     done += 1
                     if done % every == 0:
                         self.progress.value = done
@@ -352,6 +400,14 @@ class BenchmarkPlot(w.VBox):
         if result["compile_seconds"] is not None:
             bits.append(f"first hybridized call (trace + compile) "
                         f"<b>{format_seconds(result['compile_seconds'])}</b>")
+        tiers = result.get("tiers") or []
+        if result.get("switch_call"):
+            bits.append(f"NumPy reference tier until the compiled code was ready: "
+                        f"<b>switched at hybridized call {result['switch_call']}</b> "
+                        f"(to the {tiers[result['switch_call'] - 1]} tier)")
+        elif tiers and tiers[-1] == "reference":
+            bits.append("still on the NumPy reference tier: the compiled code is being "
+                        "built")
         if result.get("stopped"):
             bits.append('<span style="color: #c62828;">stopped</span>')
         self.status_html.value = (f'<span style="{st.FONT}">'
@@ -364,6 +420,7 @@ class BenchmarkPlot(w.VBox):
              "median": {"imperative": s, "hybridized": s},
              "speedup": imperative median / hybridized median,
              "compile_seconds": s,                                   # first hybridized call
+             "tiers": [tier, ...], "switch_call": n or None,         # tiered compile
              "repeats": n, "batch_size": b, "width": w, "backward": bool, "stopped": False}
 
         The plot (`self.figure`, a matplotlib Figure) is drawn once at the end and shown
@@ -387,7 +444,7 @@ class BenchmarkPlot(w.VBox):
         self._thread.start()
 
     def _worker(self, config, stop):
-        data = {"imperative": [], "hybridized": [], "compile_seconds": None}
+        data = {"imperative": [], "hybridized": [], "compile_seconds": None, "tiers": []}
         next_draw = time.perf_counter() + self.redraw_seconds
         try:
             for mode, value in self._measure(config, stop):
@@ -396,6 +453,12 @@ class BenchmarkPlot(w.VBox):
                     break
                 if mode == "compile":
                     data["compile_seconds"] = value
+                elif mode == "tier":
+                    if data["compile_seconds"] is not None and "first_tier" not in data:
+                        data["first_tier"] = value
+                    else:
+                        data["tiers"].append(value)
+                    continue
                 else:
                     data[mode].append(value)
                 # Drawing takes tens to hundreds of ms: do it between calls, and rarely

@@ -8,12 +8,13 @@ runs an interpreter first and swaps in compiled code when it is done.
    milliseconds per op, and any error the compiler would raise is raised now) and
    asks: is everything Numba has to compile for the final tier already in the caches?
    Then the compiled tier is loaded at once (a new process with a warm disk cache);
-2. if not, the call runs on the *reference* tier, the NumPy interpreter of
-   `graph/interpret.py` (about the speed of imperative code, nothing to compile), and
-   a background process (the second core) compiles the final tier's functions into
-   the disk cache: the whole-graph function, or the steps tier's loops and kernels;
-3. the first call after the background process has finished loads them from the
-   cache (milliseconds to a fraction of a second) and every later call runs them.
+2. if not, a background process (the second core) compiles the final tier's
+   functions into the disk cache: the whole-graph function, or the steps tier's loops
+   and kernels. The first call waits for it at most `FIRST_CALL_WAIT` seconds, then
+   runs on the *reference* tier, the NumPy interpreter of `graph/interpret.py` (about
+   the speed of imperative code, nothing to compile);
+3. the first call after the background process has finished loads the compiled code
+   from the cache (milliseconds to a fraction of a second); every later call runs it.
 
 The compiled tiers give the same numbers bit for bit; the reference tier the same up
 to rounding (NumPy sums in another order). `switches` records when the tier changed,
@@ -39,7 +40,7 @@ import numpy as np
 
 from ..graph.interpret import ReferenceExecutable
 from . import cache
-from .backend import Executable
+from .backend import PHASES, Executable
 
 
 # ------------------------------------------------ what the background process compiles
@@ -138,20 +139,32 @@ class BackgroundCompiler:
 
 _COMPILER: BackgroundCompiler | None = None
 _COMPILER_LOCK = threading.Lock()
+# A tiered first call waits this long (seconds) for the background compile before it
+# runs on the reference tier: a small graph whose kernels are compiled is ready by then,
+# so a notebook times compiled code right after hybridize(); long compiles never block.
+FIRST_CALL_WAIT = 2.0
+
+
+def start() -> BackgroundCompiler:
+    """The background process, started (or restarted) if needed. CachedOp starts it
+    before tracing, so that it imports Numba while this process runs the passes."""
+    global _COMPILER
+    with _COMPILER_LOCK:
+        if _COMPILER is None or _COMPILER.process.poll() is not None:
+            _COMPILER = BackgroundCompiler()
+        return _COMPILER
 
 
 def submit(job) -> Ticket:
-    """Hand a job to the background process (started, or restarted, on demand)."""
+    """Hand a job to the background process."""
     global _COMPILER
-    with _COMPILER_LOCK:
-        for attempt in (1, 2):
-            if _COMPILER is None or _COMPILER.process.poll() is not None:
-                _COMPILER = BackgroundCompiler()
-            try:
-                return _COMPILER.submit(job)
-            except (BrokenPipeError, ValueError):     # it died meanwhile: once more
+    for attempt in (1, 2):
+        try:
+            return start().submit(job)
+        except (BrokenPipeError, ValueError):     # it died meanwhile: once more
+            with _COMPILER_LOCK:
                 _COMPILER = None
-        raise OSError("cannot start the background compile process")
+    raise OSError("cannot start the background compile process")
 
 
 @atexit.register
@@ -181,6 +194,9 @@ class TieredExecutable:
             self.ticket = submit(job)
         except OSError:                      # no second process here: compile now
             self.active = Executable(*self._args, tier=self.final)
+            return
+        if self.ticket.wait(FIRST_CALL_WAIT):
+            self._switch()
 
     graph = property(lambda self: self.planned.graph)
     tier = property(lambda self: getattr(self.active, "tier", "reference"))
@@ -197,7 +213,9 @@ class TieredExecutable:
         if self.tier != "reference":
             return self.active.timings
         t = {k: v for k, v in self.planned.timings.items() if k not in ("meta", "loops")}
-        return {**t, "tier": "reference", "cache": "compiling" if self.pending else "off"}
+        passes = sum(t.get(k, 0.0) for k in PHASES if k != "numba_compile")
+        return {**t, "numba_compile": 0.0, "total": passes, "tier": "reference",
+                "cache": "compiling" if self.pending else "off"}
 
     @property
     def pending(self) -> bool:
