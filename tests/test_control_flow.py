@@ -194,3 +194,58 @@ def test_a_file_whose_loop_points_outside_its_body_is_refused(tmp_path):
     loop["subgraphs"][0]["heads"] = [[99, 0, 0]]
     with pytest.raises(mx.symbol.SymbolFileError, match="subgraph 0.*points outside"):
         sym.load_json(json.dumps(doc))
+
+
+class Power(HybridBlock):
+    """While the running product is below a limit, multiply it by x * w (a while_loop
+    whose step count depends on the data), and collect every step's product."""
+
+    def __init__(self, limit, **kwargs):
+        super().__init__(**kwargs)
+        self.limit = limit
+        with self.name_scope():
+            self.w = self.params.get("w", shape=(2,))
+
+    def hybrid_forward(self, F, x, w):
+        def cond(p, i):
+            return (p.sum() < self.limit) * (i < 6.0)
+
+        def func(p, i):
+            p = p * x * w + 0.1
+            return [F.tanh(p)], [p, i + 1.0]
+        outs, (p, i) = F.contrib.while_loop(cond, func, [F.ones_like(x), F.zeros((1,))],
+                                            max_iterations=6)
+        return outs[0].sum() + (p * p).sum()
+
+
+@pytest.mark.parametrize("executor", ["numpy", "numba"])
+@pytest.mark.parametrize("limit", [3.0, 100.0], ids=["stops-early", "runs-every-step"])
+def test_while_loop_gradients_equal_the_imperative_ones(executor, limit):
+    net = Power(limit)
+    net.initialize(mx.init.Constant(1.3))
+    x = nd.array([0.9, 1.2])
+    grads = []
+    for hybrid in (False, True):
+        net.hybridize(active=hybrid, executor=executor)
+        x.attach_grad()
+        with autograd.record():
+            y = net(x)
+        y.backward()
+        grads.append([y.asnumpy(), x.grad.asnumpy().copy(), net.w.grad().asnumpy().copy()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+    assert np.abs(grads[0][1]).sum() > 0
+
+
+def test_a_while_loop_variable_that_changes_shape_is_refused_naming_the_step_and_shapes():
+    def grow(v):
+        return [], [nd.concat(v, v, dim=0)]
+    with pytest.raises(OpError, match=r"while_loop: at step 0 the body returns loop "
+                                      r"variable 0 with shape \(4,\), but it had shape \(2,\)"):
+        nd.contrib.while_loop(lambda v: v.sum() < 100, grow, [nd.ones((2,))], max_iterations=3)
+    out, var = sym.contrib.while_loop(lambda v: v.sum() < 100,
+                                      lambda v: ([], [sym.concat(v, v, dim=0)]),
+                                      [sym.var("v")], max_iterations=3)
+    with pytest.raises(OpError, match=r"while_loop: loop variable 0 comes into the body with "
+                                      r"shape \(2,\) but the body returns it with shape \(4,\)"):
+        var[0].infer_shape(v=(2,))

@@ -427,7 +427,12 @@ class CodeGen:
             if key not in node.attrs:
                 raise CodegenError(f"{name}: unknown attribute {key!r} in its scalar_expr")
             return lit(node.attrs[key])
-        return re.sub(r"\{([A-Za-z_0-9]+)\}", sub, template)
+        expr = re.sub(r"\{([A-Za-z_0-9]+)\}", sub, template)
+        if np.dtype(node.dtypes[0]) == np.float32:
+            # float32 literals (else Numba computes in float64) and exp/tanh that vectorize
+            from .kernels.fmath import float32_expr
+            expr = float32_expr(expr, self.kernel)
+        return expr
 
     def emit_return(self):
         outs, seen = [], set()
@@ -551,6 +556,8 @@ class Loops:
             "",
             "import numpy as np",
             "from numba import njit",
+            "",
+            "from straightdope.compiler.kernels import fmath as k_fmath  # noqa: F401",
             "",
             "",
             '@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")',

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..graph import Graph, Node, annotate
 from ..ops import get_op
-from ..ops.control_flow import CONTROL_FLOW_OPS, body_graph
+from ..ops.control_flow import CONTROL_FLOW_OPS, _foreach_counts, body_graph, saving_body
 
 # Ops that run between compiled segments, and how (shown by ops.numba_kernel).
 HOST_OPS = {"_foreach": "loop: body compiled once, run per step (compiler/loops.py)",
@@ -78,63 +78,98 @@ class _Segment:
 
 
 class _HostStep:
-    """A loop node (body compiled once) or an op without a kernel (NumPy)."""
+    """An op without a kernel (NumPy), or a loop node run by the classes below."""
 
-    def __init__(self, graph, node, backend, is_train):
+    def __init__(self, graph, node, backend, is_train, later_uses):
         self.node, self.is_train = node, is_train
         self.inputs = [tuple(e) for e in node.inputs]
         self.outputs = [(node.id, k) for k in range(node.num_outputs)]
-        self.bodies = None
-        if node.op.name == "_foreach":
-            self.bodies = [self._compile_body(graph, node, backend)]
 
-    def _compile_body(self, graph, node, backend):
+    def run(self, values):
+        return self.node.op.run(self.node.attrs, [values[e] for e in self.inputs],
+                                self.is_train)
+
+
+class _Foreach(_HostStep):
+    """A foreach node: its body compiled once, then run once per step.
+
+    The body's outputs are written, step by step, into arrays with a leading time
+    axis: the stacked outputs, and, when a backward pass will read them, the states
+    each step saw and the values each step saved for the gradient (the node's hidden
+    outputs, see `ops.control_flow.saving_body`). All of them are views of ONE buffer
+    allocated before the first step; the node's outputs that nothing reads are not
+    computed at all (an inference call saves nothing)."""
+
+    def __init__(self, graph, node, backend, is_train, later_uses):
+        super().__init__(graph, node, backend, is_train, later_uses)
         a = node.attrs
-        body = body_graph(a["subgraphs"][0])
-        n_data, n_states = len(a["in_data_locs"]), len(a["in_state_locs"])
-        locs = list(a["in_data_locs"]) + list(a["in_state_locs"]) + list(a["remain_locs"])
+        self.n_data, self.n_states, self.n_out = _foreach_counts(a)
+        n_vis = self.n_out + self.n_states
+        saving, n_saved = saving_body(a)
+        hidden = range(n_vis, node.num_outputs)
+        keep = any((node.id, k) in later_uses for k in hidden)
+        body = saving if keep and n_saved else body_graph(a["subgraphs"][0])
+        self.n_saved = n_saved if body is saving else 0
+        self.keep_history = keep
+        self.outputs = self.outputs[:n_vis + (self.n_states + self.n_saved if keep else 0)]
+        self.data_locs, self.state_locs = a["in_data_locs"], a["in_state_locs"]
+        self.remain_locs = a["remain_locs"]
+        self.n_feeds = len(body.input_names)
+        locs = list(self.data_locs) + list(self.state_locs) + list(self.remain_locs)
         shapes, dtypes = {}, {}
         for k, (loc, e) in enumerate(zip(locs, self.inputs)):
             shape = graph.shape_of(e)
             name = body.input_names[loc]
-            shapes[name] = tuple(shape[1:]) if k < n_data else tuple(shape)
+            shapes[name] = tuple(shape[1:]) if k < self.n_data else tuple(shape)
             dtypes[name] = graph.dtype_of(e)
-        self.n_data, self.n_states, self.n_out = n_data, n_states, a["num_out_data"]
-        self.data_locs, self.state_locs = a["in_data_locs"], a["in_state_locs"]
-        self.remain_locs = a["remain_locs"]
-        self.n_feeds = len(body.input_names)
         shaped = annotate(body, shapes, dtypes)
-        self.out_specs = [(tuple(shaped.shape_of(e)), shaped.dtype_of(e)) for e in shaped.outputs]
-        return backend.compile(shaped, is_train=self.is_train)
+        self.out_specs = [(tuple(shaped.shape_of(e)), np.dtype(shaped.dtype_of(e)))
+                          for e in shaped.outputs]
+        # static_alloc: the body's scratch memory is reused from step to step
+        self.body = backend.compile(shaped, is_train=is_train, static_alloc=True, tier="graph")
+
+    def _buffers(self, steps, states):
+        """(stacked outputs, states seen, saved values): views of one new buffer."""
+        n_out = self.n_out
+        specs = self.out_specs[:n_out]
+        if self.keep_history:
+            specs = specs + [(s.shape, s.dtype) for s in states] \
+                + self.out_specs[n_out + self.n_states:]
+        sizes = [steps * int(np.prod(shape, dtype=np.int64)) for shape, _ in specs]
+        views, buffers = [], {}
+        for dt in {dt for _, dt in specs}:
+            buffers[dt] = [np.empty(sum(n for n, (_, d) in zip(sizes, specs) if d == dt), dt), 0]
+        for n, (shape, dt) in zip(sizes, specs):
+            buf = buffers[dt]
+            views.append(buf[0][buf[1]:buf[1] + n].reshape((steps,) + shape))
+            buf[1] += n
+        return views[:n_out], views[n_out:n_out + self.n_states * self.keep_history], \
+            views[n_out + self.n_states * self.keep_history:]
 
     def run(self, values):
         arrays = [values[e] for e in self.inputs]
-        if self.bodies is None:
-            return self.node.op.run(self.node.attrs, arrays, self.is_train)
-        return self._run_foreach(arrays)
-
-    def _run_foreach(self, arrays):
-        body = self.bodies[0]
         data = arrays[:self.n_data]
         states = arrays[self.n_data:self.n_data + self.n_states]
         feeds = [None] * self.n_feeds
         for loc, value in zip(self.remain_locs, arrays[self.n_data + self.n_states:]):
             feeds[loc] = value
         steps = data[0].shape[0]
-        # one array per output with a leading time axis, allocated once per call
-        stacked = [np.empty((steps,) + shape, dt) for shape, dt in self.out_specs[:self.n_out]]
-        history = [np.empty((steps,) + s.shape, s.dtype) for s in states]
+        stacked, history, saved = self._buffers(steps, states)
+        n_out, n_states = self.n_out, self.n_states
         for t in range(steps):
             for loc, value in zip(self.data_locs, data):
                 feeds[loc] = value[t]
-            for loc, value, seen in zip(self.state_locs, states, history):
+            for loc, value in zip(self.state_locs, states):
                 feeds[loc] = value
+            for seen, value in zip(history, states):
                 seen[t] = value
-            results = body.run(feeds)
+            results = self.body.run(feeds)
             for out, r in zip(stacked, results):
                 out[t] = r
-            states = results[self.n_out:]
-        return stacked + [np.asarray(s) for s in states] + history
+            for out, r in zip(saved, results[n_out + n_states:]):
+                out[t] = r
+            states = results[n_out:n_out + n_states]
+        return stacked + [np.asarray(s) for s in states] + history + saved
 
 
 class LoopExecutable:
@@ -168,7 +203,9 @@ class LoopExecutable:
                 continue
             if n.op.name in HOST_OPS:
                 close()
-                self.steps.append(_HostStep(graph, n, backend, is_train))
+                later = {e for e, users in uses.items() if e[0] == n.id} | outputs
+                kind = _Foreach if n.op.name == "_foreach" else _HostStep
+                self.steps.append(kind(graph, n, backend, is_train, later))
             else:
                 pending.append(n)
         close()
@@ -181,10 +218,12 @@ class LoopExecutable:
         for k, step in enumerate(self.steps):
             if isinstance(step, _Segment):
                 lines.append(f"step {k}: compiled segment of {len(step.graph.op_nodes)} ops")
-            elif step.bodies:
-                body = step.bodies[0].graph
+            elif isinstance(step, _Foreach):
+                body = step.body.graph
+                saves = f", {step.n_saved} saved per step for the backward" if step.n_saved \
+                    else ""
                 lines.append(f"step {k}: {step.node.op.name} '{step.node.name}', body of "
-                             f"{len(body.op_nodes)} ops compiled once, run per step")
+                             f"{len(body.op_nodes)} ops compiled once, run per step{saves}")
             else:
                 lines.append(f"step {k}: {step.node.op.name} '{step.node.name}' (NumPy)")
         return "\n".join(lines)

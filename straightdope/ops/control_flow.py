@@ -58,19 +58,54 @@ def _fmt(shape):
 
 
 # ------------------------------------------------------------------ foreach
+_GRADIENTS: dict = {}   # id(subgraph Symbol) -> (Symbol, Differentiated or the error)
+
+
+def body_gradient(subgraph):
+    """The body differentiated once with respect to all its inputs
+    (`graph.autodiff.differentiate`): `.forward` gives the body's outputs and then the
+    values its gradient reads ("saved"), `.backward` takes the body's inputs, those
+    saved values and the output gradients. Raises OpError if the body has no gradient."""
+    hit = _GRADIENTS.get(id(subgraph))
+    if hit is None or hit[0] is not subgraph:
+        from ..graph.autodiff import differentiate
+        try:
+            found = differentiate(subgraph, subgraph.list_inputs(), is_train=True)
+        except Exception as err:   # an op without a gradient: the loop still runs forward
+            found = OpError(f"foreach: the loop body has no gradient: {err}")
+        if len(_GRADIENTS) > 512:
+            _GRADIENTS.clear()
+        hit = _GRADIENTS[id(subgraph)] = (subgraph, found)
+    if isinstance(hit[1], Exception):
+        raise hit[1]
+    return hit[1]
+
+
+def saving_body(attrs):
+    """(graph, number of saved values): the body that also returns, after its outputs,
+    the values the gradient reads, so that the backward pass never recomputes a step;
+    the plain body (0 saved) if it has no gradient."""
+    subgraph = attrs["subgraphs"][0]
+    try:
+        grad = body_gradient(subgraph)
+    except OpError:
+        return body_graph(subgraph), 0
+    return body_graph(grad.forward), len(grad.saved_names)
+
+
 def _foreach_counts(attrs):
     return len(attrs["in_data_locs"]), len(attrs["in_state_locs"]), attrs["num_out_data"]
 
 
 def _foreach_forward(attrs, *arrays, is_train=False):
-    body = body_graph(attrs["subgraphs"][0])
+    body, n_saved = saving_body(attrs)
     n_data, n_states, n_out = _foreach_counts(attrs)
     data, states = arrays[:n_data], list(arrays[n_data:n_data + n_states])
     feeds = [None] * len(body.input_names)
     for loc, value in zip(attrs["remain_locs"], arrays[n_data + n_states:]):
         feeds[loc] = value
     steps = data[0].shape[0]
-    outputs, seen = [], []
+    outputs, seen, saved = [], [], []
     for t in range(steps):
         for loc, value in zip(attrs["in_data_locs"], data):
             feeds[loc] = value[t]
@@ -79,12 +114,14 @@ def _foreach_forward(attrs, *arrays, is_train=False):
         seen.append(states)
         results = _run(body, feeds, is_train)
         _check_step("foreach", t, results[:n_out], outputs[0] if outputs else None,
-                    results[n_out:], states)
+                    results[n_out:n_out + n_states], states)
         outputs.append(results[:n_out])
-        states = results[n_out:]
+        states = results[n_out:n_out + n_states]
+        saved.append(results[n_out + n_states:])
     stacked = [np.stack([o[k] for o in outputs]) for k in range(n_out)]
     history = [np.stack([s[k] for s in seen]) for k in range(n_states)]
-    return tuple(stacked + list(states) + history)
+    saved = [np.stack([s[k] for s in saved]) for k in range(n_saved)]
+    return tuple(stacked + list(states) + history + saved)
 
 
 def _check_step(op_name, t, outs, first_outs, new_states, old_states):
@@ -104,7 +141,7 @@ def _check_step(op_name, t, outs, first_outs, new_states, old_states):
 
 
 def _foreach_shapes(attrs, in_shapes):
-    body = body_graph(attrs["subgraphs"][0])
+    body, n_saved = saving_body(attrs)
     n_data, n_states, n_out = _foreach_counts(attrs)
     names = body.input_names
     data_locs, state_locs = attrs["in_data_locs"], attrs["in_state_locs"]
@@ -143,40 +180,46 @@ def _foreach_shapes(attrs, in_shapes):
     states = [new_ins[n_data + k] if new_ins[n_data + k] is not None else outs[n_out + k]
               for k in range(n_states)]
     history = [None if s is None or steps is None else (steps,) + tuple(s) for s in states]
-    return new_ins, stacked + states + history
+    saved = [None if s is None or steps is None else (steps,) + tuple(s)
+             for s in outs[n_out + n_states:]]
+    return new_ins, stacked + states + history + saved
 
 
 def _foreach_gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
-    """Backpropagation through time: a foreach over the reversed sequence. Its data are
-    the output gradients, the inputs and the states each step saw; its states carry the
-    gradient of the loop state backwards and add up the gradients of the rest."""
-    from ..graph.autodiff import gradient_symbols
-    body = attrs["subgraphs"][0]
-    names = body.list_inputs()
+    """Backpropagation through time: a foreach over the reversed sequence whose body is
+    the body's own backward graph (`body_gradient`). Its data are the output gradients,
+    and, as far as that graph reads them, the inputs, the states each step saw and the
+    values each step saved; its states carry the gradient of the loop state backwards
+    and add up the gradients of the rest."""
+    grad = body_gradient(attrs["subgraphs"][0])
+    names = attrs["subgraphs"][0].list_inputs()
     n_data, n_states, n_out = _foreach_counts(attrs)
     n_vis = n_out + n_states
-    data, init, remain = inputs[:n_data], inputs[n_data:n_data + n_states], \
-        inputs[n_data + n_states:]
+    data, remain = inputs[:n_data], inputs[n_data + n_states:]
     head = [g if g is not None else F.zeros_like(o) for g, o in zip(out_grads, outputs[:n_vis])]
-    history = outputs[n_vis:]
+    history, saved = outputs[n_vis:n_vis + n_states], outputs[n_vis + n_states:]
+    # the sequences the backward body reads, by the name it reads them under
+    reads = set(grad.backward.list_inputs())
+    sequences = [(names[loc], x) for loc, x in zip(attrs["in_data_locs"], data)]
+    sequences += [(names[loc], h) for loc, h in zip(attrs["in_state_locs"], history)]
+    sequences += list(zip(grad.saved_names, saved))
+    sequences = [(name, x) for name, x in sequences if name in reads]
+    fixed = {names[loc]: r for loc, r in zip(attrs["remain_locs"], remain)}
 
     def step(seq, carried):
-        o_grads, xs, states = seq[:n_out], seq[n_out:n_out + n_data], seq[n_out + n_data:]
+        o_grads, values = seq[:n_out], seq[n_out:]
         s_grads, sums = carried[:n_states], carried[n_states:]
-        mapping = {names[loc]: x for loc, x in zip(attrs["in_data_locs"], xs)}
-        mapping.update({names[loc]: s for loc, s in zip(attrs["in_state_locs"], states)})
-        mapping.update({names[loc]: r for loc, r in zip(attrs["remain_locs"], remain)})
-        outs = list(body.substitute(mapping))
-        grads = gradient_symbols(outs, list(o_grads) + list(s_grads),
-                                 list(xs) + list(states) + list(remain), is_train)
-        g_x, g_s, g_r = grads[:n_data], grads[n_data:n_data + n_states], \
-            grads[n_data + n_states:]
-        g_x = [g if g is not None else F.zeros_like(x) for g, x in zip(g_x, xs)]
-        g_s = [g if g is not None else F.zeros_like(s) for g, s in zip(g_s, s_grads)]
-        sums = [a if g is None else a + g for a, g in zip(sums, g_r)]
+        mapping = dict(fixed)
+        mapping.update({name: v for (name, _), v in zip(sequences, values)})
+        mapping.update(zip(grad.head_names, list(o_grads) + list(s_grads)))
+        grads = list(grad.backward.substitute(mapping))
+        by_name = dict(zip(grad.wrt, grads))
+        g_x = [by_name[names[loc]] for loc in attrs["in_data_locs"]]
+        g_s = [by_name[names[loc]] for loc in attrs["in_state_locs"]]
+        sums = [a + by_name[names[loc]] for a, loc in zip(sums, attrs["remain_locs"])]
         return g_x, g_s + sums
 
-    backwards = [F.reverse(x, axis=0) for x in list(head[:n_out]) + list(data) + list(history)]
+    backwards = [F.reverse(x, axis=0) for x in list(head[:n_out]) + [x for _, x in sequences]]
     g_data, finals = F.contrib.foreach(step, backwards,
                                        list(head[n_out:]) + [F.zeros_like(r) for r in remain],
                                        _drop_unused=True)
@@ -185,7 +228,7 @@ def _foreach_gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
 
 
 def _foreach_outputs(attrs):
-    return attrs["num_outputs"] + len(attrs["in_state_locs"])
+    return attrs["num_outputs"] + len(attrs["in_state_locs"]) + saving_body(attrs)[1]
 
 
 register("_foreach", variadic=True, needs_train_flag=True,
@@ -197,7 +240,8 @@ register("_foreach", variadic=True, needs_train_flag=True,
          num_outputs=_foreach_outputs, num_visible_outputs=lambda attrs: attrs["num_outputs"],
          doc="foreach over axis 0 of the data (see straightdope.symbol.contrib.foreach). "
              "Outputs: the stacked step outputs, the final states, then (internal) the "
-             "states each step saw, which its gradient reads.")
+             "states each step saw and the values each step saved, which its gradient "
+             "reads.")
 
 
 # --------------------------------------------------------------- while_loop
@@ -209,7 +253,7 @@ def _while_forward(attrs, *arrays, is_train=False):
     cond, func = (body_graph(g) for g in attrs["subgraphs"])
     n_vars, n_out = _while_counts(attrs)
     loop_vars = list(arrays[:n_vars])
-    outputs = []
+    outputs, seen = [], []
     for t in range(attrs["max_iterations"]):
         values = list(loop_vars) + list(arrays[n_vars:])
         if not bool(np.asarray(_run(cond, [values[i] for i in attrs["cond_input_locs"]],
@@ -219,17 +263,24 @@ def _while_forward(attrs, *arrays, is_train=False):
         _check_step("while_loop", t, results[:n_out], outputs[0] if outputs else None,
                     results[n_out:], loop_vars)
         outputs.append(results[:n_out])
+        seen.append(loop_vars)
         loop_vars = results[n_out:]
     if not outputs:
         raise OpError("while_loop: the condition is false before the first step, so the "
                       "body never ran and its outputs have no shape; make sure the loop "
                       "runs at least once")
+    steps, ran = attrs["max_iterations"], len(outputs)
     padded = []
     for k in range(n_out):
-        out = np.zeros((attrs["max_iterations"],) + outputs[0][k].shape, outputs[0][k].dtype)
-        out[:len(outputs)] = np.stack([o[k] for o in outputs])
+        out = np.zeros((steps,) + outputs[0][k].shape, outputs[0][k].dtype)
+        out[:ran] = np.stack([o[k] for o in outputs])
         padded.append(out)
-    return tuple(padded + list(loop_vars))
+    # hidden, for the gradient: the loop variables each step saw (the steps that did
+    # not run see the final ones), and 1 for the steps that ran
+    history = [np.stack([s[k] for s in seen] + [loop_vars[k]] * (steps - ran))
+               for k in range(n_vars)]
+    mask = (np.arange(steps) < ran).astype(arrays[0].dtype).reshape(steps, 1)
+    return tuple(padded + list(loop_vars) + history + [mask])
 
 
 def _while_shapes(attrs, in_shapes):
@@ -251,9 +302,54 @@ def _while_shapes(attrs, in_shapes):
             raise OpError(f"while_loop: loop variable {j} comes into the body with shape "
                           f"{_fmt(came)} but the body returns it with shape {_fmt(went)}; "
                           f"loop variables must keep their shapes.")
-    stacked = [None if s is None else (attrs["max_iterations"],) + tuple(s)
-               for s in outs[:n_out]]
-    return new_ins, stacked + [new_ins[j] for j in range(n_vars)]
+    steps = attrs["max_iterations"]
+    stacked = [None if s is None else (steps,) + tuple(s) for s in outs[:n_out]]
+    final = [new_ins[j] for j in range(n_vars)]
+    history = [None if s is None else (steps,) + tuple(s) for s in final]
+    return new_ins, stacked + final + history + [(steps, 1)]
+
+
+def _while_gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
+    """Backpropagation through the steps that ran: a foreach over all max_iterations
+    steps, backwards, that recomputes each step's body from the loop variables it saw
+    and takes its gradient. A step that did not run (mask 0) passes the gradient of the
+    loop variables through unchanged and adds nothing to the others."""
+    from ..graph.autodiff import gradient_symbols
+    func = attrs["subgraphs"][1]
+    names = func.list_inputs()
+    n_vars, n_out = _while_counts(attrs)
+    n_vis = n_out + n_vars
+    head = [g if g is not None else F.zeros_like(o) for g, o in zip(out_grads, outputs[:n_vis])]
+    history, ran = outputs[n_vis:n_vis + n_vars], outputs[n_vis + n_vars]
+    locs = attrs["func_input_locs"]          # func input k reads node input locs[k]
+    fixed = sorted({i for i in locs if i >= n_vars})
+
+    def step(seq, carried):
+        o_grads, seen, ran_t = seq[:n_out], seq[n_out:n_out + n_vars], seq[-1]
+        v_grads, sums = carried[:n_vars], carried[n_vars:]
+        value = {i: (seen[i] if i < n_vars else inputs[i]) for i in set(locs)}
+        outs = list(func.substitute({names[k]: value[i] for k, i in enumerate(locs)}))
+        wrt = list(seen) + [inputs[i] for i in fixed]
+        grads = gradient_symbols(outs, list(o_grads) + list(v_grads), wrt, is_train)
+        grads = [g if g is not None else F.zeros_like(x) for g, x in zip(grads, wrt)]
+
+        def when_ran(g, otherwise):
+            return F.where(F.broadcast_like(ran_t, g), g, otherwise)
+        new_v = [when_ran(g, v) for g, v in zip(grads[:n_vars], v_grads)]
+        sums = [a + when_ran(g, F.zeros_like(g)) for a, g in zip(sums, grads[n_vars:])]
+        return [], new_v + sums
+
+    backwards = [F.reverse(x, axis=0) for x in list(head[:n_out]) + list(history) + [ran]]
+    _, finals = F.contrib.foreach(step, backwards,
+                                  list(head[n_out:]) + [F.zeros_like(inputs[i]) for i in fixed],
+                                  _drop_unused=True)
+    found = dict(zip(range(n_vars), finals[:n_vars]))
+    found.update(zip(fixed, finals[n_vars:]))
+    return [found.get(i) for i in range(len(inputs))]
+
+
+def _while_outputs(attrs):
+    return attrs["num_outputs"] + len(attrs["func_var_locs"]) + 1
 
 
 register("_while_loop", variadic=True, needs_train_flag=True,
@@ -261,10 +357,12 @@ register("_while_loop", variadic=True, needs_train_flag=True,
                 "num_out_data": Int(required=True), "max_iterations": Int(required=True),
                 "cond_input_locs": Shape(()), "func_input_locs": Shape(()),
                 "func_var_locs": Shape(()), "subgraphs": Subgraphs()},
-         forward=_while_forward, infer_shape=_while_shapes, num_outputs=-1,
+         forward=_while_forward, infer_shape=_while_shapes, gradient=_while_gradient,
+         num_outputs=_while_outputs, num_visible_outputs=lambda attrs: attrs["num_outputs"],
          doc="while_loop(cond, func, loop_vars, max_iterations) traced: outputs stacked "
              "and padded with zeros to max_iterations steps, then the final loop "
-             "variables. (No gradient yet: use foreach for loops you train through.)")
+             "variables; then (internal, for the gradient) the loop variables each step "
+             "saw and a (max_iterations, 1) mask of the steps that ran.")
 
 
 # --------------------------------------------------------------------- cond
