@@ -120,7 +120,7 @@ def test_a_hybridized_lstm_trains_with_the_gradients_of_the_imperative_one():
     layers = []
     for hybrid in (False, True):
         mx.random.seed(1)
-        layer = rnn.LSTM(8, num_layers=2, input_size=5)
+        layer = rnn.LSTM(8, num_layers=2, input_size=5, prefix="trained_")
         layer.initialize(mx.init.Uniform(0.3))
         if hybrid:
             layer.hybridize(static_alloc=True, static_shape=True)
