@@ -25,6 +25,7 @@ NOTEBOOKS = [
     "25_pitfalls",
     "27_async_and_other_tools",
     "30_training_lenet",
+    "31_recurrent_networks",
 ]
 
 pytestmark = pytest.mark.slow
