@@ -22,6 +22,12 @@ def run_reference(graph: Graph, inputs: list, is_train: bool = False) -> list:
     return [values[tuple(e)] for e in graph.outputs]
 
 
+def evaluate(symbol, inputs: list) -> list:
+    """Evaluate a Symbol on NumPy arrays given in `symbol.list_inputs()` order (what
+    `Symbol.eval` runs)."""
+    return run_reference(Graph.from_symbol(symbol), inputs)
+
+
 class ReferenceExecutable:
     """What an executor backend's compile() returns: run(inputs) -> outputs."""
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ops import Op
+from ..symbol.symbol import Node as SymbolNode, Symbol
 
 # The attributes worth showing in a node's label (`FullyConnected 256`).
 KEY_ATTRS = {
@@ -93,7 +94,6 @@ class Graph:
         return cls(nodes, [(ids[id(n)], i) for n, i in symbol.entries])
 
     def to_symbol(self):
-        from ..symbol.symbol import Node as SymbolNode, Symbol
         built = []
         for n in self.nodes:
             built.append(SymbolNode(n.op, n.name, dict(n.attrs),

@@ -59,6 +59,15 @@ def infer_shapes(graph: Graph, known: dict, partial: bool = False) -> dict:
     return shapes
 
 
+def symbol_shapes(symbol, known: dict) -> tuple[dict, list]:
+    """({variable name: shape}, [output shapes]) of a Symbol from some known input shapes,
+    None where a shape stays unknown (what `Symbol.infer_shape_partial` reports)."""
+    graph = Graph.from_symbol(symbol)
+    shapes = infer_shapes(graph, known, partial=True)
+    by_name = {graph.nodes[i].name: shapes[(i, 0)] for i in graph.var_ids}
+    return by_name, [shapes[entry] for entry in graph.outputs]
+
+
 def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:
     """A copy of the graph with `shapes` and `dtypes` filled in on every node."""
     shapes = infer_shapes(graph, known)

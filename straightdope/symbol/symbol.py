@@ -70,7 +70,19 @@ def topological(entries):
                      lambda node: [child for child, _ in node.inputs])
 
 
-_Node, _topo = Node, topological     # older private names (other branches may use them)
+# Whole-graph analyses run on the graph IR (`straightdope.graph`), the layer built on
+# top of this one from Symbols. graph/ depends on symbol/ and never the reverse: when
+# it is imported (by `import straightdope`), graph/ plugs its shape inference and its
+# reference executor in here, for `Symbol.infer_shape_partial` and `Symbol.eval`.
+GRAPH_ANALYSES: dict = {}
+
+
+def _analysis(name):
+    try:
+        return GRAPH_ANALYSES[name]
+    except KeyError:
+        raise RuntimeError(f"Symbol: '{name}' comes from straightdope.graph, which is not "
+                           f"loaded; import straightdope (it loads it)") from None
 
 
 def _no_value(what, instead):
@@ -121,8 +133,6 @@ class Symbol:
         A control-flow node's body is not walked into: see `node.subgraphs`."""
         return topological(self._outputs)
 
-    _nodes = walk
-
     def substitute(self, mapping):
         """A copy of this graph with the variables named in `mapping` replaced by other
         Symbols (MXNet's `sym(**kwargs)` composition). Every op node is new."""
@@ -143,7 +153,7 @@ class Symbol:
 
     def _aux_nodes(self):
         aux = set()
-        for node in self._nodes():
+        for node in self.walk():
             if node.op is not None and node.op.aux_inputs:
                 names = node.op.input_names(node.attrs, len(node.inputs))
                 for input_name, (child, _) in zip(names, node.inputs):
@@ -154,15 +164,15 @@ class Symbol:
     def list_arguments(self):
         """Names of the variables (data and parameters) the graph reads, in order."""
         aux = self._aux_nodes()
-        return [n.name for n in self._nodes() if n.is_var and id(n) not in aux]
+        return [n.name for n in self.walk() if n.is_var and id(n) not in aux]
 
     def list_auxiliary_states(self):
         """Variables that ops update rather than read only (BatchNorm's running stats)."""
         aux = self._aux_nodes()
-        return [n.name for n in self._nodes() if n.is_var and id(n) in aux]
+        return [n.name for n in self.walk() if n.is_var and id(n) in aux]
 
     def list_inputs(self):
-        return [n.name for n in self._nodes() if n.is_var]
+        return [n.name for n in self.walk() if n.is_var]
 
     def list_outputs(self):
         return [node.output_name(i) for node, i in self._outputs]
@@ -170,7 +180,7 @@ class Symbol:
     def get_internals(self):
         """A group of every output of every node: pick inner layers by name."""
         outs = []
-        for node in self._nodes():
+        for node in self.walk():
             outs.extend((node, i) for i in range(node.num_visible()))
         return Symbol(outs)
 
@@ -212,7 +222,6 @@ class Symbol:
         return result
 
     def infer_shape_partial(self, *args, **kwargs):
-        from ..graph import Graph, infer_shapes
         names = self.list_arguments()
         if len(args) > len(names):
             raise ValueError(f"infer_shape: {len(args)} shapes given for {len(names)} "
@@ -223,13 +232,10 @@ class Symbol:
         if unknown:
             raise ValueError(f"infer_shape: {sorted(unknown)} are not inputs of this symbol; "
                              f"its arguments are {names}")
-        graph = Graph.from_symbol(self)
-        shapes = infer_shapes(graph, {k: tuple(v) for k, v in known.items() if v is not None},
-                              partial=True)
-        by_name = {graph.nodes[i].name: shapes[(i, 0)] for i in graph.var_ids}
+        known = {k: tuple(v) for k, v in known.items() if v is not None}
+        by_name, out = _analysis("infer_shapes")(self, known)
         arg = [by_name[n] for n in names]
         aux = [by_name[n] for n in self.list_auxiliary_states()]
-        out = [shapes[entry] for entry in graph.outputs]
         return arg, out, aux
 
     def infer_type(self, *args, **kwargs):
@@ -237,7 +243,7 @@ class Symbol:
         declares another dtype."""
         def dtype_of(node):
             return np.dtype(node.var_attrs.get("__dtype__", "float32")).type
-        nodes = {n.name: n for n in self._nodes() if n.is_var}
+        nodes = {n.name: n for n in self.walk() if n.is_var}
         first = np.dtype(args[0]).type if args else (
             np.dtype(next(iter(kwargs.values()))).type if kwargs else np.float32)
         return ([dtype_of(nodes[n]) for n in self.list_arguments()],
@@ -247,18 +253,15 @@ class Symbol:
     # -------------------------------------------------------------- running
     def eval(self, ctx=None, **kwargs):
         """Evaluate with NumPy, given every argument by name. Returns a list of NDArrays."""
-        from ..graph import Graph, run_reference
         from ..ndarray import NDArray
-        graph = Graph.from_symbol(self)
-        missing = [n for n in graph.input_names if n not in kwargs]
+        names = self.list_inputs()
+        missing = [n for n in names if n not in kwargs]
         if missing:
             raise ValueError(f"eval: no value given for {missing}; pass every argument "
                              f"by name, e.g. eval(data=nd.ones((1, 3)))")
-        values = [np.asarray(kwargs[n]._data if isinstance(kwargs[n], NDArray) else kwargs[n],
-                             dtype=np.float32 if not isinstance(kwargs[n], NDArray) else None)
-                  for n in graph.input_names]
-        outputs = run_reference(graph, values)
-        return [NDArray(v) for v in outputs]
+        values = [kwargs[n]._data if isinstance(kwargs[n], NDArray)
+                  else np.asarray(kwargs[n], dtype=np.float32) for n in names]
+        return [NDArray(v) for v in _analysis("evaluate")(self, values)]
 
     # ------------------------------------------------------------------ JSON
     def tojson(self, remove_amp_cast=True):
