@@ -249,3 +249,60 @@ def test_a_while_loop_variable_that_changes_shape_is_refused_naming_the_step_and
     with pytest.raises(OpError, match=r"while_loop: loop variable 0 comes into the body with "
                                       r"shape \(2,\) but the body returns it with shape \(4,\)"):
         var[0].infer_shape(v=(2,))
+
+
+def message_of(call):
+    with pytest.raises((OpError, TypeError)) as info:
+        call()
+    return type(info.value), str(info.value)
+
+
+def test_imperative_and_traced_loops_refuse_a_wrong_number_of_states_with_one_message():
+    two_states = lambda x_t, s: (x_t, s + s)                        # noqa: E731
+    nd_error = message_of(lambda: nd.contrib.foreach(two_states, nd.ones((3, 2)),
+                                                     [nd.ones((2,))]))
+    sym_error = message_of(lambda: sym.contrib.foreach(two_states, sym.var("x"),
+                                                       [sym.var("s")]))
+    assert nd_error == sym_error == (
+        OpError, "foreach: the body returns 2 loop states but was given 1; return one new "
+                 "value per loop state")
+    grow = lambda v: ([], [v, v])                                  # noqa: E731
+    nd_error = message_of(lambda: nd.contrib.while_loop(lambda v: v.sum() < 9, grow,
+                                                        [nd.ones((2,))], max_iterations=2))
+    sym_error = message_of(lambda: sym.contrib.while_loop(lambda v: v.sum() < 9, grow,
+                                                          [sym.var("v")], max_iterations=2))
+    assert nd_error == sym_error
+    assert "func returns 2 loop variables but was given 1" in nd_error[1]
+
+
+def test_while_loop_without_max_iterations_is_refused_alike_imperatively_and_traced():
+    step = lambda i: ([], [i + 1])                                 # noqa: E731
+    nd_error = message_of(lambda: nd.contrib.while_loop(lambda i: i < 3, step, [nd.zeros((1,))]))
+    sym_error = message_of(lambda: sym.contrib.while_loop(lambda i: i < 3, step,
+                                                          [sym.var("i")]))
+    assert nd_error == sym_error
+    assert "max_iterations is required" in nd_error[1] and "Pass max_iterations=" in nd_error[1]
+
+
+def test_a_loop_argument_of_the_wrong_kind_is_named_with_the_kind_expected():
+    with pytest.raises(TypeError, match="foreach: data must be one NDArray or a list of them, "
+                                        "got ndarray"):
+        nd.contrib.foreach(lambda x_t, s: (x_t, s), np.ones((3, 2)), nd.ones((2,)))
+    with pytest.raises(TypeError, match="foreach: init_states must be one Symbol or a list of "
+                                        "them, got int"):
+        sym.contrib.foreach(lambda x_t, s: (x_t, s), sym.var("x"), 0)
+    with pytest.raises(TypeError, match="while_loop: func's new loop_vars must be one NDArray"):
+        nd.contrib.while_loop(lambda v: v.sum() < 9, lambda v: ([], 3), [nd.ones((2,))],
+                              max_iterations=2)
+
+
+def test_a_loop_step_that_changes_a_shape_gets_the_same_message_from_nd_and_the_executor():
+    def grow(x_t, s):
+        return x_t, nd.concat(s, x_t, dim=0)
+    nd_error = message_of(lambda: nd.contrib.foreach(grow, nd.ones((3, 2)), nd.ones((2,))))
+    from straightdope.ops.control_flow import check_step
+    direct = message_of(lambda: check_step("foreach", 0, [], None, [np.ones(4)], [np.ones(2)]))
+    assert nd_error == direct == (
+        OpError, "foreach: at step 0 the body returns loop state 0 with shape (4,), but it had "
+                 "shape (2,) when it came in; a loop state must keep its shape from step to "
+                 "step.")

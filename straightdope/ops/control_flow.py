@@ -113,8 +113,8 @@ def _foreach_forward(attrs, *arrays, is_train=False):
             feeds[loc] = value
         seen.append(states)
         results = _run(body, feeds, is_train)
-        _check_step("foreach", t, results[:n_out], outputs[0] if outputs else None,
-                    results[n_out:n_out + n_states], states)
+        check_step("foreach", t, results[:n_out], outputs[0] if outputs else None,
+                   results[n_out:n_out + n_states], states)
         outputs.append(results[:n_out])
         states = results[n_out:n_out + n_states]
         saved.append(results[n_out + n_states:])
@@ -124,20 +124,53 @@ def _foreach_forward(attrs, *arrays, is_train=False):
     return tuple(stacked + list(states) + history + saved)
 
 
-def _check_step(op_name, t, outs, first_outs, new_states, old_states):
-    """A loop body must give every step the same shapes (they are stacked, and a
-    state is fed back in)."""
+# -------------------------------------------------- checks shared with nd/sym.contrib
+# `nd.contrib` (Python loops on arrays) and `sym.contrib` (tracing into one node) take
+# the same functions, so they check them alike, here, with the same messages.
+
+def as_list(x, kind, what):
+    """(a list of `kind` values, whether `x` was one value rather than a list); `kind` is
+    NDArray for nd.contrib, Symbol for sym.contrib. An empty list stays empty."""
+    if isinstance(x, kind):
+        return [x], True
+    if isinstance(x, (list, tuple)) and all(isinstance(a, kind) for a in x):
+        return list(x), False
+    raise TypeError(f"{what} must be one {kind.__name__} or a list of them, got "
+                    f"{type(x).__name__}")
+
+
+def check_count(op_name, who, returned, given, noun):
+    """A loop function must return one new value per loop state (or loop variable)."""
+    if returned != given:
+        raise OpError(f"{op_name}: {who} returns {returned} {noun}s but was given {given}; "
+                      f"return one new value per {noun}")
+
+
+def check_max_iterations(max_iterations):
+    """while_loop needs a bound, imperatively too: the same code must also trace."""
+    if max_iterations is None:
+        raise OpError("while_loop: max_iterations is required (as in MXNet): a traced loop "
+                      "needs a fixed size for its stacked outputs, and the same code runs "
+                      "imperatively and hybridized. Pass max_iterations=<the most steps the "
+                      "loop can take>.")
+    return int(max_iterations)
+
+
+def check_step(op_name, t, outs, first_outs, new_states, old_states, noun="loop state"):
+    """A loop body must give every step the same shapes (the outputs are stacked, and a
+    state is fed back in). Takes NumPy arrays or NDArrays."""
     for k, (new, old) in enumerate(zip(new_states, old_states)):
         if new.shape != old.shape:
-            raise OpError(f"{op_name}: at step {t} the body returns loop state {k} with "
-                          f"shape {new.shape}, but it came in with shape {old.shape}. A loop "
-                          f"state must keep its shape from step to step.")
+            raise OpError(f"{op_name}: at step {t} the body returns {noun} {k} with shape "
+                          f"{new.shape}, but it had shape {old.shape} when it came in; a "
+                          f"{noun} must keep its shape from step to step.")
     if first_outs is not None:
         for k, (now, then) in enumerate(zip(outs, first_outs)):
             if now.shape != then.shape:
-                raise OpError(f"{op_name}: the body's output {k} has shape {now.shape} at "
-                              f"step {t} but {then.shape} at step 0; the outputs of all "
-                              f"steps are stacked, so they must have one shape.")
+                raise OpError(f"{op_name}: at step {t} the body returns output {k} with "
+                              f"shape {now.shape}, but it had shape {then.shape} at step 0; "
+                              f"the outputs of all steps are stacked, so they must have one "
+                              f"shape.")
 
 
 def _foreach_shapes(attrs, in_shapes):
@@ -260,8 +293,8 @@ def _while_forward(attrs, *arrays, is_train=False):
                                     is_train)[0]).reshape(-1)[0]):
             break
         results = _run(func, [values[i] for i in attrs["func_input_locs"]], is_train)
-        _check_step("while_loop", t, results[:n_out], outputs[0] if outputs else None,
-                    results[n_out:], loop_vars)
+        check_step("while_loop", t, results[:n_out], outputs[0] if outputs else None,
+                   results[n_out:], loop_vars, "loop variable")
         outputs.append(results[:n_out])
         seen.append(loop_vars)
         loop_vars = results[n_out:]

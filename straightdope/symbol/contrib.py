@@ -14,16 +14,12 @@ from __future__ import annotations
 
 from .. import name as _name
 from ..ops import OpError, get_op
+from ..ops.control_flow import as_list, check_count, check_max_iterations
 from .symbol import Node, Symbol, topological, var
 
 
 def _as_list(x, what):
-    """(list of single-output Symbols, whether x was one Symbol)."""
-    if isinstance(x, Symbol):
-        return [x], True
-    if isinstance(x, (list, tuple)) and all(isinstance(s, Symbol) for s in x):
-        return list(x), False
-    raise TypeError(f"{what} must be a Symbol or a list of Symbols, got {type(x).__name__}")
+    return as_list(x, Symbol, what)
 
 
 def _next_serial():
@@ -82,20 +78,15 @@ def foreach(body, data, init_states, name="foreach", _drop_unused=False):
     """Run `body(data_t, states) -> (outputs_t, new_states)` for every t along axis 0
     of `data`; return (outputs stacked along axis 0, final states)."""
     data_list, data_single = _as_list(data, "foreach: data")
-    states_list, states_single = _as_list(init_states, "foreach: init_states") \
-        if not (isinstance(init_states, (list, tuple)) and not init_states) else ([], False)
+    states_list, states_single = _as_list(init_states, "foreach: init_states")
     name = _name.current().get(name, "foreach")
     start = _next_serial()
     xs = _placeholders(f"{name}_data", len(data_list))
     ss = _placeholders(f"{name}_state", len(states_list))
     out, new_states = body(xs[0] if data_single else xs, ss[0] if states_single else ss)
-    outs, out_single = _as_list(out, "foreach: the body's first result (its outputs)") \
-        if not (isinstance(out, (list, tuple)) and not out) else ([], False)
-    new_list, _ = _as_list(new_states, "foreach: the body's second result (its states)") \
-        if not (isinstance(new_states, (list, tuple)) and not new_states) else ([], False)
-    if len(new_list) != len(states_list):
-        raise OpError(f"foreach: the body returns {len(new_list)} states but was given "
-                      f"{len(states_list)}; return one new value per loop state")
+    outs, out_single = _as_list(out, "foreach: the body's first result (its outputs)")
+    new_list, _ = _as_list(new_states, "foreach: the body's second result (its states)")
+    check_count("foreach", "the body", len(new_list), len(states_list), "loop state")
     graph, outside = _close(outs + new_list, start, xs + ss)
     data_locs, keep_data = _locs(graph, xs, "data array", "foreach", _drop_unused)
     if not data_locs:
@@ -143,10 +134,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
     at most `max_iterations` times. Returns (outputs stacked along axis 0 and padded
     with zeros to max_iterations steps, final loop variables)."""
     vars_list, single = _as_list(loop_vars, "while_loop: loop_vars")
-    if max_iterations is None:
-        raise OpError("while_loop: max_iterations is required when the loop is traced into "
-                      "a graph (hybridize): the graph needs a fixed size for the stacked "
-                      "outputs. Pass max_iterations=<the most steps the loop can take>.")
+    max_iterations = check_max_iterations(max_iterations)
     name = _name.current().get(name, "while_loop")
     start = _next_serial()
     vs = _placeholders(f"{name}_var", len(vars_list))
@@ -155,12 +143,9 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
     start = _next_serial()
     vs2 = _placeholders(f"{name}_var", len(vars_list))
     out, new_vars = func(*vs2)
-    outs = [] if isinstance(out, (list, tuple)) and not out else \
-        _as_list(out, "while_loop: func's outputs")[0]
-    new_list = _as_list(new_vars, "while_loop: func's new loop_vars")[0]
-    if len(new_list) != len(vars_list):
-        raise OpError(f"while_loop: func returns {len(new_list)} loop variables but was "
-                      f"given {len(vars_list)}")
+    outs, _ = _as_list(out, "while_loop: func's outputs")
+    new_list, _ = _as_list(new_vars, "while_loop: func's new loop_vars")
+    check_count("while_loop", "func", len(new_list), len(vars_list), "loop variable")
     func_graph, func_outside = _close(outs + new_list, start, vs2)
     # The loop variables are the node's first inputs; what the bodies read follows.
     inputs, index = list(vars_list), {}
