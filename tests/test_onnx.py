@@ -267,6 +267,42 @@ def test_an_op_without_translation_names_the_node_and_the_op(tmp_path):
     assert not (tmp_path / "x.onnx").exists()
 
 
+def test_a_model_with_a_loop_is_refused_naming_the_op_and_what_to_do_instead(tmp_path):
+    from straightdope.gluon import rnn
+    layer = rnn.LSTM(6, input_size=4, prefix="lstm_")
+    layer.initialize()
+    with pytest.raises(sdonnx.OnnxExportError,
+                       match=r"node 'lstm_l0_foreach': op _foreach is control flow.*not "
+                             r"implemented.*cell\.unroll\(length.*export\(\) writes "
+                             r"MXNet's JSON"):
+        export(layer, (5, 2, 4), tmp_path, dynamic=False, executor="numpy")
+    assert not (tmp_path / "net.onnx").exists()
+
+
+class UnrolledLSTM(gluon.HybridBlock):
+    """What the loop's error message suggests: the cell unrolled for a fixed length."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            from straightdope.gluon import rnn
+            self.cell = rnn.LSTMCell(6, input_size=4)
+
+    def hybrid_forward(self, F, x):
+        out, _ = self.cell.unroll(5, x, layout="TNC", merge_outputs=True)
+        return out
+
+
+def test_an_unrolled_lstm_cell_exports_and_runs_the_same_in_onnx_runtime(tmp_path):
+    # Its steps repeat the cell's node names: ONNX still gets one name per value.
+    net = UnrolledLSTM()
+    net.initialize(mx.init.Uniform(0.5))
+    path = export(net, (5, 2, 4), tmp_path, dynamic=False, executor="numpy")
+    x = np.random.RandomState(0).rand(5, 2, 4).astype("float32")
+    np.testing.assert_allclose(session(path).run(None, {"data": x})[0],
+                               net(nd.array(x)).asnumpy(), rtol=RTOL, atol=ATOL)
+
+
 def test_a_setting_onnx_cannot_express_is_refused_not_changed(tmp_path):
     out = sym.Dropout(sym.var("data"), p=0.5, mode="always", name="drop")
     with pytest.raises(sdonnx.OnnxExportError, match="node 'drop' \\(Dropout\\).*always"):

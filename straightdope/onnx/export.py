@@ -152,21 +152,22 @@ def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic
                     for a, d in enumerate(node.shapes[0])]
             inputs.append(helper.make_tensor_value_info(node.name,
                                                         _onnx_dtype(node.dtypes[0]), dims))
+    written = set(values.values())         # value names taken by inputs and earlier nodes
     for node in annotated.op_nodes:
         e.node = node
         translate = TRANSLATORS.get(node.op.name)
         if translate is None:
-            raise OnnxExportError(
-                f"node '{node.name}': op {node.op.name} has no ONNX translation; the ops "
-                f"that export are listed by straightdope.onnx.export_coverage()")
+            raise OnnxExportError(_no_translation(node))
         used = node.op.visible_count(node.attrs)
         for src, k in annotated.outputs:
             if src == node.id:
                 used = max(used, k + 1)
         outs = [node.name if k == 0 else f"{node.name}_output{k}" for k in range(used)]
         for k, name in enumerate(outs):
-            if k or name in e.taken - {node.name}:
+            # ONNX names every value once; an unrolled loop repeats its cell's node names
+            if k or name in e.taken - {node.name} or name in written:
                 outs[k] = e.fresh(f"output{k}")
+        written.update(outs)
         translate(e, node, [values[entry] for entry in node.inputs], outs)
         for k, name in enumerate(outs):
             values[(node.id, k)] = name
@@ -193,6 +194,20 @@ def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic
                               opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = min(model.ir_version, 10)      # what ONNX Runtime 1.20+ reads
     return model
+
+
+def _no_translation(node) -> str:
+    """Why a node cannot be exported, and what to do instead."""
+    if node.subgraphs:
+        return (f"node '{node.name}': op {node.op.name} is control flow (it runs "
+                f"{len(node.subgraphs)} subgraph(s)), and exporting loops and branches to "
+                f"ONNX (its Loop, Scan and If operators) is not implemented. For a fixed "
+                f"sequence length, build the model from cells and unroll them "
+                f"(cell.unroll(length, inputs, merge_outputs=True), e.g. rnn.LSTMCell "
+                f"instead of rnn.LSTM): that graph has no loop node and exports. Or keep the "
+                f"loop: export() writes MXNet's JSON, which SymbolBlock.imports reads back.")
+    return (f"node '{node.name}': op {node.op.name} has no ONNX translation; the ops that "
+            f"export are listed by straightdope.onnx.export_coverage()")
 
 
 def _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims):
