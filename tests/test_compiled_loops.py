@@ -136,3 +136,18 @@ def test_a_hybridized_lstm_trains_with_the_gradients_of_the_imperative_one():
     for a, b in zip(*grads):
         assert a.dtype == np.float32
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+
+
+def test_backpropagation_through_time_reads_the_sequences_backwards_without_copying_them():
+    from straightdope.gluon import rnn
+    layer = rnn.GRU(4, input_size=3, prefix="backwards_")
+    layer.initialize()
+    layer.hybridize()
+    x = nd.array(np.random.RandomState(0).rand(5, 2, 3))
+    x.attach_grad()
+    with autograd.record():
+        loss = layer(x).sum()
+    loss.backward()
+    steps = layer._cached_op.last_plan.backward.stages["steps"]
+    assert "(a view, read backwards)" in steps
+    assert steps.count("compiled once, run per step") == 1

@@ -16,7 +16,8 @@ steps, only on the size of the body. The backward pass of a `foreach` is itself 
 `foreach` (over the reversed sequence), so it runs the same way.
 
 The few ops that have no Numba kernel (`reverse`) run with their NumPy forward
-between segments, as loop nodes do ("host steps").
+between segments, as loop nodes do ("host steps"); a `reverse` in time that only
+loops read becomes a view that walks the sequence backwards.
 """
 from __future__ import annotations
 
@@ -90,6 +91,25 @@ class _HostStep:
                                 self.is_train)
 
 
+class _Reverse(_HostStep):
+    """`reverse` along the time axis whose result only loops read, as data: a view that
+    walks the sequence backwards instead of a copy of it (each step's slice is still
+    contiguous). Backpropagation through time reverses every sequence it reads."""
+
+    def run(self, values):
+        return [values[self.inputs[0]][::-1]]
+
+
+def _read_only_by_loops(graph, entry, users):
+    """Whether every user of `entry` is a foreach that reads it as data (not a state)."""
+    def as_data(user):
+        node = graph.nodes[user]
+        n_data = len(node.attrs["in_data_locs"]) if node.op.name == "_foreach" else 0
+        return entry in [tuple(e) for e in node.inputs[:n_data]] and \
+            entry not in [tuple(e) for e in node.inputs[n_data:]]
+    return bool(users) and all(as_data(u) for u in users)
+
+
 class _Foreach(_HostStep):
     """A foreach node: its body compiled once, then run once per step.
 
@@ -125,7 +145,8 @@ class _Foreach(_HostStep):
         shaped = annotate(body, shapes, dtypes)
         self.out_specs = [(tuple(shaped.shape_of(e)), np.dtype(shaped.dtype_of(e)))
                           for e in shaped.outputs]
-        # static_alloc: the body's scratch memory is reused from step to step
+        # static_alloc: the body's scratch memory is reused from step to step; the graph
+        # tier: one compiled call per step, no Python between the body's kernels
         self.body = backend.compile(shaped, is_train=is_train, static_alloc=True, tier="graph")
 
     def _buffers(self, steps, states):
@@ -204,7 +225,11 @@ class LoopExecutable:
             if n.op.name in HOST_OPS:
                 close()
                 later = {e for e, users in uses.items() if e[0] == n.id} | outputs
-                kind = _Foreach if n.op.name == "_foreach" else _HostStep
+                kind = {"_foreach": _Foreach}.get(n.op.name, _HostStep)
+                if n.op.name == "reverse" and tuple(n.attrs["axis"]) == (0,) and \
+                        (n.id, 0) not in outputs and \
+                        _read_only_by_loops(graph, (n.id, 0), uses.get((n.id, 0))):
+                    kind = _Reverse
                 self.steps.append(kind(graph, n, backend, is_train, later))
             else:
                 pending.append(n)
@@ -224,6 +249,8 @@ class LoopExecutable:
                     else ""
                 lines.append(f"step {k}: {step.node.op.name} '{step.node.name}', body of "
                              f"{len(body.op_nodes)} ops compiled once, run per step{saves}")
+            elif isinstance(step, _Reverse):
+                lines.append(f"step {k}: reverse '{step.node.name}' (a view, read backwards)")
             else:
                 lines.append(f"step {k}: {step.node.op.name} '{step.node.name}' (NumPy)")
         return "\n".join(lines)
