@@ -11,19 +11,17 @@ The executor that compiles graphs is pluggable: the Numba code generator in
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 import numpy as np
 
-from . import autograd
+from . import autograd, config
 from .ndarray import NDArray
 from .graph import Graph, ReferenceBackend, annotate, differentiate
 from .symbol.symbol import Group, Symbol
 
-EXECUTORS = ("numba", "numpy")
-COMPILE_MODES = ("sync", "tiered")
+from .config import COMPILE_MODES, EXECUTORS  # noqa: F401  (imported from here too)
 
 
 def compile_mode(name: str | None = None) -> str:
@@ -33,20 +31,12 @@ def compile_mode(name: str | None = None) -> str:
     on the NumPy reference tier while a background process compiles, and later calls
     switch to the compiled code (compiler/tiers.py). 'sync': the first call compiles
     and waits for it (what tests and benchmarks that time compiled code use)."""
-    name = (name or os.environ.get("STRAIGHTDOPE_COMPILE") or "tiered").lower()
-    if name not in COMPILE_MODES:
-        raise ValueError(f"unknown compile mode {name!r}: choose one of {COMPILE_MODES} "
-                         f"(hybridize(compile=...) or STRAIGHTDOPE_COMPILE)")
-    return name
+    return config.compile_mode(name)
 
 
 def get_backend(name: str | None = None):
     """The executor backend: `name`, else $STRAIGHTDOPE_EXECUTOR, else numba."""
-    name = (name or os.environ.get("STRAIGHTDOPE_EXECUTOR") or "numba").lower()
-    if name not in EXECUTORS:
-        raise ValueError(f"unknown executor {name!r}: choose one of {EXECUTORS} "
-                         f"(STRAIGHTDOPE_EXECUTOR or hybridize(executor=...))")
-    if name == "numba":
+    if config.executor(name) == "numba":
         try:
             from .compiler import NumbaBackend
         except ImportError:        # the compiler package is optional while it is being built

@@ -20,7 +20,7 @@ import numpy as np
 
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")     # a zip with members / an empty zip
 MXNET_MAGIC = b"\x12\x01\x00\x00"
-DEFAULT_MAX_LOAD_BYTES = 16 << 30                  # 16 GiB; STRAIGHTDOPE_MAX_LOAD_BYTES
+from .config import DEFAULT_MAX_LOAD_BYTES  # noqa: F401  (16 GiB, see config.py)
 
 
 class ArrayFileError(ValueError):
@@ -95,10 +95,8 @@ def save_arrays(path: str, arrays: dict[str, np.ndarray]) -> None:
 # ------------------------------------------------------------------- reading
 def max_load_bytes() -> int:
     """The most array data one file may declare ($STRAIGHTDOPE_MAX_LOAD_BYTES, 16 GiB)."""
-    try:
-        return int(os.environ.get("STRAIGHTDOPE_MAX_LOAD_BYTES") or DEFAULT_MAX_LOAD_BYTES)
-    except ValueError:
-        return DEFAULT_MAX_LOAD_BYTES
+    from . import config
+    return config.max_load_bytes()
 
 
 class StoredArray:

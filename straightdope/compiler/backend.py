@@ -22,7 +22,6 @@ Two tiers share every pass up to the source (`tier=`):
 """
 from __future__ import annotations
 
-import os
 import re
 import sys
 import threading
@@ -32,6 +31,7 @@ from collections import OrderedDict
 import numba
 import numpy as np
 
+from .. import config
 from ..graph import Graph, annotate
 from . import cache
 from .codegen import generate
@@ -55,13 +55,6 @@ GRAPH_TIER_MAX_OPS = 32
 def choose_tier(graph: Graph) -> str:
     """'graph' for small graphs, 'steps' for large ones (see the module docstring)."""
     return "graph" if len(graph.op_nodes) <= GRAPH_TIER_MAX_OPS else "steps"
-
-
-def debug_level() -> int:
-    try:
-        return int(os.environ.get("STRAIGHTDOPE_DEBUG", "0") or 0)
-    except ValueError:
-        return 0
 
 
 def _strip(graph: Graph) -> Graph:
@@ -247,7 +240,7 @@ class Executable:
             {"cache_hit": all(hits), "jit": compiled}
 
     def _debug(self):
-        level = debug_level()
+        level = config.debug_level()
         if level <= 0:
             return
         t = self.timings

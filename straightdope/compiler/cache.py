@@ -72,9 +72,8 @@ def _one_thread_at_a_time(fn):
 def cache_dir() -> Path:
     """Where the cache is meant to be ($STRAIGHTDOPE_CACHE_DIR or ~/.cache/straightdope);
     `folders()` says whether it is used."""
-    path = os.environ.get("STRAIGHTDOPE_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "straightdope")
-    return Path(path)
+    from .. import config
+    return config.cache_dir()
 
 
 class CacheDirWarning(UserWarning):

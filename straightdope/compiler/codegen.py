@@ -311,32 +311,47 @@ class CodeGen:
         emitter(self, node)
 
     def emit_fused(self, step):
+        """One loop nest for a fused step, in four phases: its iteration domain, the
+        nest of loops, the body (load each operand once, compute, store), and, in the
+        steps tier, moving the loop into a function of its own."""
         g = self.graph
-        first = g.nodes[step.nodes[0]]
-        dom = tuple(first.shapes[0])
-        members = set(step.nodes)
         exts = list(step.inputs)
-        status = {}
-        for e in exts:
-            s = self.shape(e)
-            lead = len(dom) - len(s)
-            status[e] = ["f" if a >= lead and s[a - lead] == dom[a] else "b"
-                         for a in range(len(dom))]
-        # the loop domain's dims, axis by axis from an operand that spans that axis
-        dom_dims = []
-        for a in range(len(dom)):
-            lead = [len(dom) - len(self.shape(e)) for e in exts]
-            src = next((self.ref(e).dims[a - ld] for e, ld in zip(exts, lead)
-                        if status[e][a] == "f" and a >= ld), None)
-            dom_dims.append(src if src is not None else self.rt(dom[a], "s"))
+        dom, status, dom_dims = self._loop_domain(step, exts)
         for e in step.outputs:
             self.dims.setdefault(tuple(e), list(dom_dims))
         ops = "+".join(g.nodes[n].op.name for n in step.nodes)
         self.comment(f"step {step.id}: fused {ops} over ({', '.join(dom_dims)})")
         outs = [self._define(e) for e in step.outputs]
         start = len(self.lines)
+        groups, sizes, bases = self._loop_nest(step, dom, dom_dims, exts, status, outs)
+        self._loop_body(step, exts, status, outs, groups, sizes, bases)
+        self.depth -= len(groups)
+        if self.loops is not None:
+            self._move_loop_apart(start, exts, outs)
 
-        # loops: drop axes of length 1, merge neighbours that every operand treats alike
+    def _loop_domain(self, step, exts):
+        """The output shape the loop runs over; per operand and axis whether it spans
+        the axis ("f", full) or is broadcast along it ("b"); and the domain's symbolic
+        dims, each borrowed from an operand that spans that axis."""
+        dom = tuple(self.graph.nodes[step.nodes[0]].shapes[0])
+        status = {}
+        for e in exts:
+            s = self.shape(e)
+            lead = len(dom) - len(s)
+            status[e] = ["f" if a >= lead and s[a - lead] == dom[a] else "b"
+                         for a in range(len(dom))]
+        dom_dims = []
+        for a in range(len(dom)):
+            lead = [len(dom) - len(self.shape(e)) for e in exts]
+            src = next((self.ref(e).dims[a - ld] for e, ld in zip(exts, lead)
+                        if status[e][a] == "f" and a >= ld), None)
+            dom_dims.append(src if src is not None else self.rt(dom[a], "s"))
+        return dom, status, dom_dims
+
+    def _loop_nest(self, step, dom, dom_dims, exts, status, outs):
+        """The `for` lines: axes of length 1 dropped, neighbours that every operand
+        treats alike merged into one loop. Returns (axis groups, loop sizes, the
+        unsigned base offset of each operand)."""
         axes = [a for a in range(len(dom)) if dom[a] != 1]
         groups: list = []
         for a in axes:
@@ -357,7 +372,11 @@ class CodeGen:
         for L in range(len(groups)):
             self.line(f"for j{L} in range({sizes[L]}):")
             self.depth += 1
+        return groups, sizes, bases
 
+    def _loop_body(self, step, exts, status, outs, groups, sizes, bases):
+        """Load each operand once (a broadcast one at its own index), one local per
+        op, store the values read after the loop."""
         def index(full):
             terms = []
             for L in range(len(groups)):
@@ -377,19 +396,21 @@ class CodeGen:
             names[e] = f"a{step.id}_{i}"
             self.line(f"{names[e]} = {self._at(self.ref(e), idx, bases)}")
         for n in step.nodes:
-            node = g.nodes[n]
+            node = self.graph.nodes[n]
             expr = self.scalar_expr(node, [names.get(tuple(e)) for e in node.inputs])
             cast = _NUMBA_DTYPES[dtype_name(node.dtypes[0])]
             self.line(f"t{n} = {cast}({expr})")
             names[(n, 0)] = f"t{n}"
         for e, ref in zip(step.outputs, outs):
             self.line(f"{self._at(ref, 'k', bases)} = {names[tuple(e)]}")
-        self.depth -= len(groups)
-        if self.loops is not None:
-            dtypes = {r.arr: r.dtype for r in [self.ref(e) for e in exts] + outs}
-            loop, args = self.loops.add(self.lines[start:], self.depth, dtypes)
-            del self.lines[start:]
-            self.line(f"L[{loop}]({', '.join(args)})")
+
+    def _move_loop_apart(self, start, exts, outs):
+        """Steps tier: the lines of the loop become a function of its own (one per
+        distinct text, see `Loops`), called here as `L[n](...)`."""
+        dtypes = {r.arr: r.dtype for r in [self.ref(e) for e in exts] + outs}
+        loop, args = self.loops.add(self.lines[start:], self.depth, dtypes)
+        del self.lines[start:]
+        self.line(f"L[{loop}]({', '.join(args)})")
 
     @staticmethod
     def _at(ref, index, bases):

@@ -127,15 +127,24 @@ def _count(n, noun):
 
 
 def plan_memory(fused: Fused, reference_graph=None) -> MemoryPlan:
-    """Assign buffers to the values of `fused.graph`. `reference_graph` (the graph
-    before lowering) is what the imperative byte count is measured on."""
-    g = fused.graph
+    """Assign buffers to the values of `fused.graph`, in five named phases.
+    `reference_graph` (the graph before lowering) is what the imperative byte count is
+    measured on."""
     plan = MemoryPlan(fused)
-    outputs = {tuple(e) for e in g.outputs}
-    steps = fused.steps
+    _storage_roots(plan)
+    _forward_into_outputs(plan, fused.steps)
+    _liveness(plan)
+    _assign_buffers(plan)
+    _lay_out(plan, reference_graph if reference_graph is not None else fused.graph)
+    return plan
 
-    # storage roots: views share their input's storage; a view that is itself an
-    # output gets a fresh array (codegen copies into it)
+
+def _storage_roots(plan):
+    """Phase 1: where each value lives. Inputs are the caller's arrays, outputs fresh
+    arrays, the rest arena buffers; a view shares its input's storage (its root), except
+    a view that is itself an output: it gets a fresh array (codegen copies into it)."""
+    g, fused = plan.graph, plan.fused
+    outputs = {tuple(e) for e in g.outputs}
     for n in g.nodes:
         for k in range(n.num_outputs):
             e = (n.id, k)
@@ -148,9 +157,11 @@ def plan_memory(fused: Fused, reference_graph=None) -> MemoryPlan:
                 plan.root[e] = e
                 plan.storage[e] = "output" if e in outputs else "arena"
 
-    _forward_into_outputs(plan, steps)
 
-    # liveness per root, in step indices
+def _liveness(plan):
+    """Phase 3: each arena value is live from the step that writes it to the last step
+    that reads it (through any view of it); values no step stores live in registers."""
+    g, steps = plan.graph, plan.fused.steps
     stored = {e for s in steps for e in s.outputs}
     first, last = {}, {}
     for s in steps:
@@ -168,12 +179,17 @@ def plan_memory(fused: Fused, reference_graph=None) -> MemoryPlan:
                 plan.storage[(n.id, k)] = "register"
     plan.live = {r: (first[r], last[r]) for r in first if plan.storage.get(r) == "arena"}
 
-    # greedy assignment in step order
+
+def _assign_buffers(plan):
+    """Phase 4, greedy in step order: a value a loop writes may take over the buffer of
+    an operand that dies in that loop (in place); else the best-fitting free buffer of
+    its dtype; else a new one. A buffer is free again after its value's last step."""
+    g = plan.graph
     free: dict = {}                      # dtype name -> [buffer ids]
     dying_at: dict = {}
     for r, (_, end) in plan.live.items():
         dying_at.setdefault(end, []).append(r)
-    for s in steps:
+    for s in plan.fused.steps:
         taken_inplace = set()
         for e in s.outputs:
             r = plan.root[e]
@@ -195,7 +211,10 @@ def plan_memory(fused: Fused, reference_graph=None) -> MemoryPlan:
             if b.values[-1] == r:          # not taken over in place by a later value
                 free.setdefault(b.dtype.name, []).append(b.id)
 
-    # lay the buffers out, one arena per dtype
+
+def _lay_out(plan, reference_graph):
+    """Phase 5: the buffers' offsets, one arena per dtype, each buffer on a cache line;
+    and the byte counts the book compares."""
     for b in plan.buffers:
         start = plan.arena_sizes.get(b.dtype.name, 0)
         step = max(ALIGN // b.dtype.itemsize, 1)
@@ -203,12 +222,11 @@ def plan_memory(fused: Fused, reference_graph=None) -> MemoryPlan:
         b.offset = start
         plan.arena_sizes[b.dtype.name] = start + b.size
     plan.bytes_planned = sum(n * np.dtype(d).itemsize for d, n in plan.arena_sizes.items())
-    plan.bytes_imperative = imperative_bytes(reference_graph if reference_graph is not None else g)
-    return plan
+    plan.bytes_imperative = imperative_bytes(reference_graph)
 
 
 def _forward_into_outputs(plan, steps):
-    """A kernel result read only by the loop that turns it into a graph output (the
+    """Phase 2: a kernel result read only by the loop that turns it into a graph output (the
     product before its bias add, in a training forward) is written straight into that
     output's fresh array; the loop then updates it in place. No buffer at all."""
     g = plan.graph

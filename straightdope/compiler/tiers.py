@@ -169,8 +169,15 @@ def submit(job) -> Ticket:
 
 @atexit.register
 def _stop():
-    if _COMPILER is not None and _COMPILER.process.poll() is None:
+    if _COMPILER is None:
+        return
+    if _COMPILER.process.poll() is None:
         _COMPILER.process.kill()
+    for pipe in (_COMPILER.process.stdin, _COMPILER.process.stdout):
+        try:
+            pipe.close()
+        except (OSError, ValueError):
+            pass
 
 
 # ------------------------------------------------------------ the tiered executable

@@ -23,8 +23,8 @@ class PretrainedWeightsMissing(FileNotFoundError):
 
 def default_root():
     """``$STRAIGHTDOPE_HOME/models`` if that variable is set, else ``~/.straightdope/models``."""
-    home = os.environ.get('STRAIGHTDOPE_HOME', os.path.join('~', '.straightdope'))
-    return os.path.join(os.path.expanduser(home), 'models')
+    from ... import config
+    return os.path.join(str(config.home()), 'models')
 
 
 def model_path(name, root=None):

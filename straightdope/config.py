@@ -1,0 +1,73 @@
+"""The environment variables that change what straightdope does, all read here.
+
+* `STRAIGHTDOPE_EXECUTOR` (`numba`): what runs hybridized graphs, `numba` (compiled) or
+  `numpy` (the reference interpreter);
+* `STRAIGHTDOPE_COMPILE` (`tiered`): when a graph compiles, `tiered` (in a background
+  process; the NumPy tier runs meanwhile) or `sync` (in the first call);
+* `STRAIGHTDOPE_CACHE_DIR` (`~/.cache/straightdope`): the compile cache (generated
+  modules and Numba's machine code);
+* `STRAIGHTDOPE_DEBUG` (`0`): `1` prints each compile's timings, `2` also the fused steps
+  and the memory plan, `3` also the generated source;
+* `STRAIGHTDOPE_MAX_LOAD_BYTES` (16 GiB): the most array data one loaded file may declare;
+* `STRAIGHTDOPE_HOME` (`~/.straightdope`): where `pretrained=True` looks for weights.
+
+Each function reads its variable when called, not at import, so setting one in a
+running notebook takes effect at the next hybridize(), compile or load. An explicit
+argument (`hybridize(executor=..., compile=...)`) wins over the variable.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+EXECUTORS = ("numba", "numpy")
+COMPILE_MODES = ("sync", "tiered")
+DEFAULT_MAX_LOAD_BYTES = 16 << 30
+
+
+def _choice(value, variable, default, choices, what) -> str:
+    name = (value or os.environ.get(variable) or default).lower()
+    if name not in choices:
+        raise ValueError(f"unknown {what} {name!r}: choose one of {choices} "
+                         f"(hybridize({what.split()[0]}=...) or {variable})")
+    return name
+
+
+def executor(name: str | None = None) -> str:
+    """`name`, else $STRAIGHTDOPE_EXECUTOR, else 'numba'."""
+    return _choice(name, "STRAIGHTDOPE_EXECUTOR", "numba", EXECUTORS, "executor")
+
+
+def compile_mode(name: str | None = None) -> str:
+    """`name`, else $STRAIGHTDOPE_COMPILE, else 'tiered'."""
+    return _choice(name, "STRAIGHTDOPE_COMPILE", "tiered", COMPILE_MODES, "compile mode")
+
+
+def cache_dir() -> Path:
+    """$STRAIGHTDOPE_CACHE_DIR, else ~/.cache/straightdope."""
+    path = os.environ.get("STRAIGHTDOPE_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "straightdope")
+    return Path(path)
+
+
+def _integer(variable, default) -> int:
+    try:
+        return int(os.environ.get(variable) or default)
+    except ValueError:
+        return default
+
+
+def debug_level() -> int:
+    """$STRAIGHTDOPE_DEBUG as a number (0 when unset or not a number)."""
+    return _integer("STRAIGHTDOPE_DEBUG", 0)
+
+
+def max_load_bytes() -> int:
+    """$STRAIGHTDOPE_MAX_LOAD_BYTES, else 16 GiB."""
+    return _integer("STRAIGHTDOPE_MAX_LOAD_BYTES", DEFAULT_MAX_LOAD_BYTES)
+
+
+def home() -> Path:
+    """$STRAIGHTDOPE_HOME, else ~/.straightdope."""
+    return Path(os.path.expanduser(os.environ.get("STRAIGHTDOPE_HOME")
+                                   or os.path.join("~", ".straightdope")))
