@@ -10,8 +10,8 @@
 * `backend.py` NumbaBackend / Executable: runs the passes (its PIPELINE list), then the
                code, as one whole-graph function ("graph" tier) or as steps called from
                Python, one function per distinct loop ("steps" tier, for large graphs)
-* `tiers.py`   hybridize(compile="tiered"): the steps tier first, the whole-graph function
-               compiled by a worker process, then a switch
+* `tiers.py`   hybridize(compile="tiered"), the default: the NumPy reference tier while a
+               background process compiles the final tier into the caches, then a switch
 * `loops.py`   graphs with loops: compiled segments, and loop bodies compiled once
 * `kernels/`   precompiled Numba kernels for everything that is not a fused loop
 
