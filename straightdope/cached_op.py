@@ -124,6 +124,9 @@ class CachedOp:
                                         {**dtypes, **out_dtypes})
             plan = Plan(self.backend.compile(fwd_graph, is_train=is_train, **kw),
                         self.backend.compile(bwd_graph, is_train=is_train, **kw), diff)
+        if kw.get("tiered"):             # a quick compile is waited for (compiler/tiers.py)
+            from .compiler import tiers
+            tiers.settle([plan.forward, plan.backward])
         plan.seconds = time.perf_counter() - start
         self.compiles += 1
         return plan

@@ -10,7 +10,8 @@ runs an interpreter first and swaps in compiled code when it is done.
    Then the compiled tier is loaded at once (a new process with a warm disk cache);
 2. if not, a background process (the second core) compiles the final tier's
    functions into the disk cache: the whole-graph function, or the steps tier's loops
-   and kernels. The first call waits for it at most `FIRST_CALL_WAIT` seconds, then
+   and kernels. The first call waits for it at most `FIRST_CALL_WAIT` seconds in all
+   (`settle`: a training step's forward and backward graphs together), then
    runs on the *reference* tier, the NumPy interpreter of `graph/interpret.py` (about
    the speed of imperative code, nothing to compile);
 3. the first call after the background process has finished loads the compiled code
@@ -201,9 +202,6 @@ class TieredExecutable:
             self.ticket = submit(job)
         except OSError:                      # no second process here: compile now
             self.active = Executable(*self._args, tier=self.final)
-            return
-        if self.ticket.wait(FIRST_CALL_WAIT):
-            self._switch()
 
     graph = property(lambda self: self.planned.graph)
     tier = property(lambda self: getattr(self.active, "tier", "reference"))
@@ -257,6 +255,17 @@ class TieredExecutable:
                 return
             self.active = Executable(*self._args, tier=self.final)
             self.switches.append((self.calls, self.final, ticket.seconds))
+
+
+def settle(executables, seconds: float | None = None):
+    """Wait up to `seconds` (default FIRST_CALL_WAIT) in all for the background compiles
+    of these executables (a training step's forward and backward, submitted together)
+    and switch those that are done; the others stay on the reference tier."""
+    deadline = time.perf_counter() + (FIRST_CALL_WAIT if seconds is None else seconds)
+    for executable in executables:
+        ticket = getattr(executable, "ticket", None)
+        if ticket is not None and ticket.wait(max(deadline - time.perf_counter(), 0)):
+            executable._switch()
 
 
 def _main():
