@@ -240,6 +240,66 @@ for attrs in ({"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"},
 add(Case("Pooling", inputs(distinct((1, 2, 4, 4))), {"kernel": (2, 2), "stride": (2, 2)},
          expected=lambda ins, a: [ins[0].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5))],
          label="Pooling-max-reference"))
+# 1-D and 3-D data: the same op, one spatial axis fewer or more
+add(Case("Convolution", inputs(U((2, 2, 7)), U((4, 1, 3)), U((4,))),
+         {"kernel": (3,), "num_filter": 4, "stride": (2,), "num_group": 2}, wrt=(0, 1, 2),
+         expected=lambda ins, a: [_conv_ref(ins[0][:, :, None], ins[1][:, :, None], ins[2],
+                                            2, 0, 1, 2)[:, :, 0]],
+         label="Convolution-1d"))
+
+
+def _conv3d_ref(x, w, b, pad):
+    """Stride 1: a 3-D convolution is a sum over depth offsets of 2-D convolutions."""
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (0, 0), (0, 0)))
+    kd = w.shape[2]
+    depth = xp.shape[2] - kd + 1
+    return np.stack([sum(_conv_ref(xp[:, :, d + i], w[:, :, i], None, 1, pad, 1, 1)
+                         for i in range(kd)) for d in range(depth)], axis=2) + \
+        b.reshape(1, -1, 1, 1, 1)
+
+
+add(Case("Convolution", inputs(U((1, 2, 4, 3, 4)), U((3, 2, 2, 2, 3)), U((3,))),
+         {"kernel": (2, 2, 3), "num_filter": 3, "pad": (1, 1, 1)}, wrt=(0, 1, 2),
+         expected=lambda ins, a: [_conv3d_ref(ins[0], ins[1], ins[2], 1)],
+         label="Convolution-3d"))
+add(Case("Convolution", inputs(U((1, 4, 5, 5, 5)), U((2, 2, 3, 3, 3))),
+         {"kernel": (3, 3, 3), "num_filter": 2, "stride": (2, 2, 2), "num_group": 2,
+          "no_bias": True}, wrt=(0, 1), label="Convolution-3d-strided-grouped"))
+for attrs in ({"kernel": (2, 2, 2), "stride": (2, 2, 2), "pool_type": "max"},
+              {"kernel": (3, 3, 3), "stride": (2, 2, 2), "pad": (1, 1, 1), "pool_type": "avg",
+               "count_include_pad": False},
+              {"kernel": (3,), "stride": (2,), "pool_type": "max"}):
+    add(Case("Pooling", inputs(distinct((1, 2, 4, 5, 4)[:2 + len(attrs["kernel"])])), attrs,
+             label=f"Pooling-{len(attrs['kernel'])}d-{attrs['pool_type']}"))
+add(Case("Pooling", inputs(distinct((1, 2, 4, 4, 4))), {"kernel": (2, 2, 2), "stride": (2, 2, 2)},
+         expected=lambda ins, a: [ins[0].reshape(1, 2, 2, 2, 2, 2, 2, 2).max(axis=(3, 5, 7))],
+         label="Pooling-3d-max-reference"))
+
+
+def _deconv_ref(x, w, stride, pad):
+    """Each input position adds its value times the kernel into a window of the output."""
+    n, c, h, wd = x.shape
+    kh, kw = w.shape[2:]
+    full = np.zeros((n, w.shape[1], (h - 1) * stride + kh, (wd - 1) * stride + kw))
+    for i in range(h):
+        for j in range(wd):
+            full[:, :, i * stride:i * stride + kh, j * stride:j * stride + kw] += np.einsum(
+                "nc,cfhw->nfhw", x[:, :, i, j], w)
+    return full[:, :, pad:full.shape[2] - pad, pad:full.shape[3] - pad]
+
+
+add(Case("Deconvolution", inputs(U((2, 3, 3, 4)), U((3, 2, 3, 2))),
+         {"kernel": (3, 2), "num_filter": 2, "stride": (2, 2), "pad": (1, 1)}, wrt=(0, 1),
+         expected=lambda ins, a: [_deconv_ref(ins[0], ins[1], 2, 1)], label="Deconvolution"))
+add(Case("Deconvolution", inputs(U((1, 4, 3, 3)), U((4, 3, 2, 2)), U((6,))),
+         {"kernel": (2, 2), "num_filter": 6, "num_group": 2, "adj": (1, 1), "stride": (2, 2),
+          "no_bias": False}, wrt=(0, 1, 2), label="Deconvolution-grouped-adj-bias"))
+add(Case("Deconvolution", inputs(U((2, 2, 4)), U((2, 3, 3))),
+         {"kernel": (3,), "num_filter": 3, "stride": (2,), "dilate": (2,)}, wrt=(0, 1),
+         label="Deconvolution-1d"))
+add(Case("Deconvolution", inputs(U((1, 2, 2, 3, 2)), U((2, 2, 2, 2, 2))),
+         {"kernel": (2, 2, 2), "num_filter": 2, "pad": (1, 0, 0), "stride": (2, 1, 2)},
+         wrt=(0, 1), label="Deconvolution-3d"))
 add(Case("BatchNorm", inputs(U((4, 3, 2, 2)), U((3,), 0.5, 2), U((3,)), U((3,)),
                              U((3,), 0.5, 2)), {"fix_gamma": False}, wrt=(0, 1, 2), train=True,
          label="BatchNorm-train"))

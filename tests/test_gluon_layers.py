@@ -306,7 +306,7 @@ def test_layers_refuse_what_they_cannot_do():
     with pytest.raises(ValueError, match="unknown activation 'swish'.*nn.Swish"):
         nn.Dense(3, activation="swish")
     with pytest.raises(ValueError, match="layout='NCHW'.*transpose"):
-        nn.Conv2D(3, 3, layout="NHWC")
+        nn.Conv2D(3, 3, layout="CHWN")        # NCHW and NHWC are the layouts it takes
     with pytest.raises(ValueError, match="kernel_size must be an int or a pair"):
         nn.Conv2D(3, (1, 2, 3))
     with pytest.raises(ValueError, match="not divisible by groups"):

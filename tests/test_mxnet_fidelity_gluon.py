@@ -479,3 +479,133 @@ def test_reflection_pad_mirrors_the_border_without_repeating_it(hybridize):
         x.astype(np.float64), heads), rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match="padding"):
         nn.ReflectionPad2D((1, 0, 0, 0, 1, 1, 1, 1))
+
+
+# ============================================= 1-D/3-D and transposed convolutions
+def _imperative_and_hybridized(layer, x):
+    """(output, data gradient) imperatively, then the same after hybridize()."""
+    results = []
+    for hybrid in (False, True):
+        if hybrid:
+            layer.hybridize()
+        data = nd.array(x)
+        data.attach_grad()
+        with mx.autograd.record():
+            out = layer(data)
+        out.backward()
+        results.append((out.asnumpy(), data.grad.asnumpy()))
+    return results
+
+
+def test_conv3d_is_a_sum_of_2d_convolutions_over_the_depth_offsets():
+    from straightdope.gluon import nn
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 4, 5, 5)).astype(np.float32)
+    layer = nn.Conv3D(4, (2, 3, 3), in_channels=3, use_bias=False)
+    layer.initialize()
+    w = layer.weight.data().asnumpy()
+    got = layer(nd.array(x)).asnumpy()
+    want = np.stack([sum(nd.Convolution(nd.array(x[:, :, d + i]), nd.array(w[:, :, i]),
+                                        kernel=(3, 3), num_filter=4, no_bias=True).asnumpy()
+                         for i in range(2)) for d in range(3)], axis=2)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert layer.weight.shape == (4, 3, 2, 3, 3)
+
+
+def test_conv3d_and_3d_pools_give_the_same_numbers_hybridized():
+    from straightdope.gluon import nn
+    x = np.random.default_rng(1).standard_normal((1, 2, 5, 6, 5)).astype(np.float32)
+    for layer in (nn.Conv3D(3, 3, strides=2, padding=1, groups=1, activation='relu'),
+                  nn.MaxPool3D(2), nn.AvgPool3D(3, 2, 1, count_include_pad=False)):
+        layer.initialize()
+        (out, dx), (out_h, dx_h) = _imperative_and_hybridized(layer, x)
+        np.testing.assert_allclose(out_h, out, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(dx_h, dx, rtol=1e-5, atol=1e-6)
+
+
+def test_max_pool_3d_takes_the_largest_value_of_each_cube():
+    from straightdope.gluon import nn
+    x = np.random.default_rng(2).standard_normal((1, 2, 4, 4, 6)).astype(np.float32)
+    out = nn.MaxPool3D((2, 2, 3))(nd.array(x)).asnumpy()
+    want = x.reshape(1, 2, 2, 2, 2, 2, 2, 3).max(axis=(3, 5, 7))
+    np.testing.assert_array_equal(out, want)
+
+
+def test_conv2d_transpose_is_the_adjoint_of_conv2d():
+    # <conv(x, w), y> == <x, conv_transpose(y, w)> for every x, y: the transposed
+    # convolution is exactly the gradient of the convolution wrt its data.
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)      # (out, in, kh, kw)
+    x = rng.standard_normal((2, 3, 7, 6)).astype(np.float32)
+    attrs = dict(kernel=(3, 2), stride=(2, 2), pad=(1, 0), no_bias=True)
+    y = nd.Convolution(nd.array(x), nd.array(w), num_filter=4, **attrs)
+    g = rng.standard_normal(y.shape).astype(np.float32)
+    back = nd.Deconvolution(nd.array(g), nd.array(w), num_filter=3, **attrs)
+    assert back.shape == x.shape
+    np.testing.assert_allclose((y.asnumpy() * g).sum(), (x * back.asnumpy()).sum(),
+                               rtol=1e-4)
+
+
+def test_conv_transpose_output_size_follows_mxnet_formula():
+    from straightdope.gluon import nn
+    # (in - 1) * stride - 2 * pad + dilation * (kernel - 1) + 1 + output_padding
+    for layer, shape, want in [
+            (nn.Conv1DTranspose(5, 3, strides=2), (1, 4, 10), (1, 5, 21)),
+            (nn.Conv2DTranspose(16, (3, 4), strides=4, output_padding=3, in_channels=4),
+             (1, 4, 20, 20), (1, 16, 82, 83)),
+            (nn.Conv2DTranspose(6, 3, padding=1, dilation=2, groups=2), (2, 4, 5, 5),
+             (2, 6, 7, 7)),
+            (nn.Conv3DTranspose(2, (1, 2, 3), strides=(1, 2, 1)), (1, 3, 2, 3, 4),
+             (1, 2, 2, 6, 6))]:
+        layer.initialize()
+        assert layer(nd.ones(shape)).shape == want
+    assert layer.weight.shape == (3, 2, 1, 2, 3)                  # (in, out // groups, ...)
+
+
+def test_conv2d_transpose_trains_the_same_hybridized():
+    from straightdope.gluon import nn
+    layer = nn.Conv2DTranspose(4, 3, strides=2, groups=2, in_channels=2, activation='tanh')
+    layer.initialize()
+    x = np.random.default_rng(4).standard_normal((2, 2, 4, 5)).astype(np.float32)
+    (out, dx), (out_h, dx_h) = _imperative_and_hybridized(layer, x)
+    np.testing.assert_allclose(out_h, out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dx_h, dx, rtol=1e-5, atol=1e-5)
+
+
+def test_channels_last_pooling_equals_channels_first_transposed():
+    from straightdope.gluon import nn
+    x = np.random.default_rng(5).standard_normal((2, 3, 6, 8)).astype(np.float32)
+    first = nn.AvgPool2D(3, 2, 1, count_include_pad=False)(nd.array(x)).asnumpy()
+    last = nn.AvgPool2D(3, 2, 1, count_include_pad=False, layout='NHWC')(
+        nd.array(x.transpose(0, 2, 3, 1))).asnumpy()
+    np.testing.assert_allclose(last, first.transpose(0, 2, 3, 1), rtol=1e-6)
+    seq = x[:, :, 0]
+    np.testing.assert_allclose(
+        nn.MaxPool1D(3, layout='NWC')(nd.array(seq.transpose(0, 2, 1))).asnumpy(),
+        nn.MaxPool1D(3)(nd.array(seq)).asnumpy().transpose(0, 2, 1))
+    with pytest.raises(ValueError, match="layout"):
+        nn.Conv2DTranspose(2, 3, layout='NHWC')
+
+
+def test_softmax_cross_entropy_is_the_same_imperatively_and_hybridized():
+    # imperatively the loss is one fused op; hybridized it keeps MXNet's log_softmax/pick
+    from straightdope import gluon
+    rng = np.random.default_rng(6)
+    for axis, shape, label_shape in [(-1, (5, 4), (5,)), (1, (3, 4, 2), (3, 2))]:
+        pred = rng.standard_normal(shape).astype(np.float32)
+        label = rng.integers(0, 4, label_shape).astype(np.float32)
+        weight = rng.uniform(0.5, 2, (shape[0], 1)).astype(np.float32)
+        results = []
+        for hybrid in (False, True):
+            loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(axis=axis, weight=0.5)
+            if hybrid:
+                loss_fn.hybridize()
+            p = nd.array(pred)
+            p.attach_grad()
+            with mx.autograd.record():
+                loss = loss_fn(p, nd.array(label), nd.array(weight) if axis == -1 else None)
+            loss.backward()
+            results.append((loss.asnumpy(), p.grad.asnumpy()))
+        np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
+        np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
+        assert results[0][0].shape == (shape[0],)

@@ -34,13 +34,30 @@ HOST_OPS = {"_foreach": "loop: body compiled once, run per step (compiler/loops.
             "reverse": "NumPy, between compiled segments (compiler/loops.py)"}
 
 
+# Ops whose Numba kernels cover 2-D images only: on 1-D or 3-D data (their first input
+# not 4-D) they run their NumPy forward between compiled segments too.
+IMAGE_ONLY_OPS = ("Convolution", "_conv_grad_data", "_conv_grad_weight", "Pooling",
+                  "_pool_grad")
+HOST_OPS.update({name: "NumPy, between compiled segments (compiler/loops.py)" for name in
+                 ("Deconvolution", "_deconv_grad_data", "_deconv_grad_weight")})
+
+
 def install():
     for name, how in HOST_OPS.items():
         get_op(name).numba_kernel = how
 
 
+def runs_on_host(graph: Graph, node) -> bool:
+    """Does this op node run outside the compiled code (a loop, or NumPy)?"""
+    if node.op is None:
+        return False
+    if node.op.name in IMAGE_ONLY_OPS:
+        return len(graph.shape_of(tuple(node.inputs[0]))) != 4
+    return node.op.name in HOST_OPS
+
+
 def needs_loops(graph: Graph) -> bool:
-    return any(n.op is not None and n.op.name in HOST_OPS for n in graph.nodes)
+    return any(runs_on_host(graph, n) for n in graph.nodes)
 
 
 class _Segment:
@@ -222,7 +239,7 @@ class LoopExecutable:
         for n in graph.nodes:
             if n.is_var:
                 continue
-            if n.op.name in HOST_OPS:
+            if runs_on_host(graph, n):
                 close()
                 later = {e for e, users in uses.items() if e[0] == n.id} | outputs
                 kind = {"_foreach": _Foreach}.get(n.op.name, _HostStep)

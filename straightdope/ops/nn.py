@@ -142,22 +142,32 @@ register("FullyConnected", inputs=("data", "weight", "bias"), attrs=dict(FC_ATTR
 
 
 # ------------------------------------------------------------ convolution
+# One op for 1-, 2- and 3-D data, as in MXNet: the kernel's length says how many spatial
+# axes follow (batch, channels). The compiler has Numba kernels for 2-D; the other ranks
+# run these NumPy forwards between compiled segments (compiler/loops.py).
+LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 CONV_ATTRS = {"kernel": Shape(required=True, minimum=1), "stride": Shape((), minimum=1),
               "dilate": Shape((), minimum=1), "pad": Shape((), minimum=0),
               "num_filter": Int(required=True, minimum=1), "num_group": Int(1, minimum=1),
-              "no_bias": Bool(False), "layout": Choice("NCHW", "None"),
+              "no_bias": Bool(False), "layout": Choice("NCHW", "NCW", "NCDHW", "None"),
               "workspace": Int(1024), "cudnn_tune": Choice("None", "off", "limited_workspace",
                                                            "fastest"),
               "cudnn_off": Bool(False)}
 
 
-def conv_params(attrs, nd=2):
-    def get(name, default):
-        v = attrs.get(name) or ()
-        return tuple(v) if v else (default,) * nd
+def conv_params(attrs, nd=None):
+    """(kernel, stride, pad, dilate), each a tuple with one entry per spatial axis."""
     kernel = tuple(attrs["kernel"])
-    if len(kernel) != nd:
-        raise OpError(f"only 2-D kernels are supported, got kernel={kernel}")
+    nd = nd or len(kernel)
+    if len(kernel) != nd or nd not in LAYOUTS:
+        raise OpError(f"the kernel must have 1, 2 or 3 sizes (one per spatial axis), "
+                      f"got kernel={kernel}")
+
+    def get(name, default):
+        v = tuple(attrs.get(name) or ())
+        if v and len(v) != nd:
+            raise OpError(f"{name}={v} must have {nd} entries, like kernel={kernel}")
+        return v or (default,) * nd
     return kernel, get("stride", 1), get("pad", 0), get("dilate", 1)
 
 
@@ -174,80 +184,108 @@ def _conv_inputs(attrs):
     return ("data", "weight") if attrs["no_bias"] else ("data", "weight", "bias")
 
 
+def _check_rank(op, data, nd):
+    if len(data) != nd + 2:
+        raise OpError(f"{op}: a {nd}-D kernel needs {nd + 2}-D data ({LAYOUTS[nd]}: batch, "
+                      f"channels, then {nd} spatial axes), got data of shape {data}")
+
+
 def _conv_shape(attrs, in_shapes):
     data = in_shapes[0]
     if data is None:
         return in_shapes, [None]
-    if len(data) != 4:
-        raise OpError(f"Convolution: data must be 4-D (batch, channels, height, width), got "
-                      f"{data}")
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = conv_params(attrs)
+    kernel, stride, pad, dilate = conv_params(attrs)
+    _check_rank("Convolution", data, len(kernel))
     groups, filters = attrs["num_group"], attrs["num_filter"]
     if data[1] % groups:
         raise OpError(f"Convolution: {data[1]} input channels do not split into "
                       f"{groups} groups")
-    weight = (filters, data[1] // groups, kh, kw)
+    weight = (filters, data[1] // groups) + kernel
     if in_shapes[1] is not None and tuple(in_shapes[1]) != weight:
         raise OpError(f"Convolution: data {data} needs a weight of shape {weight}, got "
                       f"{in_shapes[1]}")
-    out = (data[0], filters, conv_out_size(data[2], kh, sh, ph, dh),
-           conv_out_size(data[3], kw, sw, pw, dw))
+    out = (data[0], filters) + tuple(conv_out_size(*a) for a in
+                                     zip(data[2:], kernel, stride, pad, dilate))
     return [data, weight] + ([] if attrs["no_bias"] else [(filters,)]), [out]
 
 
-def _windows(x, kernel, stride, pad, dilate, fill=0.0, extra=(0, 0)):
-    """(N, C, OH, OW, kh, kw) view of the padded input: the im2col matrix, unfolded."""
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, pad, dilate
-    if ph or pw or extra[0] or extra[1]:
-        x = np.pad(x, ((0, 0), (0, 0), (ph, ph + extra[0]), (pw, pw + extra[1])),
+def _windows(x, kernel, stride, pad, dilate, fill=0.0, extra=None):
+    """(N, C, *out, *kernel) view of the padded input: the im2col matrix, unfolded."""
+    nd = len(kernel)
+    extra = extra or (0,) * nd
+    if any(pad) or any(extra):
+        x = np.pad(x, ((0, 0), (0, 0)) + tuple((p, p + e) for p, e in zip(pad, extra)),
                    constant_values=fill)
-    span_h, span_w = dh * (kh - 1) + 1, dw * (kw - 1) + 1
-    win = sliding_window_view(x, (span_h, span_w), axis=(2, 3))
-    return win[:, :, ::sh, ::sw, ::dh, ::dw]
+    spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilate))
+    win = sliding_window_view(x, spans, axis=tuple(range(2, 2 + nd)))
+    return win[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)
+               + tuple(slice(None, None, d) for d in dilate)]
+
+
+def _offsets(kernel, stride, dilate, out):
+    """For each kernel position: its index, and the slices of the padded input it reads
+    for all outputs at once (what a transposed convolution adds back into)."""
+    for index in np.ndindex(*kernel):
+        yield index, tuple(slice(i * d, i * d + s * (o - 1) + 1, s)
+                           for i, s, d, o in zip(index, stride, dilate, out))
 
 
 def _conv_forward(attrs, x, w, b=None):
     kernel, stride, pad, dilate = conv_params(attrs)
+    nd = len(kernel)
     cols = _windows(x, kernel, stride, pad, dilate)
     g = attrs["num_group"]
     cin, fout = x.shape[1] // g, w.shape[0] // g
-    outs = []
-    for k in range(g):
-        part = cols[:, k * cin:(k + 1) * cin]
-        outs.append(np.tensordot(part, w[k * fout:(k + 1) * fout], axes=([1, 4, 5], [1, 2, 3])))
-    y = np.concatenate(outs, axis=3) if g > 1 else outs[0]   # (N, OH, OW, F)
-    y = np.ascontiguousarray(y.transpose(0, 3, 1, 2))
+    window_axes = [1] + list(range(2 + nd, 2 + 2 * nd))
+    outs = [np.tensordot(cols[:, k * cin:(k + 1) * cin], w[k * fout:(k + 1) * fout],
+                         axes=(window_axes, list(range(1, 2 + nd)))) for k in range(g)]
+    y = np.concatenate(outs, axis=-1) if g > 1 else outs[0]   # (N, *out, F)
+    y = np.ascontiguousarray(np.moveaxis(y, -1, 1))
     if b is not None:
-        y += b.reshape(1, -1, 1, 1)
+        y += b.reshape((1, -1) + (1,) * nd)
     return y.astype(x.dtype, copy=False)
 
 
-def _conv_grad_data_forward(attrs, og, w, x):
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = conv_params(attrs)
+def _transposed_conv(og, w, in_shape, attrs):
+    """The gradient of a convolution wrt its data: each output's pull spread back over
+    the window it read. Also the forward of Deconvolution (a transposed convolution)."""
+    kernel, stride, pad, dilate = conv_params(attrs)
+    nd = len(kernel)
     g = attrs["num_group"]
-    cin, fout = x.shape[1] // g, w.shape[0] // g
-    n, _, oh, ow = og.shape
-    padded = np.zeros((n, x.shape[1], x.shape[2] + 2 * ph, x.shape[3] + 2 * pw), dtype=og.dtype)
+    cin, fout = in_shape[1] // g, w.shape[0] // g
+    out = og.shape[2:]
+    padded = np.zeros(in_shape[:2] + tuple(n + 2 * p for n, p in zip(in_shape[2:], pad)),
+                      dtype=og.dtype)
     for k in range(g):
-        # (N, OH, OW, cin, kh, kw): how much each output pulls on each window element
-        pulls = np.tensordot(og[:, k * fout:(k + 1) * fout], w[k * fout:(k + 1) * fout],
-                             axes=([1], [0])).transpose(0, 3, 1, 2, 4, 5)
-        for i in range(kh):
-            for j in range(kw):
-                padded[:, k * cin:(k + 1) * cin,
-                       i * dh:i * dh + sh * (oh - 1) + 1:sh,
-                       j * dw:j * dw + sw * (ow - 1) + 1:sw] += pulls[..., i, j]
-    return np.ascontiguousarray(padded[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]])
+        # (N, cin, *out, *kernel): how much each output pulls on each window element
+        pulls = np.moveaxis(np.tensordot(og[:, k * fout:(k + 1) * fout],
+                                         w[k * fout:(k + 1) * fout], axes=([1], [0])),
+                            1 + nd, 1)
+        target = padded[:, k * cin:(k + 1) * cin]
+        for index, where in _offsets(kernel, stride, dilate, out):
+            target[(slice(None), slice(None)) + where] += pulls[(Ellipsis,) + index]
+    inner = tuple(slice(p, p + n) for p, n in zip(pad, in_shape[2:]))
+    return np.ascontiguousarray(padded[(slice(None), slice(None)) + inner])
+
+
+def _conv_grad_data_forward(attrs, og, w, x):
+    return _transposed_conv(og, w, x.shape, attrs)
 
 
 def _conv_grad_weight_forward(attrs, og, x, w):
     kernel, stride, pad, dilate = conv_params(attrs)
+    nd = len(kernel)
     cols = _windows(x, kernel, stride, pad, dilate)
     g = attrs["num_group"]
     cin, fout = x.shape[1] // g, w.shape[0] // g
+    summed = [0] + list(range(2, 2 + nd))       # batch and output positions
     parts = [np.tensordot(og[:, k * fout:(k + 1) * fout], cols[:, k * cin:(k + 1) * cin],
-                          axes=([0, 2, 3], [0, 2, 3])) for k in range(g)]
+                          axes=(summed, summed)) for k in range(g)]
     return np.concatenate(parts, axis=0).astype(w.dtype, copy=False)
+
+
+def _bias_axes(attrs):
+    return (0,) + tuple(range(2, 2 + len(attrs["kernel"])))
 
 
 def _conv_grad(F, attrs, inputs, outputs, out_grads):
@@ -255,7 +293,7 @@ def _conv_grad(F, attrs, inputs, outputs, out_grads):
     og = out_grads[0]
     grads = [F._conv_grad_data(og, w, x, **attrs), F._conv_grad_weight(og, x, w, **attrs)]
     if not attrs["no_bias"]:
-        grads.append(F.sum(og, axis=(0, 2, 3)))
+        grads.append(F.sum(og, axis=_bias_axes(attrs)))
     return grads
 
 
@@ -263,7 +301,7 @@ register("Convolution", inputs=("data", "weight", "bias"), attrs=dict(CONV_ATTRS
          optional_inputs=_conv_inputs, forward=_conv_forward, infer_shape=_conv_shape,
          gradient=_conv_grad,
          doc="Convolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
-             "num_group): 2-D cross-correlation, NCHW.")
+             "num_group): 1-, 2- or 3-D cross-correlation (NCW, NCHW, NCDHW).")
 register("_conv_grad_data", inputs=("out_grad", "weight", "data"), attrs=dict(CONV_ATTRS),
          forward=_conv_grad_data_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
          doc="Gradient of Convolution wrt its data (a transposed convolution).")
@@ -272,90 +310,180 @@ register("_conv_grad_weight", inputs=("out_grad", "data", "weight"), attrs=dict(
          doc="Gradient of Convolution wrt its weight.")
 
 
+# ---------------------------------------------------------- Deconvolution
+# A transposed convolution ("fractionally strided"): each input position spreads its
+# value, weighted by the kernel, over a window of the output, the gradient of a
+# Convolution wrt its data. Its weight is (in_channels, num_filter // groups, *kernel),
+# and its output is (in - 1) * stride - 2 * pad + dilate * (kernel - 1) + 1 + adj.
+DECONV_ATTRS = {**CONV_ATTRS, "adj": Shape((), minimum=0), "target_shape": Shape(()),
+                "no_bias": Bool(True)}
+
+
+def _deconv_out(attrs, spatial):
+    kernel, stride, pad, dilate = conv_params(attrs)
+    adj = tuple(attrs["adj"]) or (0,) * len(kernel)
+    if attrs["target_shape"]:
+        return tuple(attrs["target_shape"])
+    return tuple((n - 1) * s - 2 * p + d * (k - 1) + 1 + a
+                 for n, k, s, p, d, a in zip(spatial, kernel, stride, pad, dilate, adj))
+
+
+def _deconv_shape(attrs, in_shapes):
+    data = in_shapes[0]
+    if data is None:
+        return in_shapes, [None]
+    kernel = conv_params(attrs)[0]
+    _check_rank("Deconvolution", data, len(kernel))
+    groups, filters = attrs["num_group"], attrs["num_filter"]
+    if data[1] % groups or filters % groups:
+        raise OpError(f"Deconvolution: {data[1]} input channels and num_filter={filters} "
+                      f"must both split into {groups} groups")
+    weight = (data[1], filters // groups) + kernel
+    if in_shapes[1] is not None and tuple(in_shapes[1]) != weight:
+        raise OpError(f"Deconvolution: data {data} needs a weight of shape {weight}, got "
+                      f"{in_shapes[1]}")
+    out = (data[0], filters) + _deconv_out(attrs, data[2:])
+    if any(n < 1 for n in out[2:]):
+        raise OpError(f"Deconvolution: data {data} with these attributes gives an empty "
+                      f"output {out}")
+    return [data, weight] + ([] if attrs["no_bias"] else [(filters,)]), [out]
+
+
+def _deconv_forward(attrs, x, w, b=None):
+    out = (x.shape[0], attrs["num_filter"]) + _deconv_out(attrs, x.shape[2:])
+    y = _transposed_conv(x, w, out, attrs).astype(x.dtype, copy=False)
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * (x.ndim - 2))
+    return y
+
+
+def _as_conv(attrs, num_filter):
+    return {k: v for k, v in attrs.items() if k in CONV_ATTRS} | {
+        "num_filter": num_filter, "no_bias": True}
+
+
+def _deconv_grad_data_forward(attrs, og, w, x):
+    # the Convolution that the Deconvolution transposes, with its weight
+    return _conv_forward(_as_conv(attrs, x.shape[1]), og, w)
+
+
+def _deconv_grad_weight_forward(attrs, og, x, w):
+    # a Convolution's weight gradient with the roles of data and output swapped
+    return _conv_grad_weight_forward(_as_conv(attrs, x.shape[1]), x, og, w)
+
+
+def _deconv_grad(F, attrs, inputs, outputs, out_grads):
+    x, w = inputs[0], inputs[1]
+    og = out_grads[0]
+    grads = [F._deconv_grad_data(og, w, x, **attrs), F._deconv_grad_weight(og, x, w, **attrs)]
+    if not attrs["no_bias"]:
+        grads.append(F.sum(og, axis=_bias_axes(attrs)))
+    return grads
+
+
+register("Deconvolution", inputs=("data", "weight", "bias"), attrs=dict(DECONV_ATTRS),
+         optional_inputs=_conv_inputs, forward=_deconv_forward, infer_shape=_deconv_shape,
+         gradient=_deconv_grad,
+         doc="Deconvolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
+             "adj, target_shape, num_group): the transposed convolution (1-, 2- or 3-D).")
+register("_deconv_grad_data", inputs=("out_grad", "weight", "data"), attrs=dict(DECONV_ATTRS),
+         forward=_deconv_grad_data_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
+         doc="Gradient of Deconvolution wrt its data (a Convolution).")
+register("_deconv_grad_weight", inputs=("out_grad", "data", "weight"),
+         attrs=dict(DECONV_ATTRS), forward=_deconv_grad_weight_forward,
+         infer_shape=lambda attrs, s: (s, [s[2]]),
+         doc="Gradient of Deconvolution wrt its weight.")
+
+
 # ---------------------------------------------------------------- pooling
 POOL_ATTRS = {"kernel": Shape((), minimum=1), "stride": Shape((), minimum=1),
               "pad": Shape((), minimum=0),
               "pool_type": Choice("max", "avg", "sum"), "global_pool": Bool(False),
               "pooling_convention": Choice("valid", "full"), "count_include_pad": Bool(True),
-              "layout": Choice("NCHW", "None"), "cudnn_off": Bool(False)}
+              "layout": Choice("NCHW", "NCW", "NCDHW", "None"), "cudnn_off": Bool(False)}
 
 
 def pool_params(attrs, shape):
+    """(kernel, stride, pad, dilate, extra) for data of `shape`; extra pads the end of
+    each axis for pooling_convention='full' (the last, partial windows)."""
+    nd = len(shape) - 2
     if attrs["global_pool"]:
-        return (shape[2], shape[3]), (1, 1), (0, 0), (1, 1), (0, 0)
-    if len(attrs["kernel"]) != 2:
-        raise OpError(f"Pooling: needs a 2-D kernel (or global_pool=True), got "
-                      f"kernel={attrs['kernel']}")
+        return tuple(shape[2:]), (1,) * nd, (0,) * nd, (1,) * nd, (0,) * nd
+    if len(attrs["kernel"]) != nd:
+        raise OpError(f"Pooling: data of shape {shape} needs a {nd}-D kernel (or "
+                      f"global_pool=True), got kernel={attrs['kernel']}")
     kernel, stride, pad, dilate = conv_params(attrs)
-    extra = (0, 0)
+    extra = (0,) * nd
     if attrs["pooling_convention"] == "full":
-        extra = tuple((conv_out_size(shape[2 + a], kernel[a], stride[a], pad[a], 1, ceil=True) - 1)
-                      * stride[a] + kernel[a] - shape[2 + a] - 2 * pad[a] for a in range(2))
-        extra = tuple(max(e, 0) for e in extra)
-    return kernel, stride, pad, (1, 1), extra
+        extra = tuple(max((conv_out_size(shape[2 + a], kernel[a], stride[a], pad[a], 1,
+                                         ceil=True) - 1) * stride[a] + kernel[a]
+                          - shape[2 + a] - 2 * pad[a], 0) for a in range(nd))
+    return kernel, stride, pad, (1,) * nd, extra
 
 
 def _pool_shape(attrs, in_shapes):
     s = in_shapes[0]
     if s is None:
         return in_shapes, [None]
-    if len(s) != 4:
-        raise OpError(f"Pooling: data must be 4-D (batch, channels, height, width), got {s}")
+    if len(s) not in (3, 4, 5):
+        raise OpError(f"Pooling: data must be 3-, 4- or 5-D (batch, channels, then 1 to 3 "
+                      f"spatial axes), got {s}")
     kernel, stride, pad, _, _ = pool_params(attrs, s)
     ceil = attrs["pooling_convention"] == "full" and not attrs["global_pool"]
     return in_shapes, [(s[0], s[1]) + tuple(conv_out_size(s[2 + a], kernel[a], stride[a], pad[a],
-                                                          1, ceil) for a in range(2))]
+                                                          1, ceil) for a in range(len(kernel)))]
 
 
 def _pool_counts(attrs, x, kernel, stride, pad, extra):
     if attrs["count_include_pad"] or not any(pad + extra):
-        return float(kernel[0] * kernel[1])
+        return float(math.prod(kernel))
     ones = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
-    return _windows(ones, kernel, stride, pad, (1, 1), 0.0, extra).sum(axis=(-1, -2))
+    window_axes = tuple(range(-len(kernel), 0))
+    return _windows(ones, kernel, stride, pad, (1,) * len(kernel), 0.0, extra).sum(
+        axis=window_axes)
 
 
 def _pool_forward(attrs, x):
     kernel, stride, pad, dilate, extra = pool_params(attrs, x.shape)
+    window_axes = tuple(range(-len(kernel), 0))
     kind = attrs["pool_type"]
     fill = -np.inf if kind == "max" else 0.0
     win = _windows(x, kernel, stride, pad, dilate, fill, extra)
     if kind == "max":
-        return np.ascontiguousarray(win.max(axis=(-1, -2)))
-    total = win.sum(axis=(-1, -2))
+        return np.ascontiguousarray(win.max(axis=window_axes))
+    total = win.sum(axis=window_axes)
     if kind == "sum":
         return total.astype(x.dtype)
     return (total / _pool_counts(attrs, x, kernel, stride, pad, extra)).astype(x.dtype)
 
 
 def _pool_grad_forward(attrs, og, x, y):
-    kernel, stride, pad, _, extra = pool_params(attrs, x.shape)
-    (kh, kw), (sh, sw), (ph, pw) = kernel, stride, pad
-    n, c, oh, ow = og.shape
-    shape = (n, c, x.shape[2] + 2 * ph + extra[0], x.shape[3] + 2 * pw + extra[1])
+    kernel, stride, pad, dilate, extra = pool_params(attrs, x.shape)
+    margins = tuple((p, p + e) for p, e in zip(pad, extra))
+    shape = x.shape[:2] + tuple(n + a + b for n, (a, b) in zip(x.shape[2:], margins))
     grad = np.zeros(shape, dtype=og.dtype)
     kind = attrs["pool_type"]
     if kind == "max":
-        padded = np.pad(x, ((0, 0), (0, 0), (ph, ph + extra[0]), (pw, pw + extra[1])),
-                        constant_values=-np.inf)
+        padded = np.pad(x, ((0, 0), (0, 0)) + margins, constant_values=-np.inf)
         taken = np.zeros(og.shape, dtype=bool)   # the first maximum of a window gets it all
     else:
         share = og / _pool_counts(attrs, x, kernel, stride, pad, extra) if kind == "avg" else og
-    for i in range(kh):
-        for j in range(kw):
-            rows = slice(i, i + sh * (oh - 1) + 1, sh)
-            cols = slice(j, j + sw * (ow - 1) + 1, sw)
-            if kind == "max":
-                hit = (padded[:, :, rows, cols] == y) & ~taken
-                taken |= hit
-                grad[:, :, rows, cols] += np.where(hit, og, 0)
-            else:
-                grad[:, :, rows, cols] += share
-    return np.ascontiguousarray(grad[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]])
+    for _, where in _offsets(kernel, stride, dilate, og.shape[2:]):
+        where = (slice(None), slice(None)) + where
+        if kind == "max":
+            hit = (padded[where] == y) & ~taken
+            taken |= hit
+            grad[where] += np.where(hit, og, 0)
+        else:
+            grad[where] += share
+    inner = tuple(slice(p, p + n) for p, n in zip(pad, x.shape[2:]))
+    return np.ascontiguousarray(grad[(slice(None), slice(None)) + inner])
 
 
 register("Pooling", attrs=dict(POOL_ATTRS), forward=_pool_forward, infer_shape=_pool_shape,
          gradient=lambda F, a, i, o, og: [F._pool_grad(og[0], i[0], o[0], **a)],
-         doc="Pooling(data, kernel, stride, pad, pool_type='max'|'avg'|'sum', global_pool).")
+         doc="Pooling(data, kernel, stride, pad, pool_type='max'|'avg'|'sum', global_pool): "
+             "over 1, 2 or 3 spatial axes.")
 register("_pool_grad", inputs=("out_grad", "data", "out"), attrs=dict(POOL_ATTRS),
          forward=_pool_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
          doc="Gradient of Pooling.")

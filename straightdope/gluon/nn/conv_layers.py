@@ -1,5 +1,6 @@
-"""Convolution and pooling layers on NCHW images (batch, channels, height, width), and
-their 1-D versions on NCW sequences (batch, channels, width).
+"""Convolution and pooling layers on NCHW images (batch, channels, height, width), their
+1-D versions on NCW sequences (batch, channels, width), 3-D versions on NCDHW volumes, and
+transposed convolutions (upsampling) of each rank.
 
 The 1-D layers run the 2-D ops on a height of 1: ``(N, C, W)`` becomes ``(N, C, 1, W)``,
 a kernel ``k`` becomes ``(1, k)``, and the result is reshaped back. Their parameters have
@@ -11,61 +12,94 @@ from ...ndarray import NDArray
 from ..block import HybridBlock
 from .activations import Activation
 
-__all__ = ["Conv1D", "Conv2D", "MaxPool1D", "MaxPool2D", "AvgPool1D", "AvgPool2D",
+__all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
+           "Conv3DTranspose", "MaxPool1D", "MaxPool2D", "MaxPool3D", "AvgPool1D", "AvgPool2D",
+           "AvgPool3D",
            "GlobalMaxPool1D", "GlobalMaxPool2D", "GlobalMaxPool3D", "GlobalAvgPool1D",
            "GlobalAvgPool2D", "GlobalAvgPool3D", "ReflectionPad2D"]
 
 
-def _pair(value, what, layer):
-    """3 -> (3, 3); (3, 2) stays; anything else is an error that names the argument."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value, value)
-    if isinstance(value, (tuple, list)) and len(value) == 2 and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return tuple(value)
-    raise ValueError(f"{layer}: {what} must be an int or a pair of ints (height, width), "
+_AXES = {1: "width", 2: "height, width", 3: "depth, height, width"}
+_LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+
+
+def _ntuple(value, n, what, layer):
+    """3 -> (3,) * n; a tuple of n ints stays; anything else is an error naming it."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return (int(value),) * n
+    if isinstance(value, (tuple, list)) and len(value) == n and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value):
+        return tuple(int(v) for v in value)
+    kind = "a pair" if n == 2 else f"a tuple of {n}"
+    raise ValueError(f"{layer}: {what} must be an int or {kind} of ints ({_AXES[n]}), "
                      f"got {value!r}")
 
 
-def _check_layout(layout, layer):
-    if layout != "NCHW":
-        raise ValueError(f"{layer}: only layout='NCHW' (batch, channels, height, width) is "
-                         f"supported, got {layout!r}. Transpose NHWC images first: "
-                         f"x.transpose((0, 3, 1, 2)).")
+def _pair(value, what, layer):
+    return _ntuple(value, 2, what, layer)
 
 
-class Conv2D(HybridBlock):
-    """2-D convolution: `channels` filters of size `kernel_size` slide over the image.
+_CHANNELS_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
 
-    in_channels=0 (the default) learns the input channels from the first batch.
-    Weight shape: (channels, in_channels // groups, kernel_h, kernel_w).
-    """
+
+def _check_layout(layout, layer, dims=2, channels_last=False):
+    """True for a channels-last layout (the layer transposes around the op)."""
+    if layout == _LAYOUTS[dims]:
+        return False
+    if channels_last and layout == _CHANNELS_LAST[dims]:
+        return True
+    also = f" or {_CHANNELS_LAST[dims]!r}" if channels_last else ""
+    raise ValueError(f"{layer}: only layout={_LAYOUTS[dims]!r} (batch, channels, "
+                     f"{_AXES[dims]}){also} is supported, got {layout!r}. Transpose "
+                     f"the data first, e.g. NHWC images with x.transpose((0, 3, 1, 2)).")
+
+
+def _to_channels_first(F, x, dims):
+    return F.transpose(x, axes=(0, dims + 1) + tuple(range(1, dims + 1)))
+
+
+def _to_channels_last(F, x, dims):
+    return F.transpose(x, axes=(0,) + tuple(range(2, dims + 2)) + (1,))
+
+
+class _Conv(HybridBlock):
+    """A convolution (or, transposed=True, a transposed convolution) over `dims` spatial
+    axes. in_channels=0 (the default) learns the input channels from the first batch.
+    Weight shape: (channels, in_channels // groups, *kernel) for a convolution,
+    (in_channels, channels // groups, *kernel) for a transposed one (MXNet's layouts)."""
+    dims, transposed = 2, False
 
     def _alias(self):
         return "conv"                   # MXNet 1.x names: conv0_weight, conv0_bias, ...
 
-    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
-                 dilation=(1, 1), groups=1, layout="NCHW", activation=None, use_bias=True,
-                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
-        _check_layout(layout, "Conv2D")
+    def __init__(self, channels, kernel_size, strides=1, padding=0, dilation=1, groups=1,
+                 layout=None, activation=None, use_bias=True, weight_initializer=None,
+                 bias_initializer="zeros", in_channels=0, output_padding=0, **kwargs):
+        name, n = type(self).__name__, self.dims
+        # channels-last: data (N, *spatial, C), weight (channels, *kernel, C // groups)
+        self._channels_last = _check_layout(layout or _LAYOUTS[n], name, n,
+                                            channels_last=not self.transposed)
         super().__init__(**kwargs)
         if isinstance(channels, bool) or not isinstance(channels, numbers.Integral) \
                 or channels < 1:
-            raise ValueError(f"Conv2D(channels={channels!r}): channels, the number of output "
+            raise ValueError(f"{name}(channels={channels!r}): channels, the number of output "
                              f"channels, must be a positive integer")
-        kernel = _pair(kernel_size, "kernel_size", "Conv2D")
+        kernel = _ntuple(kernel_size, n, "kernel_size", name)
         if in_channels and in_channels % groups:
-            raise ValueError(f"Conv2D: in_channels={in_channels} is not divisible by "
+            raise ValueError(f"{name}: in_channels={in_channels} is not divisible by "
                              f"groups={groups}")
         if channels % groups:
-            raise ValueError(f"Conv2D: channels={channels} is not divisible by groups={groups}")
+            raise ValueError(f"{name}: channels={channels} is not divisible by groups={groups}")
         self._channels, self._groups, self._kernel = channels, groups, kernel
-        self._kwargs = {"kernel": kernel, "stride": _pair(strides, "strides", "Conv2D"),
-                        "dilate": _pair(dilation, "dilation", "Conv2D"),
-                        "pad": _pair(padding, "padding", "Conv2D"), "num_filter": channels,
-                        "num_group": groups, "no_bias": not use_bias, "layout": layout}
+        self._kwargs = {"kernel": kernel, "stride": _ntuple(strides, n, "strides", name),
+                        "dilate": _ntuple(dilation, n, "dilation", name),
+                        "pad": _ntuple(padding, n, "padding", name), "num_filter": channels,
+                        "num_group": groups, "no_bias": not use_bias,
+                        "layout": _LAYOUTS[n]}
+        if self.transposed:
+            self._kwargs["adj"] = _ntuple(output_padding, n, "output_padding", name)
         with self.name_scope():
-            shape = (channels, in_channels // groups) + self._weight_kernel(kernel)
+            shape = self._weight_shape(in_channels)
             self.weight = self.params.get("weight", shape=shape, init=weight_initializer,
                                           allow_deferred_init=True)
             self.bias = self.params.get("bias", shape=(channels,), init=bias_initializer,
@@ -73,19 +107,34 @@ class Conv2D(HybridBlock):
             self.act = Activation(activation, prefix=activation + "_") \
                 if activation is not None else None
 
+    def _weight_shape(self, in_channels):
+        if self.transposed:
+            return (in_channels, self._channels // self._groups) + self._weight_kernel(
+                self._kernel)
+        if self._channels_last:
+            return (self._channels,) + self._kernel + (in_channels // self._groups,)
+        return (self._channels, in_channels // self._groups) + self._weight_kernel(self._kernel)
+
     def hybrid_forward(self, F, x, weight, bias=None):
-        out = F.Convolution(x, weight, bias=bias, name="fwd", **self._kwargs)
+        op = F.Deconvolution if self.transposed else F.Convolution
+        if self._channels_last:
+            x = _to_channels_first(F, x, self.dims)
+            weight = _to_channels_first(F, weight, self.dims)
+        out = op(x, weight, bias=bias, name="fwd", **self._kwargs)
+        if self._channels_last:
+            out = _to_channels_last(F, out, self.dims)
         return self.act(out) if self.act is not None else out
 
     def infer_shape(self, x, *args):
-        if len(x.shape) != 4:
-            raise ValueError(f"Conv2D '{self.name}': input must be 4-D (batch, channels, "
-                             f"height, width), got shape {x.shape}")
-        if x.shape[1] % self._groups:
-            raise ValueError(f"Conv2D '{self.name}': {x.shape[1]} input channels do not "
+        name, n = type(self).__name__, self.dims
+        if len(x.shape) != n + 2:
+            raise ValueError(f"{name} '{self.name}': input must be {n + 2}-D (batch, "
+                             f"channels, {_AXES[n]}), got shape {x.shape}")
+        channels = x.shape[-1] if self._channels_last else x.shape[1]
+        if channels % self._groups:
+            raise ValueError(f"{name} '{self.name}': {channels} input channels do not "
                              f"split into groups={self._groups}")
-        self.weight.shape = (self._channels, x.shape[1] // self._groups) + \
-            self._weight_kernel(self._kernel)
+        self.weight.shape = self._weight_shape(channels)
 
     def _weight_kernel(self, kernel):
         """The kernel part of the weight's shape (Conv1D leaves out its height of 1)."""
@@ -93,13 +142,17 @@ class Conv2D(HybridBlock):
 
     def __repr__(self):
         k = self._kwargs
-        per_group = self.weight.shape[1]
-        in_channels = per_group * self._groups if per_group > 0 else -1
+        if self.transposed:
+            in_channels = self.weight.shape[0] if self.weight.shape[0] > 0 else -1
+        else:
+            per_group = self.weight.shape[-1 if self._channels_last else 1]
+            in_channels = per_group * self._groups if per_group > 0 else -1
+        n = len(k["kernel"])
         s = (f"{type(self).__name__}({in_channels} -> {self._channels}, "
              f"kernel_size={k['kernel']}, stride={k['stride']}")
-        if k["pad"] != (0, 0):
+        if k["pad"] != (0,) * n:
             s += f", padding={k['pad']}"
-        if k["dilate"] != (1, 1):
+        if k["dilate"] != (1,) * n:
             s += f", dilation={k['dilate']}"
         if self._groups != 1:
             s += f", groups={self._groups}"
@@ -110,28 +163,95 @@ class Conv2D(HybridBlock):
         return s + ")"
 
 
+class Conv2D(_Conv):
+    """2-D convolution: `channels` filters of size `kernel_size` slide over the image.
+
+    in_channels=0 (the default) learns the input channels from the first batch.
+    Weight shape: (channels, in_channels // groups, kernel_h, kernel_w).
+    """
+
+    def __init__(self, channels, kernel_size, strides=(1, 1), padding=(0, 0),
+                 dilation=(1, 1), groups=1, layout="NCHW", activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         activation, use_bias, weight_initializer, bias_initializer,
+                         in_channels, **kwargs)
+
+
+class Conv3D(_Conv):
+    """3-D convolution over volumes (N, C, D, H, W), e.g. video or medical scans.
+    Weight shape: (channels, in_channels // groups, kernel_d, kernel_h, kernel_w)."""
+    dims = 3
+
+    def __init__(self, channels, kernel_size, strides=(1, 1, 1), padding=(0, 0, 0),
+                 dilation=(1, 1, 1), groups=1, layout="NCDHW", activation=None,
+                 use_bias=True, weight_initializer=None, bias_initializer="zeros",
+                 in_channels=0, **kwargs):
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         activation, use_bias, weight_initializer, bias_initializer,
+                         in_channels, **kwargs)
+
+
+class _ConvTranspose(_Conv):
+    transposed = True
+
+    def __init__(self, channels, kernel_size, strides=1, padding=0, output_padding=0,
+                 dilation=1, groups=1, layout=None, activation=None, use_bias=True,
+                 weight_initializer=None, bias_initializer="zeros", in_channels=0, **kwargs):
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         activation, use_bias, weight_initializer, bias_initializer,
+                         in_channels, output_padding, **kwargs)
+
+
+class Conv1DTranspose(_ConvTranspose):
+    """Transposed 1-D convolution (N, C, W) -> (N, channels, W'): each input position
+    spreads over a window of the output, W' = (W - 1) * strides - 2 * padding +
+    dilation * (kernel_size - 1) + 1 + output_padding (upsampling; the gradient of Conv1D).
+    Weight shape: (in_channels, channels // groups, kernel_size)."""
+    dims = 1
+
+
+class Conv2DTranspose(_ConvTranspose):
+    """Transposed 2-D convolution ("deconvolution"): upsamples images, e.g. in a decoder
+    or a GAN's generator. Each output size is (in - 1) * strides - 2 * padding +
+    dilation * (kernel - 1) + 1 + output_padding.
+    Weight shape: (in_channels, channels // groups, kernel_h, kernel_w)."""
+    dims = 2
+
+
+class Conv3DTranspose(_ConvTranspose):
+    """Transposed 3-D convolution over volumes (N, C, D, H, W).
+    Weight shape: (in_channels, channels // groups, kernel_d, kernel_h, kernel_w)."""
+    dims = 3
+
+
 class _Pooling(HybridBlock):
     """Max or average over windows; global pooling covers the whole image."""
 
     def _alias(self):
         return "pool"                   # MXNet 1.x names: pool0, pool1, ...
 
+    dims = 2
+
     def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type,
                  layout, count_include_pad=None, **kwargs):
-        _check_layout(layout, type(self).__name__)
+        name, n = type(self).__name__, self.dims
+        self._channels_last = _check_layout(layout, name, n, channels_last=True)
         super().__init__(**kwargs)
-        name = type(self).__name__
-        pool_size = _pair(pool_size, "pool_size", name)
-        strides = pool_size if strides is None else _pair(strides, "strides", name)
+        pool_size = _ntuple(pool_size, n, "pool_size", name)
+        strides = pool_size if strides is None else _ntuple(strides, n, "strides", name)
         self._kwargs = {"kernel": pool_size, "stride": strides,
-                        "pad": _pair(padding, "padding", name), "global_pool": global_pool,
+                        "pad": _ntuple(padding, n, "padding", name), "global_pool": global_pool,
                         "pool_type": pool_type,
                         "pooling_convention": "full" if ceil_mode else "valid",
-                        "layout": layout}
+                        "layout": _LAYOUTS[n]}
         if count_include_pad is not None:
             self._kwargs["count_include_pad"] = count_include_pad
 
     def hybrid_forward(self, F, x):
+        if self._channels_last:
+            x = _to_channels_first(F, x, self.dims)
+            return _to_channels_last(F, F.Pooling(x, name="fwd", **self._kwargs), self.dims)
         return F.Pooling(x, name="fwd", **self._kwargs)
 
     def __repr__(self):
@@ -172,6 +292,26 @@ class GlobalAvgPool2D(_Pooling):
 
     def __init__(self, layout="NCHW", **kwargs):
         super().__init__((1, 1), None, 0, True, True, "avg", layout, **kwargs)
+
+
+class MaxPool3D(_Pooling):
+    """The largest value of each pool_size window of a volume (N, C, D, H, W)."""
+    dims = 3
+
+    def __init__(self, pool_size=(2, 2, 2), strides=None, padding=0, ceil_mode=False,
+                 layout="NCDHW", **kwargs):
+        super().__init__(pool_size, strides, padding, ceil_mode, False, "max", layout,
+                         **kwargs)
+
+
+class AvgPool3D(_Pooling):
+    """The mean of each pool_size window of a volume (N, C, D, H, W)."""
+    dims = 3
+
+    def __init__(self, pool_size=(2, 2, 2), strides=None, padding=0, ceil_mode=False,
+                 layout="NCDHW", count_include_pad=True, **kwargs):
+        super().__init__(pool_size, strides, padding, ceil_mode, False, "avg", layout,
+                         count_include_pad, **kwargs)
 
 
 # ------------------------------------------------------------------ 1-D layers
@@ -238,15 +378,19 @@ class _Pooling1D(_Pooling):
     def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type, layout,
                  count_include_pad=None, **kwargs):
         name = type(self).__name__
-        _check_layout_1d(layout, name)
+        channels_last = _check_layout(layout, name, 1, channels_last=True)
         size = _single(pool_size, "pool_size", name)
         stride = size if strides is None else _single(strides, "strides", name)
         super().__init__((1, size), (1, stride), (0, _single(padding, "padding", name)),
                          ceil_mode, global_pool, pool_type, "NCHW", count_include_pad,
                          **kwargs)
+        self._channels_last = channels_last
 
     def hybrid_forward(self, F, x):
-        return _as_sequence(F, F.Pooling(_as_image(F, x), name="fwd", **self._kwargs))
+        if self._channels_last:
+            x = F.transpose(x, axes=(0, 2, 1))
+        y = _as_sequence(F, F.Pooling(_as_image(F, x), name="fwd", **self._kwargs))
+        return F.transpose(y, axes=(0, 2, 1)) if self._channels_last else y
 
 
 class MaxPool1D(_Pooling1D):
@@ -274,12 +418,10 @@ class _GlobalPoolND(HybridBlock):
         return "pool"
 
     def __init__(self, dims, kind, layout, **kwargs):
-        expected = {1: "NCW", 3: "NCDHW"}[dims]
-        if layout != expected:
-            raise ValueError(f"{type(self).__name__}: only layout={expected!r} is supported, "
-                             f"got {layout!r}")
+        channels_last = _check_layout(layout, type(self).__name__, dims, channels_last=True)
         super().__init__(**kwargs)
-        self._axes, self._kind = tuple(range(2, 2 + dims)), kind
+        first = 1 if channels_last else 2
+        self._axes, self._kind = tuple(range(first, first + dims)), kind
 
     def hybrid_forward(self, F, x):
         reduce = F.max if self._kind == "max" else F.mean
