@@ -183,6 +183,20 @@ class Xavier(Initializer):
 
 
 @register
+class Bilinear(Initializer):
+    """Weights of a bilinear upsampling filter, for a Conv2DTranspose that starts as
+    bilinear interpolation (fully convolutional segmentation nets)."""
+
+    def _init_weight(self, name, arr):
+        height, width = arr.shape[-2:]
+        f = np.ceil(width / 2.0)
+        center = (2 * f - 1 - f % 2) / (2.0 * f)
+        rows = 1 - np.abs(np.arange(height) / f - center)
+        cols = 1 - np.abs(np.arange(width) / f - center)
+        self._fill(arr, np.broadcast_to(np.outer(rows, cols), arr.shape))
+
+
+@register
 class MSRAPrelu(Xavier):
     """He initialisation (for ReLU networks)."""
 

@@ -300,6 +300,11 @@ add(Case("Deconvolution", inputs(U((2, 2, 4)), U((2, 3, 3))),
 add(Case("Deconvolution", inputs(U((1, 2, 2, 3, 2)), U((2, 2, 2, 2, 2))),
          {"kernel": (2, 2, 2), "num_filter": 2, "pad": (1, 0, 0), "stride": (2, 1, 2)},
          wrt=(0, 1), label="Deconvolution-3d"))
+add(Case("CTCLoss", inputs(U((5, 2, 4)), labels((2, 2), 3)), {"blank_label": "last"},
+         label="CTCLoss"))
+add(Case("CTCLoss", inputs(U((6, 2, 3)), lambda rng: np.array([[1.0, 2.0, 2.0], [2.0, 1.0, 0.0]]),
+                           lambda rng: np.array([6.0, 4.0]), lambda rng: np.array([3.0, 1.0])),
+         {"use_data_lengths": True, "use_label_lengths": True}, label="CTCLoss-lengths"))
 add(Case("BatchNorm", inputs(U((4, 3, 2, 2)), U((3,), 0.5, 2), U((3,)), U((3,)),
                              U((3,), 0.5, 2)), {"fix_gamma": False}, wrt=(0, 1, 2), train=True,
          label="BatchNorm-train"))

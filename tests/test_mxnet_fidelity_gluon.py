@@ -609,3 +609,95 @@ def test_softmax_cross_entropy_is_the_same_imperatively_and_hybridized():
         np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-5)
         np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5, atol=1e-7)
         assert results[0][0].shape == (shape[0],)
+
+
+# ======================================================================= CTCLoss
+def _ctc_by_enumeration(scores, label, blank):
+    """-log of the summed probability of every path that collapses to `label`."""
+    import itertools
+    probs = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)
+    total = 0.0
+    for path in itertools.product(range(scores.shape[1]), repeat=scores.shape[0]):
+        merged = [k for i, k in enumerate(path) if i == 0 or k != path[i - 1]]
+        if [k for k in merged if k != blank] == list(label):
+            total += np.prod([probs[t, k] for t, k in enumerate(path)])
+    return -np.log(total)
+
+
+def test_ctc_loss_sums_the_probability_of_every_alignment():
+    from straightdope import gluon
+    rng = np.random.default_rng(7)
+    scores = rng.standard_normal((2, 5, 3))                       # NTC, blank is class 2
+    labels = [[0, 1], [1, 1]]                                     # a repeat needs a blank
+    loss = gluon.loss.CTCLoss()(nd.array(scores, dtype='float64'),
+                                nd.array([[0, 1, -1], [1, 1, -1]]))
+    want = [_ctc_by_enumeration(scores[n], labels[n], blank=2) for n in range(2)]
+    np.testing.assert_allclose(loss.asnumpy(), want, rtol=1e-10)
+
+
+def test_ctc_loss_counts_only_the_given_frames_and_labels():
+    from straightdope import gluon
+    rng = np.random.default_rng(8)
+    scores = rng.standard_normal((2, 6, 4))
+    short = gluon.loss.CTCLoss()(nd.array(scores[:, :4]), nd.array([[2, 1], [0, 0]]))
+    padded = gluon.loss.CTCLoss()(nd.array(scores), nd.array([[2, 1, 0], [0, 0, 3]]),
+                                  nd.array([4, 4]), nd.array([2, 2]))
+    np.testing.assert_allclose(padded.asnumpy(), short.asnumpy(), rtol=1e-5)
+    with pytest.raises(mx.base.MXNetError, match="outside 0..3"):
+        gluon.loss.CTCLoss()(nd.array(scores), nd.array([[5, 1]]))
+
+
+def test_ctc_loss_trains_the_same_hybridized_and_its_gradient_is_softmax_minus_posterior():
+    from straightdope import gluon
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 7, 5)).astype(np.float32)
+    label = nd.array([[1, 2, 3], [4, -1, -1], [0, 0, -1]])
+    results = []
+    for hybrid in (False, True):
+        loss_fn = gluon.loss.CTCLoss()
+        if hybrid:
+            loss_fn.hybridize()
+        data = nd.array(x)
+        data.attach_grad()
+        with mx.autograd.record():
+            loss = loss_fn(data, label)
+        loss.backward()
+        results.append((loss.asnumpy(), data.grad.asnumpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
+    # each frame's gradient sums to 0: softmax sums to 1, and so do the posteriors
+    np.testing.assert_allclose(results[0][1].sum(axis=2), 0, atol=1e-5)
+
+
+# ============================================== PReLU, Bilinear, Dataset.shard
+def test_prelu_learns_one_slope_or_one_per_channel():
+    from straightdope.gluon import nn
+    x = nd.array([[[-1.0, 2.0], [-2.0, 3.0], [-4.0, 0.5]]])          # (1, 3 channels, 2)
+    prelu = nn.PReLU()
+    prelu.initialize()
+    np.testing.assert_allclose(prelu(x).asnumpy(), np.where(x.asnumpy() >= 0, x.asnumpy(),
+                                                            0.25 * x.asnumpy()))
+    per_channel = nn.PReLU(mx.init.Constant(nd.array([0.1, 0.25, 0.5])), in_channels=3)
+    per_channel.initialize()
+    np.testing.assert_allclose(per_channel(x).asnumpy(),
+                               [[[-0.1, 2.0], [-0.5, 3.0], [-2.0, 0.5]]])
+    with mx.autograd.record():
+        out = per_channel(x)
+    out.backward()
+    np.testing.assert_allclose(per_channel.alpha.grad().asnumpy(), [-1.0, -2.0, -4.0])
+
+
+def test_bilinear_initializer_gives_an_upsampling_kernel():
+    weight = nd.zeros((2, 1, 4, 4))
+    mx.init.Bilinear()._init_weight('up_weight', weight)
+    ramp = np.array([0.25, 0.75, 0.75, 0.25])
+    np.testing.assert_allclose(weight.asnumpy()[1, 0], np.outer(ramp, ramp))
+
+
+def test_dataset_shard_splits_into_contiguous_parts_the_first_ones_larger():
+    from straightdope.gluon.data import SimpleDataset
+    data = SimpleDataset(list(range(9)))
+    parts = [list(data.shard(4, i)) for i in range(4)]
+    assert parts == [[0, 1, 2], [3, 4], [5, 6], [7, 8]]
+    with pytest.raises(ValueError, match="index"):
+        data.shard(4, 4)

@@ -39,7 +39,8 @@ HOST_OPS = {"_foreach": "loop: body compiled once, run per step (compiler/loops.
 IMAGE_ONLY_OPS = ("Convolution", "_conv_grad_data", "_conv_grad_weight", "Pooling",
                   "_pool_grad")
 HOST_OPS.update({name: "NumPy, between compiled segments (compiler/loops.py)" for name in
-                 ("Deconvolution", "_deconv_grad_data", "_deconv_grad_weight")})
+                 ("Deconvolution", "_deconv_grad_data", "_deconv_grad_weight", "CTCLoss",
+                  "_ctc_loss_grad")})
 
 
 def install():

@@ -30,7 +30,7 @@ from .block import HybridBlock
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SoftmaxCrossEntropyLoss', 'SoftmaxCELoss',
            'SigmoidBinaryCrossEntropyLoss', 'SigmoidBCELoss', 'KLDivLoss', 'HuberLoss',
            'HingeLoss', 'SquaredHingeLoss', 'LogisticLoss', 'TripletLoss',
-           'CosineEmbeddingLoss', 'PoissonNLLLoss']
+           'CosineEmbeddingLoss', 'PoissonNLLLoss', 'CTCLoss']
 
 
 def _apply_weighting(F, loss, weight=None, sample_weight=None):
@@ -342,3 +342,36 @@ class PoissonNLLLoss(Loss):
             loss = loss + stirling * (target > 1)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return F.mean(loss)
+
+
+class CTCLoss(Loss):
+    r"""Connectionist temporal classification: the loss of labelling a sequence (speech,
+    handwriting) without knowing which frames belong to which label. ``-log p(label)``,
+    summed over every alignment of the label with the frames (ops/ctc.py).
+
+    layout : 'NTC' or 'TNC'   of `pred`, raw scores over the alphabet; the LAST class is
+                              the blank (no label at this frame)
+    label_layout : 'NT' or 'TN'   `label`: class indices, padded with -1
+    Call with ``pred, label[, pred_lengths][, label_lengths][, sample_weight]``: the
+    lengths (batch,) say how many frames and labels of each sample count.
+    """
+
+    def __init__(self, layout='NTC', label_layout='NT', weight=None, **kwargs):
+        if layout not in ('NTC', 'TNC'):
+            raise ValueError(f"CTCLoss: layout must be 'NTC' or 'TNC', got {layout!r}")
+        if label_layout not in ('NT', 'TN'):
+            raise ValueError(f"CTCLoss: label_layout must be 'NT' or 'TN', got "
+                             f"{label_layout!r}")
+        self._layout, self._label_layout = layout, label_layout
+        super().__init__(weight, label_layout.find('N'), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None,
+                       sample_weight=None):
+        if self._layout == 'NTC':
+            pred = F.transpose(pred, axes=(1, 0, 2))
+        if self._batch_axis == 1:
+            label = F.transpose(label)
+        loss = F.CTCLoss(pred, label, pred_lengths, label_lengths,
+                         use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label='last')
+        return _apply_weighting(F, loss, self._weight, sample_weight)

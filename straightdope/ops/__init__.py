@@ -1,4 +1,4 @@
 """All operators, declared once. Importing this package fills the registry."""
 from .registry import OPS, Op, OpError, get_op, list_ops, register  # noqa: F401
-from . import elemwise, reduce, shape, nn  # noqa: F401  (each family registers its ops)
+from . import elemwise, reduce, shape, nn, ctc  # noqa: F401  (each family registers its ops)
 from . import control_flow  # noqa: F401  (foreach, while_loop, cond)

@@ -46,6 +46,15 @@ class Dataset:
             return self
         return _SubsetDataset(self, range(count))
 
+    def shard(self, num_shards, index):
+        """Part ``index`` of ``num_shards`` contiguous parts (one per worker); the first
+        ``len % num_shards`` parts hold one sample more."""
+        if not 0 <= index < num_shards:
+            raise ValueError(f"shard: index must be in 0..{num_shards - 1}, got {index}")
+        size, rest = divmod(len(self), num_shards)
+        start = index * size + min(index, rest)
+        return _SubsetDataset(self, range(start, start + size + (index < rest)))
+
     def filter(self, fn):
         """Keep the samples for which ``fn(sample)`` is true (reads every sample once, now)."""
         keep = [i for i in range(len(self)) if fn(self[i])]

@@ -3,10 +3,12 @@
 Each one is a HybridBlock whose hybrid_forward is a single op, so a traced
 graph shows it as one node named after the block (`relu0_fwd`).
 """
+from ...initializer import Constant
+from ...ndarray import NDArray
 from ...ops import OpError, get_op
 from ..block import HybridBlock
 
-__all__ = ["Activation", "LeakyReLU", "ELU", "SELU", "GELU", "Swish", "SiLU"]
+__all__ = ["Activation", "LeakyReLU", "ELU", "SELU", "GELU", "Swish", "SiLU", "PReLU"]
 
 
 class Activation(HybridBlock):
@@ -113,3 +115,20 @@ class SiLU(Swish):
 
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+class PReLU(HybridBlock):
+    """x if x >= 0 else alpha * x, with `alpha` LEARNED: one slope (in_channels=1, the
+    default) or one per channel (axis 1), initialised to 0.25."""
+
+    def __init__(self, alpha_initializer=None, in_channels=1, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.alpha = self.params.get("alpha", shape=(in_channels,),
+                                         init=alpha_initializer or Constant(0.25))
+
+    def hybrid_forward(self, F, x, alpha):
+        if isinstance(x, NDArray) and x.ndim > 2:
+            alpha = F.reshape(alpha, shape=(1, -1) + (1,) * (x.ndim - 2))   # along axis 1
+        negative = F.broadcast_mul(F.relu(-x), alpha)
+        return F.relu(x) - negative
