@@ -256,3 +256,14 @@ def test_a_tiered_first_call_waits_a_little_for_a_quick_compile(monkeypatch):
     stats = net._cached_op.stats()["forward"]
     assert stats["tier"] == "graph" and not stats["pending"]
     assert [tier for _, tier, _ in stats["switches"]] == ["graph"]
+
+
+def test_only_a_few_missing_loops_are_compiled_in_the_first_call_itself():
+    from straightdope.compiler import tiers
+    loop = (("module", "def loop(): pass", "loop"), [])
+    kernel = (("kernel", "conv", "conv2d"), [])
+    assert tiers.quick("graph", []) and tiers.quick("steps", [])
+    assert tiers.quick("steps", [loop] * tiers.QUICK_LOOPS)
+    assert not tiers.quick("steps", [loop] * (tiers.QUICK_LOOPS + 1))
+    assert not tiers.quick("steps", [loop, kernel])          # a kernel compiles for long
+    assert not tiers.quick("graph", [loop])                  # so does a whole graph

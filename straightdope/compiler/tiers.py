@@ -6,8 +6,9 @@ runs an interpreter first and swaps in compiled code when it is done.
 
 1. the first call runs the passes (shapes, fusion, memory plan, source: a few
    milliseconds per op, and any error the compiler would raise is raised now) and
-   asks: is everything Numba has to compile for the final tier already in the caches?
-   Then the compiled tier is loaded at once (a new process with a warm disk cache);
+   asks: is everything Numba has to compile for the final tier already in the caches
+   (a new process with a warm disk cache), or is only a few of the steps tier's loops
+   missing (its kernels are compiled)? Then the compiled tier is made in the call;
 2. if not, a background process (the second core) compiles the final tier's
    functions into the disk cache: the whole-graph function, or the steps tier's loops
    and kernels. The first call waits for it at most `FIRST_CALL_WAIT` seconds in all
@@ -73,8 +74,18 @@ def resolve(what) -> object:
     raise ValueError(f"not a compile job item: {what[:1]}")
 
 
-def all_cached(job) -> bool:
-    return all(cache.is_cached(resolve(what), args) for what, args in job)
+def missing(job) -> list:
+    """The items of a job that are not compiled in the caches yet."""
+    return [(what, args) for what, args in job if not cache.is_cached(resolve(what), args)]
+
+
+def quick(final_tier, todo) -> bool:
+    """Is compiling `todo` here cheaper than the detour through the reference tier?
+    Yes when nothing is left, or only a few of the steps tier's loops (each a small
+    function, ~0.3 s): then the kernels are compiled, and waiting for the background
+    process would cost more than compiling here."""
+    return not todo or (final_tier == "steps" and len(todo) <= QUICK_LOOPS
+                        and all(what[0] == "module" for what, _ in todo))
 
 
 # ---------------------------------------------------- the background compile process
@@ -141,9 +152,11 @@ class BackgroundCompiler:
 _COMPILER: BackgroundCompiler | None = None
 _COMPILER_LOCK = threading.Lock()
 # A tiered first call waits this long (seconds) for the background compile before it
-# runs on the reference tier: a small graph whose kernels are compiled is ready by then,
-# so a notebook times compiled code right after hybridize(); long compiles never block.
-FIRST_CALL_WAIT = 2.0
+# runs on the reference tier: a small graph whose kernels are compiled is often ready by
+# then (compiled code from the first call on), and a long compile never blocks.
+FIRST_CALL_WAIT = 1.0
+# Up to this many loop functions of the steps tier are compiled in the first call itself.
+QUICK_LOOPS = 8
 
 
 def start() -> BackgroundCompiler:
@@ -193,13 +206,13 @@ class TieredExecutable:
         self.final = self.planned.tier
         self.calls, self.switches, self.ticket, self.error = 0, [], None, None
         self._lock = threading.Lock()        # two threads may both see the ticket done
-        job = self.planned.job()
-        if all_cached(job):
+        todo = missing(self.planned.job())
+        if quick(self.final, todo):
             self.active = Executable(*self._args, tier=self.final)
             return
         self.active = ReferenceExecutable(graph, is_train)
         try:
-            self.ticket = submit(job)
+            self.ticket = submit(todo)
         except OSError:                      # no second process here: compile now
             self.active = Executable(*self._args, tier=self.final)
 
