@@ -18,10 +18,11 @@ use; "cold": NUMBA_CACHE_DIR is a new empty folder too, so the kernels compile a
 "cached" reruns the case in another new process with the same graph cache (the figure
 for a notebook restarted on the same machine). One thread everywhere.
 
-The hybridized calls are synchronous (`hybridize(compile="sync")` when the library has
-tiers): the figure is the time until the compiled whole-graph function has run. The
-"tiered" column is the default first call, which runs a cheap tier while the compiled
-function is being built in another process.
+The hybridized calls are synchronous by default (`--mode sync`: the figure is the time
+until the compiled code has run); `--mode tiered` measures the library's default first
+call, which may run on the NumPy reference tier while another process compiles (use
+--wall then: that process's CPU time is not the call's). The JSON output says which tier
+each figure's first call ran on.
 """
 from __future__ import annotations
 
@@ -146,7 +147,8 @@ info = {"first_call": first, "first_call_cpu": cpu, "import_and_build": t1 - t0,
 fwd = getattr(plan, "forward", None)
 timings = getattr(fwd, "timings", None) or {}
 info["cache"] = timings.get("cache")
-info["tier"] = getattr(op, "stats", lambda: {})().get("tier") if hasattr(op, "stats") else None
+stats = op.stats() if hasattr(op, "stats") else {}
+info["tier"] = {part: stats[part]["tier"] for part in ("forward", "backward") if part in stats}
 print("RESULT " + json.dumps(info))
 """
 
@@ -226,7 +228,8 @@ def measure(case, kind, runs, cold_kernels, cached, mode, library=None):
         return {"error": errors[0]}
     return {"first_call": statistics.median(firsts), "runs": len(firsts),
             "spread": (min(firsts), max(firsts)), "peak_rss_mb": max(rss),
-            "cached": (again or {}).get("first_call"), "cache": last.get("cache")}
+            "cached": (again or {}).get("first_call"), "cache": last.get("cache"),
+            "tier": last.get("tier")}
 
 
 def main(argv=None):
