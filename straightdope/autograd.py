@@ -97,14 +97,15 @@ class TapeNode:
     `fresh_grads`: the arrays backward_fn returns are new and share memory with nothing
     (true of compiled graphs), so backward() may hand them over to `.grad` instead of
     copying them."""
-    __slots__ = ("inputs", "outputs", "backward_fn", "label", "fresh_grads")
+    __slots__ = ("inputs", "outputs", "backward_fn", "label", "fresh_grads", "op")
 
-    def __init__(self, inputs, outputs, backward_fn, label, fresh_grads=False):
+    def __init__(self, inputs, outputs, backward_fn, label, fresh_grads=False, op=None):
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.backward_fn = backward_fn      # list of output grads -> list of input grads
         self.label = label
         self.fresh_grads = fresh_grads
+        self.op = op                        # (registry Op, attrs) of an op's node: get_symbol
 
     def __repr__(self):
         return f"<TapeNode {self.label}: {len(self.inputs)} in, {len(self.outputs)} out>"
@@ -114,11 +115,11 @@ def needs_grad(array) -> bool:
     return array._grad_req != "null" or array._tape is not None
 
 
-def record_node(inputs, outputs, backward_fn, label, fresh_grads=False):
+def record_node(inputs, outputs, backward_fn, label, fresh_grads=False, op=None):
     """Put a node on the tape when any input needs a gradient. Returns the node or None."""
     if not any(needs_grad(x) for x in inputs):
         return None
-    node = TapeNode(inputs, outputs, backward_fn, label, fresh_grads)
+    node = TapeNode(inputs, outputs, backward_fn, label, fresh_grads, op)
     for k, out in enumerate(outputs):
         out._tape = (node, k)
     return node
@@ -255,6 +256,95 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
         for v, (g, req) in zip(variables, saved):
             v._grad, v._grad_req = g, req
     return result[0] if single else result
+
+
+def get_symbol(x):
+    """The recorded computation of `x` as a Symbol: the arrays it started from become
+    variables (var0, var1, ... in the order they are met), each recorded op a node."""
+    from . import symbol as sym
+    from .symbol.symbol import _create
+    if x._tape is None:
+        raise ValueError("get_symbol(): nothing was recorded for this array; compute it "
+                         "inside `with autograd.record():` from arrays with attach_grad()")
+    made = {}                   # id(tape node or leaf array) -> Symbol
+    leaves = []
+
+    def symbol_of(array):
+        if array._tape is None:
+            if id(array) not in made:
+                made[id(array)] = sym.var(f"var{len(leaves)}")
+                leaves.append(array)
+            return made[id(array)]
+        node, k = array._tape
+        return made[id(node)][k]
+
+    for node in reversed(_topological([x])):        # inputs before the nodes using them
+        if node.op is None:
+            raise ValueError(f"get_symbol(): the recorded step {node.label} is not one op "
+                             f"(a hybridized block or a custom Function); get its graph "
+                             f"from the block instead (export, or its Symbol)")
+        op, attrs = node.op
+        made[id(node)] = _create(op.name, [symbol_of(a) for a in node.inputs], attrs,
+                                 parsed=True)
+        if len(node.outputs) > 1 and len(made[id(node)]) == 1:
+            made[id(node)] = [made[id(node)]]
+    return symbol_of(x)
+
+
+class Function:
+    """An op with a forward and a backward you write yourself (MXNet's
+    `autograd.Function`), e.g. a numerically safer gradient:
+
+        class Sigmoid(autograd.Function):
+            def forward(self, x):
+                y = 1 / (1 + nd.exp(-x))
+                self.save_for_backward(y)
+                return y
+            def backward(self, dy):
+                y, = self.saved_tensors
+                return dy * y * (1 - y)
+
+    Call an instance on NDArrays (`Sigmoid()(x)`); under `record()` the call is one
+    node on the tape whose gradient is your `backward`. Use a new instance per call."""
+
+    def __init__(self):
+        self.saved_tensors = ()
+
+    def save_for_backward(self, *arrays):
+        """Keep arrays for backward (read them back as `self.saved_tensors`)."""
+        self.saved_tensors = arrays
+
+    def forward(self, *inputs):
+        raise NotImplementedError("a Function needs a forward(self, *inputs) method")
+
+    def backward(self, *output_grads):
+        raise NotImplementedError("a Function needs a backward(self, *output_grads) method")
+
+    def __call__(self, *inputs):
+        from .ndarray import NDArray
+        with pause(train_mode=is_training()):
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outputs_list = [outputs] if single else list(outputs)
+        # Outputs of their own, so that the tape never marks an input as an output.
+        outputs_list = [NDArray(o._data, o._ctx) for o in outputs_list]
+        name = type(self).__name__
+
+        def backward_fn(out_grads):
+            grads = self.backward(*out_grads)
+            grads = [grads] if isinstance(grads, NDArray) else list(grads)
+            if len(grads) != len(inputs):
+                raise ValueError(f"{name}.backward returned {len(grads)} gradient(s) for "
+                                 f"{len(inputs)} input(s) of forward")
+            return grads
+        if is_recording():
+            record_node(list(inputs), outputs_list, backward_fn, name)
+        return outputs_list[0] if single else tuple(outputs_list)
+
+
+__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+           "set_recording", "set_training", "mark_variables", "backward", "grad",
+           "get_symbol", "Function", "NDArray"]
 
 
 def __getattr__(attr):

@@ -10,6 +10,7 @@ integer_types = (int, _np.integer)
 numeric_types = (float, int, _np.generic)
 string_types = (str,)
 py_slice = slice
+mx_real_t = _np.float32         # MXNet's default real type
 
 
 class MXNetError(RuntimeError):

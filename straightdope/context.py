@@ -3,7 +3,7 @@
 
 class Context:
     def __init__(self, device_type="cpu", device_id=0):
-        if device_type not in ("cpu", "gpu", "cpu_pinned"):
+        if device_type not in ("cpu", "gpu", "cpu_pinned", "cpu_shared"):
             raise ValueError(f"unknown device type {device_type!r}")
         self.device_type, self.device_id = device_type, device_id
 

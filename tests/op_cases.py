@@ -362,3 +362,36 @@ add(Case("Cast", inputs(U((2, 3))), {"dtype": "float32"},
 for name, f in (("argmax", np.argmax), ("argmin", np.argmin)):
     add(Case(name, inputs(distinct((3, 4))), {"axis": 1}, wrt=(),
              expected=lambda ins, a, f=f: [f(ins[0], axis=1).astype(np.float64)]))
+
+# optimizer steps: the new weight (the states they update are written back in place)
+W, POS = U((2, 3)), U((2, 3), 0.5, 2.0)
+add(Case("sgd_update", inputs(W, W), {"lr": 0.1, "wd": 0.01}, wrt=(),
+         expected=lambda ins, a: [(1 - 0.1 * 0.01) * ins[0] - 0.1 * ins[1]]))
+add(Case("sgd_mom_update", inputs(W, W, W), {"lr": 0.1, "momentum": 0.9}, wrt=(),
+         expected=lambda ins, a: [ins[0] + 0.9 * ins[2] - 0.1 * ins[1]]))
+add(Case("nag_mom_update", inputs(W, W, W), {"lr": 0.1, "momentum": 0.9}, wrt=()))
+add(Case("signsgd_update", inputs(W, W), {"lr": 0.1}, wrt=(),
+         expected=lambda ins, a: [ins[0] - 0.1 * np.sign(ins[1])]))
+add(Case("signum_update", inputs(W, W, W), {"lr": 0.1, "momentum": 0.9}, wrt=()))
+add(Case("adam_update", inputs(W, W, W, POS), {"lr": 0.01, "clip_gradient": 1.0}, wrt=()))
+add(Case("rmsprop_update", inputs(W, W, POS), {"lr": 0.01}, wrt=()))
+add(Case("rmspropalex_update", inputs(W, U((2, 3), -0.5, 0.5), U((2, 3), 2.0, 3.0),
+                                      U((2, 3), -0.5, 0.5), W), {"lr": 0.01}, wrt=()))
+add(Case("ftml_update", inputs(W, W, POS, POS, W), {"lr": 0.01, "t": 3}, wrt=()))
+add(Case("ftrl_update", inputs(W, W, W, POS), {"lr": 0.1}, wrt=()))
+
+# gathering by index
+add(Case("take", inputs(U((4, 3)), labels((2, 2), 4)), wrt=(0,),
+         expected=lambda ins, a: [ins[0][ins[1].astype(int)]]))
+add(Case("take", inputs(U((2, 5)), lambda rng: np.array([4.0, 7.0, -1.0])),
+         {"axis": 1, "mode": "wrap"}, wrt=(0,),
+         expected=lambda ins, a: [ins[0][:, [4, 2, 4]]]))
+add(Case("batch_take", inputs(U((3, 4)), labels((3,), 4)), wrt=(0,),
+         expected=lambda ins, a: [ins[0][np.arange(3), ins[1].astype(int)]]))
+
+# elemwise_*: broadcast_* arithmetic without broadcasting (equal shapes)
+for name, f in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)):
+    add(Case(f"elemwise_{name}", inputs(U((2, 3)), U((2, 3))), wrt=(0, 1),
+             expected=lambda ins, a, f=f: [f(ins[0], ins[1])]))
+add(Case("elemwise_div", inputs(U((2, 3)), U((2, 3), 0.5, 2.0)), wrt=(0, 1),
+         expected=lambda ins, a: [ins[0] / ins[1]]))

@@ -138,3 +138,312 @@ def test_uniform_and_normal_take_array_parameters_and_out():
     assert (draws.asnumpy()[1] >= 10).all() and (draws.asnumpy()[0] < 1).all()
     target = nd.zeros((3,))
     assert nd.normal(5, 0.01, out=target) is target and abs(target.asnumpy() - 5).max() < 1
+
+
+# ------------------------------------------------------------- Symbol executors (MXNet 1.x)
+
+def test_simple_bind_allocates_the_arrays_and_backward_writes_the_gradients():
+    x = mx.sym.var("x")
+    net = mx.sym.FullyConnected(x, num_hidden=2, name="fc")
+    exe = net.simple_bind(mx.cpu(), x=(3, 4))
+    assert [a.shape for a in exe.arg_arrays] == [(3, 4), (2, 4), (2,)]
+    exe.arg_dict["fc_weight"][:] = 1
+    out = exe.forward(is_train=True, x=nd.ones((3, 4)))
+    assert out[0] is exe.outputs[0] and out[0].asnumpy().tolist() == [[4, 4]] * 3
+    exe.backward(nd.ones((3, 2)))
+    assert exe.grad_dict["fc_weight"].asnumpy().tolist() == [[3] * 4] * 2
+    assert exe.grad_dict["fc_bias"].asnumpy().tolist() == [3, 3]
+    exe.forward(is_train=True)
+    exe.backward(nd.ones((3, 2)))      # 'write': the second backward overwrites
+    assert exe.grad_dict["fc_bias"].asnumpy().tolist() == [3, 3]
+
+
+def test_bind_uses_the_given_arrays_and_accumulates_with_grad_req_add():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    lhs, rhs = nd.array([1.0, 2.0]), nd.array([3.0, 4.0])
+    lhs_grad = nd.zeros(2)
+    exe = (a * b).bind(mx.cpu(), args={"b": rhs, "a": lhs}, args_grad={"a": lhs_grad},
+                       grad_req="add")
+    exe.forward(is_train=True)
+    exe.backward(nd.ones(2))
+    exe.backward(nd.ones(2))
+    assert lhs_grad.asnumpy().tolist() == [6, 8]          # rhs, twice
+    assert exe.grad_dict["b"] is None
+    rhs[:] = 0                                           # the executor reads rhs itself
+    assert exe.forward()[0].asnumpy().tolist() == [0, 0]
+    with pytest.raises(ValueError, match="1 args given for 2 names"):
+        (a * b).bind(mx.cpu(), args=[lhs])
+
+
+def test_simple_bind_without_enough_shapes_names_the_unknown_arguments():
+    net = mx.sym.var("x") + mx.sym.var("y")
+    with pytest.raises(mx.base.MXNetError, match=r"\['x', 'y'\]"):
+        net.simple_bind(mx.cpu())
+
+
+def test_executor_reshape_shares_the_memory_of_arrays_that_fit():
+    x = mx.sym.var("x")
+    exe = mx.sym.FullyConnected(x, num_hidden=4, name="fc").simple_bind(
+        mx.cpu(), x=(5, 4), grad_req="null")
+    exe.arg_dict["x"][:] = 1
+    exe.arg_dict["fc_weight"][:] = 1
+    small = exe.reshape(x=(3, 4))
+    small.forward()
+    assert (small.outputs[0].asnumpy() == 4).all()
+    assert (exe.outputs[0].asnumpy()[:3] == 4).all()
+    with pytest.raises(mx.base.MXNetError, match="allow_up_sizing"):
+        exe.reshape(x=(6, 4))
+    big = exe.reshape(allow_up_sizing=True, x=(6, 4))
+    big.arg_dict["x"][:] = 0
+    assert (exe.arg_dict["x"].asnumpy() == 1).all()
+    assert big.arg_dict["fc_weight"] is exe.arg_dict["fc_weight"]
+
+
+def test_an_op_called_without_its_data_is_composed_later_by_calling_the_symbol():
+    head = mx.sym.FullyConnected(name="head", num_hidden=3)
+    assert head.list_arguments() == ["head_data", "head_weight", "head_bias"]
+    body = mx.sym.relu(mx.sym.var("x"))
+    net = head(head_data=body)
+    assert net.list_arguments() == ["x", "head_weight", "head_bias"]
+    assert net.infer_shape(x=(2, 5))[1] == [(2, 3)]
+    with pytest.raises(ValueError, match="not arguments"):
+        head(nothing=body)
+
+
+def test_infer_shape_partial_reports_an_unknown_shape_as_an_empty_tuple_as_mxnet_does():
+    out = mx.sym.sin(mx.sym.var("data"))
+    assert out.infer_shape_partial() == ([()], [()], [])
+    with mx.np_shape(True):
+        assert out.infer_shape_partial() == ([None], [None], [])
+    assert out.infer_shape() == (None, None, None)
+
+
+# ---------------------------------------------------------------------- autograd extras
+
+def test_a_custom_function_runs_its_own_backward_on_the_tape():
+    class ScaledSquare(mx.autograd.Function):
+        def forward(self, x):
+            self.save_for_backward(x)
+            return x * x
+
+        def backward(self, dy):
+            x, = self.saved_tensors
+            return dy * x * 10          # deliberately not 2x: the tape must use this rule
+
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = ScaledSquare()(x) + 1
+    y.backward()
+    assert y.asnumpy().tolist() == [2, 5]
+    assert x.grad.asnumpy().tolist() == [10, 20]
+
+
+def test_a_custom_function_returning_the_wrong_number_of_gradients_says_so():
+    class Pair(mx.autograd.Function):
+        def forward(self, a, b):
+            return a + b
+
+        def backward(self, dy):
+            return dy
+
+    a, b = nd.ones(2), nd.ones(2)
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        out = Pair()(a, b)
+    with pytest.raises(ValueError, match="1 gradient.*2 input"):
+        out.backward()
+
+
+def test_get_symbol_turns_the_recorded_computation_into_a_graph():
+    x, z = nd.ones((1,)), nd.ones((1,))
+    x.attach_grad()
+    z.attach_grad()
+    with mx.autograd.record():
+        y = x * x + 2 * z - 1
+    graph = mx.autograd.get_symbol(y)
+    assert graph.list_arguments() == ["var0", "var1"]
+    assert graph.eval(var0=nd.array([3.0]), var1=nd.array([1.0]))[0].asnumpy().tolist() == [10]
+
+
+def test_star_import_of_autograd_gives_mxnets_names():
+    names = {}
+    exec("from straightdope.autograd import *", names)
+    for name in ("record", "backward", "mark_variables", "Function", "get_symbol", "NDArray"):
+        assert name in names
+
+
+def test_tostype_default_is_a_dense_copy_and_sparse_storage_is_refused():
+    x = nd.ones((2, 2))
+    y = x.tostype("default")
+    assert y is not x and y.asnumpy().tolist() == x.asnumpy().tolist()
+    with pytest.raises(mx.base.MXNetError, match="densely"):
+        x.tostype("csr")
+
+
+def test_optimizer_update_ops_return_the_new_weight_and_update_their_states_in_place():
+    weight, grad, mom = nd.ones(3), nd.array([1.0, -2.0, 3.0]), nd.zeros(3)
+    nd.sgd_mom_update(weight, grad, mom, lr=0.1, momentum=0.9, out=weight)
+    np.testing.assert_allclose(mom.asnumpy(), [-0.1, 0.2, -0.3], rtol=1e-6)
+    np.testing.assert_allclose(weight.asnumpy(), [0.9, 1.2, 0.7], rtol=1e-6)
+    kept = grad.asnumpy()
+    new = nd.signsgd_update(weight, grad, lr=0.5)              # no out=: weight unchanged
+    np.testing.assert_allclose(new.asnumpy(), [0.4, 1.7, 0.2], rtol=1e-6)
+    np.testing.assert_allclose(weight.asnumpy(), [0.9, 1.2, 0.7], rtol=1e-6)
+    assert (grad.asnumpy() == kept).all()
+    mean, var = nd.zeros(3), nd.zeros(3)
+    nd.adam_update(weight, grad, mean, var, lr=0.01, clip_gradient=1.0, out=weight)
+    np.testing.assert_allclose(mean.asnumpy(), [0.1, -0.1, 0.1], rtol=1e-6)
+    assert mx.sym.adam_update(*[mx.sym.var(n) for n in "wgmv"], lr=0.1) \
+        .list_auxiliary_states() == ["m", "v"]
+
+
+def test_take_gathers_slices_and_its_gradient_adds_up_repeated_indices():
+    table = nd.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    table.attach_grad()
+    with mx.autograd.record():
+        rows = table.take(nd.array([2, 0, 2, 9]))           # 9 is clipped to 2
+    assert rows.asnumpy().tolist() == [[5, 6], [1, 2], [5, 6], [5, 6]]
+    rows.backward()
+    assert table.grad.asnumpy().tolist() == [[1, 1], [0, 0], [3, 3]]
+    cols = nd.take(table, nd.array([[1], [-1]]), axis=1, mode="wrap")
+    assert cols.shape == (3, 2, 1) and cols.asnumpy()[:, :, 0].tolist() == [[2, 2], [4, 4],
+                                                                              [6, 6]]
+
+
+def test_batch_take_picks_one_entry_per_row_in_nd_and_in_a_bound_symbol():
+    scores = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert nd.batch_take(nd.array(scores), nd.array([1, 2, 3])).asnumpy().tolist() == [1, 6, 11]
+    x, idx = mx.sym.var("x"), mx.sym.var("idx")
+    exe = mx.sym.batch_take(x, idx).simple_bind(mx.cpu(), x=(3, 4), idx=(3,),
+                                                type_dict={"idx": np.int32})
+    assert exe.arg_dict["idx"].dtype == np.int32
+    exe.forward(is_train=True, x=nd.array(scores), idx=nd.array([1, 2, 3]))
+    exe.backward(nd.ones(3))
+    assert exe.outputs[0].asnumpy().tolist() == [1, 6, 11]
+    assert exe.grad_dict["x"].asnumpy().tolist() == [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+
+
+def test_symbols_have_the_same_op_methods_as_ndarrays():
+    x = mx.sym.var("x")
+    out = x.take(mx.sym.var("i")).squeeze(axis=0).floor().astype("float64")
+    assert out.list_arguments() == ["x", "i"]
+    result = out.eval(x=nd.array([[1.5, 2.5]]), i=nd.array([0]))[0]
+    assert result.dtype == np.float64 and result.asnumpy().tolist() == [1, 2]
+
+
+def test_infer_type_follows_casts_and_gives_weights_their_datas_dtype():
+    data = mx.sym.var("data")
+    net = mx.sym.FullyConnected(mx.sym.Cast(data, dtype="float32"), num_hidden=4, name="fc")
+    args, outs, aux = net.infer_type(data=np.float16)
+    assert args == [np.float16, np.float32, np.float32] and outs == [np.float32]
+    assert net.infer_type_partial()[0] == [None, np.float32, np.float32]
+    assert net.infer_type() == (None, None, None)
+    half = mx.sym.FullyConnected(data, num_hidden=4, name="fc")
+    assert half.infer_type(np.float16)[0] == [np.float16] * 3
+    embedded = mx.sym.Embedding(mx.sym.var("ids"), input_dim=5, output_dim=2, name="emb")
+    assert embedded.infer_type(ids=np.int32, emb_weight=np.float64)[1] == [np.float64]
+
+
+def test_a_symbol_pickles_as_its_json():
+    import pickle
+    net = mx.sym.FullyConnected(mx.sym.relu(mx.sym.var("x")), num_hidden=3, name="fc")
+    state = net.__getstate__()
+    assert set(state) == {"json"} and '"FullyConnected"' in state["json"]
+    copy = pickle.loads(pickle.dumps(net))
+    assert copy.tojson() == net.tojson() and copy.list_arguments() == net.list_arguments()
+
+
+def test_asscalar_keeps_the_arrays_dtype_and_item_gives_a_python_number():
+    value = nd.array([2.5]).asscalar()
+    assert type(value) is np.float32 and value == 2.5
+    assert type(nd.array([3], dtype="int32").asscalar()) is np.int32
+    assert type(nd.array([2.5]).item()) is float
+
+
+def test_infer_shape_accepts_unknown_dimensions_and_reports_the_ones_it_cannot_infer():
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    assert mx.sym.dot(x, y).infer_shape_partial(x=(0, 3, 4), y=(4, 5))[1] == [(0, 3, 5)]
+    with mx.np_shape(True):
+        assert mx.sym.dot(x, y).infer_shape_partial(x=(-1, 3, 4), y=(4, 5))[1] == [(-1, 3, 5)]
+    assert mx.sym.dot(x, y).infer_shape(x=(0, 3, 4), y=(4, 5)) == (None, None, None)
+    # inner dims that only match once known: nothing can be said about the output
+    assert mx.sym.batch_dot(x, y).infer_shape_partial(x=(0, 3, 4), y=(0, 0, 5))[1] == [()]
+    weight = mx.sym.var("w", shape=(8, 0))                  # MXNet's deferred input size
+    net = mx.sym.FullyConnected(mx.sym.var("data"), weight, num_hidden=8)
+    assert net.infer_shape(data=(2, 5))[0] == [(2, 5), (8, 5), (8,)]
+
+
+def test_elemwise_ops_infer_one_inputs_shape_from_the_other():
+    a = mx.sym.var("a", shape=(2, 3))
+    total = mx.sym.elemwise_add(a, mx.sym.var("b"))
+    assert total.infer_shape() == ([(2, 3), (2, 3)], [(2, 3)], [])
+    with pytest.raises(mx.base.MXNetError, match="equal shapes"):
+        total.infer_shape(a=(2, 3), b=(1, 3))
+
+
+def test_shape_inference_repeats_until_late_learnt_parameter_shapes_reach_earlier_nodes():
+    fc = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=1, no_bias=True, name="fc")
+    net = mx.sym.sum(mx.sym.abs(fc.get_internals()["fc_weight"])) + mx.sym.sum(fc)
+    args, outs, _ = net.infer_shape(data=(5, 13))
+    assert args == [(1, 13), (5, 13)] and outs == [()]         # sum of all: a 0-d value
+
+
+# ------------------------------------------------------------ nd conveniences of MXNet 1.x
+
+def test_older_nd_names_crop_concatenate_and_choose_element_0index_work():
+    x = nd.ones((2, 3, 4))
+    assert nd.crop(x, begin=(0, 0, 0), end=(2, 1, 3)).shape == (2, 1, 3)
+    joined = nd.concatenate([nd.ones((2, 1)), nd.zeros((2, 2))], axis=1)
+    assert joined.asnumpy().tolist() == [[1, 0, 0], [1, 0, 0]]
+    table = nd.array([[1.0, 2.0], [3.0, 4.0]])
+    assert nd.choose_element_0index(table, nd.array([1, 0])).asnumpy().tolist() == [2, 3]
+    filled = nd.fill_element_0index(table, nd.array([7.0, 8.0]), nd.array([0, 1]))
+    assert filled.asnumpy().tolist() == [[7, 2], [3, 8]]
+    assert table.asnumpy().tolist() == [[1, 2], [3, 4]]
+    target = nd.zeros((2, 3))
+    assert nd.onehot_encode(nd.array([2, 0]), out=target) is target
+    assert target.asnumpy().tolist() == [[0, 0, 1], [1, 0, 0]]
+
+
+def test_moveaxis_linspace_and_from_numpy_follow_numpy():
+    x = nd.zeros((5, 6, 7))
+    assert nd.moveaxis(x, 0, -1).shape == (6, 7, 5) and nd.moveaxis(x, 2, 0).shape == (7, 5, 6)
+    with pytest.raises(IndexError, match="out of range"):
+        nd.moveaxis(x, 3, 0)
+    np.testing.assert_allclose(nd.linspace(0, 1, 5).asnumpy(), np.linspace(0, 1, 5))
+    assert nd.linspace(0, 1, 4, endpoint=False).asnumpy().tolist() == [0, 0.25, 0.5, 0.75]
+    source = np.arange(6, dtype=np.float32).reshape(2, 3)
+    shared = nd.from_numpy(source)
+    shared[0, 0] = 100
+    assert source[0, 0] == 100
+    assert nd.from_numpy(source, zero_copy=False).asnumpy() is not source
+    with pytest.raises(ValueError, match="C-contiguous"):
+        nd.from_numpy(source.T)
+
+
+def test_contrib_value_tests_give_ones_and_zeros():
+    x = nd.array([1.0, np.inf, -np.inf, np.nan])
+    assert nd.contrib.isinf(x).asnumpy().tolist() == [0, 1, 1, 0]
+    assert nd.contrib.isfinite(x).asnumpy().tolist() == [1, 0, 0, 0]
+    assert nd.contrib.isnan(x).asnumpy().tolist() == [0, 0, 0, 1]
+
+
+def test_symbol_json_says_is_np_shape_only_under_numpy_shape_semantics():
+    import json
+    assert "is_np_shape" not in json.loads(mx.sym.var("a").tojson())["attrs"]
+    with mx.np_shape(True):
+        assert json.loads(mx.sym.var("a").tojson())["attrs"]["is_np_shape"] == ["int", 1]
+    assert mx.base.mx_real_t is np.float32
+    assert mx.Context("cpu_shared", 0) == mx.Context("cpu_shared", 0)
+
+
+def test_np_has_numpys_dtype_and_constant_names_and_arrays_convert_to_themselves():
+    assert mx.np.bool is np.bool_ and mx.np.int16 is np.int16 and mx.np.pi == np.pi
+    assert mx.np.identity(n=3).asnumpy().tolist() == np.identity(3).tolist()
+    x = nd.ones((2,))
+    assert x.as_np_ndarray() is x and x.as_nd_ndarray() is x
+    assert x.copy(order="C") is not x
+    s = mx.sym.var("s")
+    assert s.as_nd_ndarray() is s

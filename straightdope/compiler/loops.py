@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Graph, Node, annotate
-from ..ops import get_op
+from ..ops import OPS, get_op
 from ..ops.control_flow import CONTROL_FLOW_OPS, _foreach_counts, body_graph, saving_body
 
 # Ops that run between compiled segments, and how (shown by ops.numba_kernel).
@@ -32,6 +32,8 @@ HOST_OPS = {"_foreach": "loop: body compiled once, run per step (compiler/loops.
             "_while_loop": "loop: body compiled once, run per step (compiler/loops.py)",
             "_cond": "branches compiled once, one runs per call (compiler/loops.py)",
             "reverse": "NumPy, between compiled segments (compiler/loops.py)"}
+HOST_OPS.update({op.name: "NumPy, between compiled segments (the op is numpy_only)"
+                 for op in OPS.values() if op.numpy_only})
 
 
 # Ops whose Numba kernels cover 2-D images only: on 1-D or 3-D data (their first input

@@ -821,7 +821,7 @@ class HybridBlock(Block):
         flat, _ = _flatten(args, "input")
         used = set(out.list_inputs())
         known = {i.name: a.shape for i, a in zip(inputs, flat) if i.name in used}
-        arg_shapes, _, aux_shapes = out.infer_shape_partial(**known)
+        arg_shapes, _, aux_shapes = out._infer_shape_partial(**known)
         shapes = dict(zip(out.list_arguments(), arg_shapes))
         shapes.update(zip(out.list_auxiliary_states(), aux_shapes))
         for param in self.collect_params().values():

@@ -92,6 +92,56 @@ def stack(*arrays, axis=0, **kwargs):
     return invoke("concat", [a.expand_dims(axis) for a in arrays], {"dim": axis})
 
 
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+    """`num` evenly spaced values from start to stop (stop left out if not endpoint)."""
+    check_context(ctx)
+    values = _np.linspace(start, stop, int(num), endpoint=endpoint)
+    return NDArray(values.astype(_dtype(dtype)), ctx)
+
+
+def from_numpy(ndarray, zero_copy=True):
+    """An NDArray over a NumPy array; with zero_copy it shares the array's memory (which
+    must then be C-contiguous)."""
+    if zero_copy and not ndarray.flags["C_CONTIGUOUS"]:
+        raise ValueError("from_numpy(zero_copy=True) needs a C-contiguous array; pass "
+                         "numpy.ascontiguousarray(x) or zero_copy=False")
+    return NDArray(ndarray if zero_copy else ndarray.copy())
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    """Join arrays along an existing axis (MXNet's older name for concat)."""
+    arrays = list(arrays)
+    if len(arrays) == 1 and not always_copy:
+        return arrays[0]
+    return invoke("concat", arrays, {"dim": axis})
+
+
+def moveaxis(tensor, source, destination):
+    """Move axis `source` to position `destination`; the others keep their order."""
+    ndim = tensor.ndim
+    for name, axis in (("source", source), ("destination", destination)):
+        if not -ndim <= axis < ndim:
+            raise IndexError(f"moveaxis: {name} axis {axis} is out of range for an array "
+                             f"with {ndim} dimensions")
+    order = [a for a in range(ndim) if a != source % ndim]
+    order.insert(destination % ndim, source % ndim)
+    return invoke("transpose", [tensor], {"axes": tuple(order)})
+
+
+def onehot_encode(indices, out):
+    """Fill `out` (batch, classes) with the one-hot rows of `indices` (MXNet's older API)."""
+    out[:] = invoke("one_hot", [indices], {"depth": out.shape[1], "dtype": out._data.dtype.name})
+    return out
+
+
+def fill_element_0index(lhs, mhs, rhs, out=None):
+    """A copy of `lhs` (2-D) with lhs[i, rhs[i]] = mhs[i] for each row i."""
+    result = lhs._data.copy()
+    rows = _np.arange(result.shape[0])
+    result[rows, rhs._data.astype(_np.int64)] = mhs._data
+    return _created(result, lhs._ctx, out)
+
+
 def waitall():
     """Nothing to wait for: every straightdope op has finished when it returns."""
 
@@ -263,7 +313,7 @@ _METHODS = (
     "reciprocal", "abs", "sign", "sin", "cos", "tan", "sinh", "cosh", "arcsin", "arccos",
     "arctan", "arcsinh", "arccosh", "arctanh", "round", "rint", "floor", "ceil", "trunc",
     "fix", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "clip", "pick", "one_hot",
-    "split", "slice", "slice_axis", "dot", "broadcast_axes")
+    "split", "slice", "slice_axis", "take", "dot", "broadcast_axes")
 for _name in _METHODS:
     if _name not in globals():
         continue

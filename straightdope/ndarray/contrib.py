@@ -1,10 +1,13 @@
-"""`nd.contrib`: the control-flow operators run imperatively (plain Python loops).
+"""`nd.contrib`: the control-flow operators run imperatively (plain Python loops), and
+the value tests isinf / isfinite / isnan (at the end).
 
 They take the same functions as `sym.contrib`'s, so a `hybrid_forward` that calls
 `F.contrib.foreach(...)` works with either `F`: here the body runs once per step on
 real arrays (and autograd records every op), there it is traced once into a graph.
 """
 from __future__ import annotations
+
+import numpy as _np_module
 
 from ..ops import OpError
 from ..ops.control_flow import as_list, check_count, check_max_iterations, check_step
@@ -76,3 +79,15 @@ def cond(pred, then_func, else_func, name="cond"):
 
 
 __all__ = ["foreach", "while_loop", "cond"]
+
+
+def _flags(test, doc):
+    def function(data):
+        return NDArray(test(data._data).astype(data._data.dtype), data._ctx)
+    function.__doc__ = doc
+    return function
+
+
+isinf = _flags(_np_module.isinf, "1 where the value is +inf or -inf, else 0.")
+isfinite = _flags(_np_module.isfinite, "1 where the value is finite, else 0.")
+isnan = _flags(_np_module.isnan, "1 where the value is NaN, else 0.")

@@ -77,14 +77,15 @@ class NDArray:
         return self._data.copy()
 
     def asscalar(self):
+        """The one value, as a NumPy scalar of the array's dtype (np.float32 by default),
+        as in MXNet; `item()` gives a Python number."""
         if self.size != 1:
             raise ValueError(f"asscalar() needs an array with one element, this one has shape "
                              f"{self.shape}")
-        return self._data.reshape(()).item() if self.dtype != np.float32 else \
-            np.float32(self._data.reshape(())).item()
+        return self._data.reshape(-1)[0]
 
     def item(self):
-        return self.asscalar()
+        return self.asscalar().item()
 
     def __array__(self, dtype=None, copy=None):
         return self._data if dtype is None else self._data.astype(dtype)
@@ -95,8 +96,21 @@ class NDArray:
             return self
         return invoke("Cast", [self], {"dtype": dtype.name})
 
-    def copy(self):
+    def copy(self, order="C"):
         return invoke("_copy", [self], {})
+
+    def as_np_ndarray(self):
+        """The same array: `nd` and `np` share one array type here (MXNet has two)."""
+        return self
+
+    as_nd_ndarray = as_np_ndarray
+
+    def tostype(self, stype):
+        """A dense copy ('default'); straightdope has no sparse storage."""
+        if stype != "default":
+            raise MXNetError(f"tostype({stype!r}): straightdope stores every array densely "
+                             f"(sparse storage is not part of it); use 'default'")
+        return self.copy()
 
     def copyto(self, other):
         if isinstance(other, NDArray):
@@ -406,7 +420,7 @@ def _record(op, attrs, inputs, outputs, is_train):
 
     def backward_fn(out_grads):
         return op.backward(_module(), attrs, inputs, outputs, out_grads, is_train=is_train)
-    autograd.record_node(inputs, outputs, backward_fn, op.name)
+    autograd.record_node(inputs, outputs, backward_fn, op.name, op=(op, attrs))
 
 
 def _module():

@@ -15,6 +15,9 @@ from . import random  # noqa: F401
 
 float16, float32, float64 = _onp.float16, _onp.float32, _onp.float64
 int8, int32, int64, uint8, bool_ = _onp.int8, _onp.int32, _onp.int64, _onp.uint8, _onp.bool_
+int16, uint16, uint32, uint64 = _onp.int16, _onp.uint16, _onp.uint32, _onp.uint64
+bool = _onp.bool_                   # mx.np.bool, as NumPy 2 has it again
+pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None
 pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None
 
 
@@ -166,7 +169,9 @@ def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
     return array(_onp.eye(N, M, k), dtype)
 
 
-identity = eye
+def identity(n, dtype=None, ctx=None, device=None):
+    """The n x n identity matrix."""
+    return eye(n, dtype=dtype, ctx=ctx, device=device)
 
 
 def meshgrid(*xi, indexing="xy", **kwargs):

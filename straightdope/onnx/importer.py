@@ -176,7 +176,7 @@ class Builder:
         known = {n: s for n, s in self.declared.items() if n in value.list_inputs()}
         known.update({n: a.shape for n, a in self.params.items() if n in value.list_inputs()})
         try:
-            shape = value.infer_shape_partial(**known)[1][0]
+            shape = value._infer_shape_partial(**known)[1][0]
         except ValueError:
             shape = None
         if shape is None:

@@ -269,9 +269,25 @@ for _name, (_fn, _sym) in COMPARE.items():
              infer_shape=broadcast_shapes, gradient=lambda F, a, i, o, og: [None, None],
              scalar_expr=f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", elementwise=True,
              doc=f"1 where lhs {_sym} rhs, else 0 (with broadcasting); no gradient.")
-for _old, _new in [("elemwise_add", "broadcast_add"), ("elemwise_sub", "broadcast_sub"),
-                   ("elemwise_mul", "broadcast_mul"), ("elemwise_div", "broadcast_div"),
-                   ("broadcast_plus", "broadcast_add"), ("broadcast_minus", "broadcast_sub"),
+
+
+def same_shapes(attrs, in_shapes):
+    """elemwise_*: both inputs have one shape, so either tells the other's."""
+    a, b = in_shapes
+    if _known(a, b) and tuple(a) != tuple(b):
+        raise OpError(f"shapes {a} and {b} differ: elemwise ops need equal shapes (the "
+                      f"broadcast_* ops line up dimensions of size 1)")
+    s = a if a is not None else b
+    return [s, s], [s]
+
+
+for _name in ("add", "sub", "mul", "div"):
+    _fn, _expr, _ga, _gb = BINARY[f"broadcast_{_name}"]
+    register(f"elemwise_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
+             infer_shape=same_shapes, gradient=_binary_gradient(_ga, _gb),
+             scalar_expr=_expr, elementwise=True,
+             doc=f"elemwise_{_name}(lhs, rhs): both of one shape, which each tells the other.")
+for _old, _new in [("broadcast_plus", "broadcast_add"), ("broadcast_minus", "broadcast_sub"),
                    ("maximum", "broadcast_maximum"), ("minimum", "broadcast_minimum"),
                    ("power", "broadcast_power")]:
     alias(_old, _new)

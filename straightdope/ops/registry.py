@@ -180,6 +180,8 @@ class Op:
     output_names: tuple[str, ...] = ("output",)
     doc: str = ""
     numba_kernel: Any = None               # filled in by straightdope.compiler.kernels
+    numpy_only: bool = False               # no Numba kernel: compiled graphs run its NumPy
+                                           # forward between compiled segments
 
     def __post_init__(self):
         if self.num_visible_outputs is None:

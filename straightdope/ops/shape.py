@@ -442,3 +442,4 @@ register("Embedding", inputs=("data", "weight"), attrs=dict(EMBED_ATTRS),
 register("_embedding_grad", inputs=("out_grad", "data", "weight"), attrs=dict(EMBED_ATTRS),
          forward=_embedding_grad_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
          doc="Gradient of Embedding wrt its weight (rows summed per index).")
+alias("crop", "slice")                 # MXNet's older name

@@ -13,6 +13,7 @@ from ..ops import OPS as _OPS, OpError
 from ..ops.registry import bind_call as _bind_call
 from .symbol import Group, Node, Symbol, Variable, _create, topological, var  # noqa: F401
 from .serialize import SymbolFileError, load, load_json  # noqa: F401
+from .executor import Executor, bind as _bind, simple_bind as _simple_bind  # noqa: F401
 
 
 def _make_function(op):
@@ -25,10 +26,8 @@ def _make_function(op):
             from .. import name as _name
             name = _name.current().get(name, op.name.lstrip("_"))
             for k, (input_name, x) in enumerate(zip(names, inputs)):
-                if x is None:
-                    if k == 0:
-                        raise OpError(f"sym.{op.name}: the input '{input_name}' is missing")
-                    inputs[k] = var(f"{name}_{input_name}")
+                if x is None:       # sym.FullyConnected(num_hidden=10) too: compose later,
+                    inputs[k] = var(f"{name}_{input_name}")     # net(fc1_data=...)
         return _create(op.name, inputs, attrs, name=name, parsed=True)
     function.__name__ = op.name
     function.__qualname__ = op.name
@@ -71,10 +70,16 @@ def stack(*data, axis=0, **kwargs):
 
 
 # Symbol methods that are just ops, e.g. s.reshape((0, -1)), s.sum(axis=1)
-for _name in ("sum", "mean", "max", "min", "exp", "log", "sqrt", "square", "abs", "relu",
-              "sigmoid", "tanh", "softmax", "log_softmax", "clip", "transpose", "flatten",
-              "expand_dims", "reshape_like", "broadcast_like", "zeros_like", "ones_like",
-              "slice_axis", "split", "pick", "one_hot", "dot", "astype"):
+for _name in ("sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "exp", "expm1",
+              "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "cbrt", "square", "reciprocal",
+              "abs", "sign", "sin", "cos", "tan", "sinh", "cosh", "arcsin", "arccos", "arctan",
+              "arcsinh", "arccosh", "arctanh", "round", "rint", "floor", "ceil", "trunc", "fix",
+              "relu", "sigmoid", "tanh", "softmax", "log_softmax", "clip", "transpose",
+              "flatten", "expand_dims", "squeeze", "reshape_like", "broadcast_like",
+              "broadcast_to", "broadcast_axes", "zeros_like", "ones_like", "slice",
+              "slice_axis", "split", "pick", "take", "one_hot", "dot", "astype"):
+    if _name not in globals() and _name != "astype":
+        continue
     def _method(self, *args, _n=_name, **kwargs):
         return globals()["Cast" if _n == "astype" else _n](self, *args, **kwargs)
     setattr(Symbol, _name, _method)
@@ -87,6 +92,8 @@ def _reshape(self, *shape, **kwargs):
 
 
 Symbol.reshape = _reshape
+Symbol.simple_bind = _simple_bind
+Symbol.bind = _bind
 Symbol.T = property(lambda self: globals()["transpose"](self))
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
 

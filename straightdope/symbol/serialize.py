@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from ..ops import OpError, get_op
+from ..util import is_np_shape
 from .symbol import Node, Symbol, topological
 
 MXNET_VERSION = 10901       # the layout of MXNet 1.9
@@ -62,6 +63,8 @@ def graph_doc(entries) -> dict:
 def to_json(symbol: Symbol) -> str:
     doc = graph_doc(symbol.entries)
     doc["attrs"] = {"mxnet_version": ["int", MXNET_VERSION]}
+    if is_np_shape():               # tells a reader that 0 in a shape means size 0
+        doc["attrs"]["is_np_shape"] = ["int", 1]
     return json.dumps(doc, indent=2)
 
 

@@ -10,6 +10,7 @@ with an explanation, because a placeholder has no value yet.
 """
 from __future__ import annotations
 
+import ast
 import copy as _copy
 import itertools as _itertools
 
@@ -19,6 +20,7 @@ from .. import name as _name
 from ..base import NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
 from ..ops.elemwise import OPERATORS
+from ..util import is_np_shape
 
 
 _serials = _itertools.count()
@@ -151,6 +153,21 @@ class Symbol:
                                       [entry(c, k) for c, k in node.inputs], node.var_attrs)
         return Symbol([entry(n, k) for n, k in self._outputs])
 
+    def __call__(self, *args, name=None, **kwargs):
+        """Compose: a copy of this graph with arguments replaced by other Symbols,
+        positionally in `list_arguments()` order or by name (`net(fc3_data=other)`)."""
+        names = self.list_arguments()
+        if len(args) > len(names):
+            raise TypeError(f"composing: {len(args)} symbols given for {len(names)} "
+                            f"arguments {names}")
+        mapping = dict(zip(names, args))
+        mapping.update(kwargs)
+        unknown = sorted(set(mapping) - set(self.list_inputs()))
+        if unknown:
+            raise ValueError(f"composing: {unknown} are not arguments of this symbol; "
+                             f"its arguments are {names}")
+        return self.substitute(mapping)
+
     def _aux_nodes(self):
         aux = set()
         for node in self.walk():
@@ -207,6 +224,12 @@ class Symbol:
                 "F.slice_axis(x, axis, begin, end) or F.slice(x, begin, end).")
         return Symbol([self._outputs[index]])
 
+    def as_np_ndarray(self):
+        """The same Symbol: `sym` and `np` trace into one kind of graph here."""
+        return self
+
+    as_nd_ndarray = as_np_ndarray
+
     def __copy__(self):
         return Symbol(list(self._outputs))
 
@@ -215,13 +238,57 @@ class Symbol:
 
     # ------------------------------------------------------- shapes and types
     def infer_shape(self, *args, **kwargs):
-        """(arg_shapes, out_shapes, aux_shapes) from some known input shapes."""
-        result = self.infer_shape_partial(*args, **kwargs)
-        if any(s is None for group in result for s in group):
+        """(arg_shapes, out_shapes, aux_shapes) from some known input shapes (positionally
+        in list_arguments() order, or by name), or (None, None, None) while some shape or
+        dimension cannot be inferred."""
+        result = self._shapes_with_unknown_dims(args, kwargs)
+        marker = _unknown_dim()
+        if any(s is None or marker in s for group in result for s in group):
             return None, None, None
         return result
 
     def infer_shape_partial(self, *args, **kwargs):
+        """As infer_shape, with what it cannot infer reported as MXNet does: a shape as
+        `()` and a dimension as 0; under NumPy shape semantics (`with mx.np_shape():`) as
+        None and -1. Input shapes may have such unknown dimensions too: (0, 3, 4)."""
+        unknown = None if is_np_shape() else ()
+        return tuple([unknown if s is None else s for s in group]
+                     for group in self._shapes_with_unknown_dims(args, kwargs))
+
+    def _shapes_with_unknown_dims(self, args, kwargs):
+        """Shapes where given shapes (or variables' shape hints) may have unknown dims.
+
+        Each unknown dim is set to one large stand-in value, then to another, and both
+        graphs are inferred: a dim that comes out the same both times does not depend on
+        the unknown ones, so it is known; one that differs is reported unknown."""
+        marker = _unknown_dim()
+        names = self.list_arguments()
+        given = dict(zip(names, args))
+        given.update(kwargs)
+        empty = () if not is_np_shape() else None       # MXNet's "unknown" for a shape
+        given = {n: tuple(s) for n, s in given.items() if s is not None and tuple(s) != empty}
+        partial = {n: s for n, s in given.items() if marker in s}
+        for node in self.walk():
+            hint = node.var_attrs.get("__shape__") if node.is_var else None
+            if hint and node.name not in given:
+                shape = _literal_shape(hint)
+                if shape and marker in shape:
+                    partial[node.name] = shape
+        complete = {n: s for n, s in given.items() if n not in partial}
+        if not partial:
+            return self._infer_shape_partial(**complete)
+        runs = []
+        for stand_in in _STAND_INS:
+            filled = {n: tuple(stand_in if d == marker else d for d in s)
+                      for n, s in partial.items()}
+            try:
+                runs.append(self._infer_shape_partial(**complete, **filled))
+            except OpError:              # e.g. inner dims of a dot that only match when known
+                return self._infer_shape_partial(**complete)
+        return tuple([_agree(a, b, marker) for a, b in zip(*groups)] for groups in zip(*runs))
+
+    def _infer_shape_partial(self, *args, **kwargs):
+        """The shapes that can be inferred, None for the others."""
         names = self.list_arguments()
         if len(args) > len(names):
             raise ValueError(f"infer_shape: {len(args)} shapes given for {len(names)} "
@@ -233,22 +300,62 @@ class Symbol:
             raise ValueError(f"infer_shape: {sorted(unknown)} are not inputs of this symbol; "
                              f"its arguments are {names}")
         known = {k: tuple(v) for k, v in known.items() if v is not None}
-        by_name, out = _analysis("infer_shapes")(self, known)
+        while True:     # again while a pass learns variables' shapes an earlier node needed
+            by_name, out = _analysis("infer_shapes")(self, known)
+            learnt = {n: s for n, s in by_name.items() if s is not None and n not in known}
+            if not learnt:
+                break
+            known.update(learnt)
         arg = [by_name[n] for n in names]
         aux = [by_name[n] for n in self.list_auxiliary_states()]
         return arg, out, aux
 
     def infer_type(self, *args, **kwargs):
-        """(arg_types, out_types, aux_types): every value here is float32 unless a variable
-        declares another dtype."""
-        def dtype_of(node):
-            return np.dtype(node.var_attrs.get("__dtype__", "float32")).type
-        nodes = {n.name: n for n in self.walk() if n.is_var}
-        first = np.dtype(args[0]).type if args else (
-            np.dtype(next(iter(kwargs.values()))).type if kwargs else np.float32)
-        return ([dtype_of(nodes[n]) for n in self.list_arguments()],
-                [first for _ in self._outputs],
-                [dtype_of(nodes[n]) for n in self.list_auxiliary_states()])
+        """(arg_types, out_types, aux_types) from some known input dtypes (positionally in
+        list_arguments() order, or by name), or (None, None, None) while one is unknown."""
+        result = self.infer_type_partial(*args, **kwargs)
+        if any(t is None for group in result for t in group):
+            return None, None, None
+        return result
+
+    def infer_type_partial(self, *args, **kwargs):
+        """As infer_type, with None for the dtypes that cannot be inferred.
+
+        An op computes in the dtype of its data inputs and passes it on; its variables of
+        unknown dtype (weights, labels) take that dtype; Cast and ops with a `dtype`
+        attribute set their output's; index-like inputs do not decide anything."""
+        names = self.list_arguments()
+        known = {n: np.dtype(t).type for n, t in zip(names, args) if t is not None}
+        known.update({n: np.dtype(t).type for n, t in kwargs.items() if t is not None})
+        types = {}                                       # (id(node), index) -> type
+        for node in self.walk():
+            if node.is_var:
+                declared = node.var_attrs.get("__dtype__")
+                types[(id(node), 0)] = known.get(node.name) or (
+                    np.dtype(declared).type if declared else None)
+                continue
+            out = _output_type(node, types)
+            names_in = node.op.input_names(node.attrs, len(node.inputs))
+            for input_name, (child, k) in zip(names_in, node.inputs):
+                if types.get((id(child), k)) is None and child.is_var and out is not None \
+                        and node.op.name not in _CASTS \
+                        and not (node.op.name == "Embedding" and input_name == "data"):
+                    types[(id(child), k)] = out
+            for k in range(node.num_outputs()):
+                types[(id(node), k)] = out
+        by_name = {n.name: types[(id(n), 0)] for n in self.walk() if n.is_var}
+        return ([by_name[n] for n in names], [types[(id(n), k)] for n, k in self._outputs],
+                [by_name[n] for n in self.list_auxiliary_states()])
+
+    # --------------------------------------------------------------- pickle
+    def __getstate__(self):
+        """Pickled as its JSON text (MXNet does the same); loading it goes through the op
+        registry like any symbol file, so a pickle of a Symbol holds no code."""
+        return {"json": self.tojson()}
+
+    def __setstate__(self, state):
+        from .serialize import load_json
+        self._outputs = load_json(state["json"])._outputs
 
     # -------------------------------------------------------------- running
     def eval(self, ctx=None, **kwargs):
@@ -334,6 +441,48 @@ def _install_operators():
 
 
 _install_operators()
+
+
+_STAND_INS = (1000003, 1000033)      # values for unknown dims no real shape has
+
+
+def _unknown_dim():
+    """How a shape marks an unknown dimension: 0, or -1 under NumPy shape semantics."""
+    return -1 if is_np_shape() else 0
+
+
+def _literal_shape(text):
+    try:
+        shape = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return tuple(shape) if isinstance(shape, (tuple, list)) else None
+
+
+def _agree(a, b, marker):
+    """One shape from the two stand-in runs: dims that differ are unknown."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else marker for x, y in zip(a, b))
+
+
+# Inputs that hold indices, labels or only a shape: they do not set an op's dtype.
+_INDEX_INPUTS = {"condition", "index", "indices", "label", "like", "shape_like"}
+_CASTS = ("Cast", "one_hot", "amp_cast")      # the dtype attribute sets the output's
+
+
+def _output_type(node, types):
+    """The dtype an op node computes in, from its attributes or its data inputs."""
+    op, attrs = node.op, node.attrs
+    if attrs.get("dtype") not in (None, "None") and (op.name in _CASTS or not node.inputs):
+        return np.dtype(attrs["dtype"]).type
+    names = op.input_names(attrs, len(node.inputs))
+    if op.name == "Embedding":
+        names = ["index" if n == "data" else n for n in names]
+    for input_name, (child, k) in zip(names, node.inputs):
+        if input_name not in _INDEX_INPUTS and types.get((id(child), k)) is not None:
+            return types[(id(child), k)]
+    return None
 
 
 def _create(op_name, inputs, attrs, name=None, parsed=False):

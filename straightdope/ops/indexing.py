@@ -1,0 +1,100 @@
+"""Gathering by index: `take` (rows, or slices along any axis) and `batch_take`.
+
+    nd.take(embeddings, nd.array([3, 0, 3]))        # rows 3, 0 and 3
+    nd.batch_take(scores, labels)                   # scores[i, labels[i]] for each i
+
+Indices are floats or ints; out-of-range ones are clipped ('clip') or wrap around
+('wrap'), as in MXNet. The gradient scatters the output gradient back, adding where
+an index repeats. These ops have no Numba kernel yet: compiled graphs run them with
+NumPy between compiled segments (`numpy_only`).
+"""
+import numpy as np
+
+from .registry import Choice, Int, OpError, alias, register
+
+
+def _indices(attrs, size, indices):
+    idx = indices.astype(np.int64)
+    if attrs.get("mode", "clip") == "wrap":
+        return np.mod(idx, size)
+    if attrs.get("mode") == "raise" and ((idx < 0) | (idx >= size)).any():
+        raise OpError(f"take: an index is out of range for an axis of size {size}")
+    return np.clip(idx, 0, size - 1)
+
+
+def _take_forward(attrs, a, indices):
+    axis = attrs["axis"] % a.ndim
+    return np.take(a, _indices(attrs, a.shape[axis], indices), axis=axis)
+
+
+def _take_shape(attrs, in_shapes):
+    a, indices = in_shapes
+    if a is None or indices is None:
+        return in_shapes, [None]
+    if not -len(a) <= attrs["axis"] < len(a):
+        raise OpError(f"take: axis {attrs['axis']} is out of range for data of shape {a}")
+    axis = attrs["axis"] % len(a)
+    return in_shapes, [tuple(a[:axis]) + tuple(indices) + tuple(a[axis + 1:])]
+
+
+def _take_grad_forward(attrs, og, a, indices):
+    axis = attrs["axis"] % a.ndim
+    idx = _indices(attrs, a.shape[axis], indices).reshape(-1)
+    grad = np.zeros(np.moveaxis(a, axis, 0).shape, og.dtype)
+    # og has a's axes with the axis replaced by the index axes: put those first, flatten
+    moved = np.moveaxis(og.reshape(a.shape[:axis] + (idx.size,) + a.shape[axis + 1:]), axis, 0)
+    np.add.at(grad, idx, moved)
+    return np.moveaxis(grad, 0, axis)
+
+
+def _take_grad(F, attrs, inputs, outputs, out_grads):
+    a, indices = inputs
+    return [F._take_grad(out_grads[0], a, indices, axis=attrs["axis"], mode=attrs["mode"]),
+            None]
+
+
+TAKE_ATTRS = {"axis": Int(0), "mode": Choice("clip", "wrap", "raise")}
+register("take", inputs=("a", "indices"), attrs=dict(TAKE_ATTRS), forward=_take_forward,
+         infer_shape=_take_shape, gradient=_take_grad, numpy_only=True,
+         doc="take(a, indices, axis=0, mode='clip'): the slices of `a` at `indices` along "
+             "`axis` (the output has indices' axes in place of that axis).")
+register("_take_grad", inputs=("out_grad", "a", "indices"), attrs=dict(TAKE_ATTRS),
+         forward=_take_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         numpy_only=True, doc="Gradient of take: out_grad added back at the indices.")
+
+
+def _batch_take_forward(attrs, a, indices):
+    rows = a.reshape(a.shape[0], -1)
+    idx = np.clip(indices.astype(np.int64).reshape(-1), 0, rows.shape[1] - 1)
+    return rows[np.arange(rows.shape[0]), idx]
+
+
+def _batch_take_shape(attrs, in_shapes):
+    a, indices = in_shapes
+    if a is None:
+        return in_shapes, [None]
+    if indices is not None and int(np.prod(indices)) != a[0]:
+        raise OpError(f"batch_take: one index per row of a {a} is needed, got indices of "
+                      f"shape {indices}")
+    return [a, indices if indices is not None else (a[0],)], [(a[0],)]
+
+
+def _batch_take_grad_forward(attrs, og, a, indices):
+    grad = np.zeros((a.shape[0], int(np.prod(a.shape[1:]))), og.dtype)
+    idx = np.clip(indices.astype(np.int64).reshape(-1), 0, grad.shape[1] - 1)
+    grad[np.arange(grad.shape[0]), idx] = og.reshape(-1)
+    return grad.reshape(a.shape)
+
+
+def _batch_take_grad(F, attrs, inputs, outputs, out_grads):
+    a, indices = inputs
+    return [F._batch_take_grad(out_grads[0], a, indices), None]
+
+
+register("batch_take", inputs=("a", "indices"), forward=_batch_take_forward,
+         infer_shape=_batch_take_shape, gradient=_batch_take_grad, numpy_only=True,
+         doc="batch_take(a, indices): a[i, indices[i]] for every row i (indices clipped).")
+register("_batch_take_grad", inputs=("out_grad", "a", "indices"),
+         forward=_batch_take_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         numpy_only=True, doc="Gradient of batch_take: out_grad at a[i, indices[i]].")
+alias("choose_element_0index", "batch_take")      # MXNet's older name

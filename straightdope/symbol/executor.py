@@ -1,0 +1,261 @@
+"""Executor: a Symbol bound to arrays (MXNet 1.x's `simple_bind` / `bind`).
+
+Before Gluon, MXNet code ran a graph like this:
+
+    exe = net.simple_bind(mx.cpu(), data=(32, 100))    # allocate every array
+    exe.arg_dict['data'][:] = batch
+    exe.forward(is_train=True)
+    exe.backward()                                      # gradients into exe.grad_dict
+
+An Executor owns one array per argument, per gradient, per auxiliary state and per
+output, and `forward` fills the outputs in place. Underneath it runs the same
+compiled graph a hybridized block runs (a `CachedOp`): the arguments that want
+gradients are marked for autograd, so `backward` is the compiled gradient graph.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..base import MXNetError
+
+GRAD_REQS = ("write", "add", "null")
+
+
+def _grad_reqs(names, grad_req):
+    """One grad_req per argument, from a string, a list or a dict (missing names: null)."""
+    if isinstance(grad_req, str):
+        reqs = dict.fromkeys(names, grad_req)
+    elif isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(names):
+            raise ValueError(f"grad_req has {len(grad_req)} entries for {len(names)} "
+                             f"arguments {names}")
+        reqs = dict(zip(names, grad_req))
+    elif isinstance(grad_req, dict):
+        reqs = {name: grad_req.get(name, "null") for name in names}
+    else:
+        raise TypeError(f"grad_req must be a string, a list or a dict, got {grad_req!r}")
+    for name, req in reqs.items():
+        if req not in GRAD_REQS:
+            raise ValueError(f"grad_req of '{name}' must be one of {GRAD_REQS}, got {req!r}")
+    return reqs
+
+
+def _by_name(names, arrays, what):
+    """Arrays given as a list (in `names` order) or a dict, as a dict by name."""
+    if arrays is None:
+        return {}
+    if isinstance(arrays, dict):
+        unknown = sorted(set(arrays) - set(names))
+        if unknown:
+            raise ValueError(f"bind: {what} {unknown} are not in the symbol's list {names}")
+        return dict(arrays)
+    arrays = list(arrays)
+    if len(arrays) != len(names):
+        raise ValueError(f"bind: {len(arrays)} {what} given for {len(names)} names {names}; "
+                         f"give one per name, in that order, or a dict")
+    return dict(zip(names, arrays))
+
+
+class Executor:
+    """A Symbol with its arrays. Build one with `symbol.simple_bind(...)` or
+    `symbol.bind(...)`; the attributes are MXNet's (`arg_dict`, `grad_dict`, `outputs`...)."""
+
+    def __init__(self, symbol, ctx, args, grads, reqs, aux):
+        from ..cached_op import CachedOp
+        from ..ndarray import zeros
+        self._symbol = symbol
+        self._ctx = ctx
+        self.arg_dict = {name: args[name] for name in symbol.list_arguments()}
+        self.grad_dict = {name: grads.get(name) for name in self.arg_dict}
+        self.aux_dict = {name: aux[name] for name in symbol.list_auxiliary_states()}
+        self._reqs = reqs
+        self._cached = CachedOp(symbol, data_names=[])
+        values = {**self.arg_dict, **self.aux_dict}
+        _, out_shapes, _ = symbol.infer_shape(**{n: a.shape for n, a in values.items()})
+        _, out_types, _ = symbol.infer_type_partial(**{n: a.dtype for n, a in values.items()})
+        self.outputs = [zeros(shape, dtype=dtype or np.float32)
+                        for shape, dtype in zip(out_shapes, out_types)]
+        self._heads = None          # the recorded outputs of the last forward
+
+    # --------------------------------------------------------------- views
+    @property
+    def arg_arrays(self):
+        return list(self.arg_dict.values())
+
+    @property
+    def grad_arrays(self):
+        return list(self.grad_dict.values())
+
+    @property
+    def aux_arrays(self):
+        return list(self.aux_dict.values())
+
+    @property
+    def output_dict(self):
+        return dict(zip(self._symbol.list_outputs(), self.outputs))
+
+    def get_optimized_symbol(self):
+        """The graph this executor runs (straightdope runs the Symbol as given)."""
+        return self._symbol
+
+    # ------------------------------------------------------------- running
+    def forward(self, is_train=False, **kwargs):
+        """Run the graph; `kwargs` are copied into the argument arrays first. The results
+        are written into `outputs` (the same arrays every call), which it returns."""
+        from .. import autograd
+        from ..ndarray import NDArray
+        for name, value in kwargs.items():
+            if name not in self.arg_dict:
+                raise ValueError(f"forward: '{name}' is not an argument of the symbol; its "
+                                 f"arguments are {list(self.arg_dict)}")
+            self.arg_dict[name][:] = value
+        # Stand-ins sharing the arguments' memory carry the autograd marks, so the user's
+        # own arrays keep whatever marks they have.
+        inputs, wants_grad = [], False
+        for name in self._cached.input_names:
+            source = self.arg_dict[name] if name in self.arg_dict else self.aux_dict[name]
+            stand_in = NDArray(source._data, source._ctx)
+            grad, req = self.grad_dict.get(name), self._reqs.get(name, "null")
+            if grad is not None and req != "null":
+                autograd.mark_variables([stand_in], [grad], req)
+                wants_grad = True
+            inputs.append(stand_in)
+        scope = autograd.record(train_mode=is_train) if wants_grad else \
+            autograd.pause(train_mode=is_train)
+        with scope:
+            results = self._cached.call(inputs)
+        self._heads = results if wants_grad else None
+        for out, result in zip(self.outputs, results):
+            out._data[...] = result._data
+        return self.outputs
+
+    def backward(self, out_grads=None, is_train=True):
+        """Gradients of the last forward's outputs into `grad_dict` ('write' overwrites,
+        'add' accumulates). `out_grads`: the outputs' gradients (ones by default)."""
+        from .. import autograd
+        from ..ndarray import NDArray
+        if self._heads is None:
+            raise MXNetError("backward(): no argument of this executor has a gradient array "
+                             "with grad_req 'write' or 'add', or forward() was not called")
+        if out_grads is None:
+            out_grads = [None] * len(self._heads)
+        elif isinstance(out_grads, NDArray):
+            out_grads = [out_grads]
+        elif isinstance(out_grads, dict):
+            out_grads = [out_grads.get(name) for name in self._symbol.list_outputs()]
+        if len(out_grads) != len(self._heads):
+            raise ValueError(f"backward(): {len(out_grads)} out_grads for "
+                             f"{len(self._heads)} outputs")
+        autograd.backward(self._heads, list(out_grads), retain_graph=True, train_mode=is_train)
+
+    # ------------------------------------------------------------- reshaping
+    def reshape(self, partial_shaping=False, allow_up_sizing=False, **shapes):
+        """A new executor for other input shapes. Arrays whose shape stays are shared;
+        the others share this executor's memory when they fit in it (MXNet's rule), and
+        are new when they are larger, which `allow_up_sizing=True` must allow."""
+        arg_shapes, out_shapes, aux_shapes = self._symbol.infer_shape(**shapes)
+        if arg_shapes is None:
+            raise MXNetError(f"reshape: cannot infer every shape from {shapes}")
+
+        def resized(old, shape, name):
+            if old is None:
+                return None
+            if old.shape == tuple(shape):
+                return old
+            if name not in shapes and not partial_shaping:
+                raise MXNetError(f"reshape: the shape of '{name}' changes from {old.shape} to "
+                                 f"{tuple(shape)}; pass partial_shaping=True to allow it")
+            return _view_or_new(old, shape, allow_up_sizing, name)
+
+        names = self._symbol.list_arguments()
+        args = {n: resized(self.arg_dict[n], s, n) for n, s in zip(names, arg_shapes)}
+        grads = {n: resized(self.grad_dict[n], s, n) for n, s in zip(names, arg_shapes)}
+        aux = {n: resized(self.aux_dict[n], s, n)
+               for n, s in zip(self._symbol.list_auxiliary_states(), aux_shapes)}
+        new = Executor(self._symbol, self._ctx, args, grads, self._reqs, aux)
+        new.outputs = [_view_or_new(old, shape, True, "output")
+                       for old, shape in zip(self.outputs, out_shapes)]
+        return new
+
+    def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
+        """Copy values into the argument (and auxiliary) arrays by name."""
+        for params, own in ((arg_params, self.arg_dict), (aux_params or {}, self.aux_dict)):
+            for name, value in params.items():
+                if name in own:
+                    own[name][:] = value
+                elif not allow_extra_params:
+                    raise ValueError(f"copy_params_from: '{name}' is not in this executor "
+                                     f"(pass allow_extra_params=True to skip it)")
+
+    def debug_str(self):
+        """What the executor holds, with the total memory of its arrays."""
+        arrays = self.arg_arrays + [g for g in self.grad_arrays if g is not None] + \
+            self.aux_arrays + self.outputs
+        total = sum(a._data.nbytes for a in arrays)
+        lines = [f"Symbol outputs: {self._symbol.list_outputs()}"]
+        lines += [f"  arg {n}: {a.shape}" for n, a in self.arg_dict.items()]
+        lines.append(f"Total {total // (1 << 20)} MB allocated")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<Executor {self._symbol.list_outputs()}>"
+
+
+def _view_or_new(old, shape, allow_up_sizing, name):
+    from ..ndarray import NDArray, zeros
+    size = int(np.prod(shape))
+    if size <= old.size and old._data.flags.c_contiguous:
+        return NDArray(old._data.reshape(-1)[:size].reshape(shape), old._ctx)
+    if not allow_up_sizing:
+        raise MXNetError(f"reshape: '{name}' grows from {old.shape} to {tuple(shape)}; "
+                         f"pass allow_up_sizing=True to allocate a larger array")
+    return zeros(shape, dtype=old.dtype)
+
+
+def simple_bind(symbol, ctx=None, grad_req="write", type_dict=None, stype_dict=None,
+                group2ctx=None, shared_arg_names=None, shared_exec=None, shared_buffer=None,
+                **shapes):
+    """Allocate every array from the input shapes given as keywords (`data=(32, 100)`),
+    zero-filled, and return the Executor."""
+    from ..ndarray import zeros
+    arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
+    if arg_shapes is None:
+        arg_shapes, _, aux_shapes = symbol._infer_shape_partial(**shapes)
+        names = symbol.list_arguments() + symbol.list_auxiliary_states()
+        unknown = [n for n, s in zip(names, arg_shapes + aux_shapes) if s is None]
+        raise MXNetError(f"simple_bind: cannot infer every shape from {shapes} (unknown: "
+                         f"{unknown or 'some dimensions'}): give the input shapes as "
+                         f"keywords, e.g. data=(32, 100)")
+    type_dict = dict(type_dict or {})
+    declared = {n.name: n.var_attrs.get("__dtype__") for n in symbol.walk() if n.is_var}
+
+    def dtype(name):
+        return np.dtype(type_dict.get(name) or declared.get(name) or "float32")
+    names = symbol.list_arguments()
+    reqs = _grad_reqs(names, grad_req)
+    args = {n: zeros(s, dtype=dtype(n)) for n, s in zip(names, arg_shapes)}
+    grads = {n: zeros(s, dtype=dtype(n)) if reqs[n] != "null" else None
+             for n, s in zip(names, arg_shapes)}
+    aux = {n: zeros(s, dtype=dtype(n))
+           for n, s in zip(symbol.list_auxiliary_states(), aux_shapes)}
+    return Executor(symbol, ctx, args, grads, reqs, aux)
+
+
+def bind(symbol, ctx=None, args=None, args_grad=None, grad_req="write", aux_states=None,
+         group2ctx=None, shared_exec=None):
+    """An Executor over arrays you allocated: `args` (and `args_grad`, `aux_states`) as a
+    list in `list_arguments()` order or a dict by name. The arrays are used, not copied."""
+    names = symbol.list_arguments()
+    arg_arrays = _by_name(names, args, "args")
+    missing = [n for n in names if n not in arg_arrays]
+    if missing:
+        raise ValueError(f"bind: no array given for {missing}")
+    grads = _by_name(names, args_grad, "args_grad")
+    reqs = _grad_reqs(names, grad_req)
+    reqs = {n: (r if grads.get(n) is not None else "null") for n, r in reqs.items()}
+    aux_names = symbol.list_auxiliary_states()
+    aux = _by_name(aux_names, aux_states, "aux_states")
+    missing = [n for n in aux_names if n not in aux]
+    if missing:
+        raise ValueError(f"bind: no aux_states array given for {missing}")
+    return Executor(symbol, ctx, arg_arrays, grads, reqs, aux)
