@@ -643,6 +643,9 @@ def test_ctc_loss_counts_only_the_given_frames_and_labels():
     padded = gluon.loss.CTCLoss()(nd.array(scores), nd.array([[2, 1, 0], [0, 0, 3]]),
                                   nd.array([4, 4]), nd.array([2, 2]))
     np.testing.assert_allclose(padded.asnumpy(), short.asnumpy(), rtol=1e-5)
+    only_labels = gluon.loss.CTCLoss()(nd.array(scores[:, :4]), nd.array([[2, 1, 3], [0, 0, 1]]),
+                                       None, nd.array([2, 2]))
+    np.testing.assert_allclose(only_labels.asnumpy(), short.asnumpy(), rtol=1e-5)
     with pytest.raises(mx.base.MXNetError, match="outside 0..3"):
         gluon.loss.CTCLoss()(nd.array(scores), nd.array([[5, 1]]))
 

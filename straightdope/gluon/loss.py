@@ -371,7 +371,7 @@ class CTCLoss(Loss):
             pred = F.transpose(pred, axes=(1, 0, 2))
         if self._batch_axis == 1:
             label = F.transpose(label)
-        loss = F.CTCLoss(pred, label, pred_lengths, label_lengths,
-                         use_data_lengths=pred_lengths is not None,
+        lengths = [a for a in (pred_lengths, label_lengths) if a is not None]
+        loss = F.CTCLoss(pred, label, *lengths, use_data_lengths=pred_lengths is not None,
                          use_label_lengths=label_lengths is not None, blank_label='last')
         return _apply_weighting(F, loss, self._weight, sample_weight)
