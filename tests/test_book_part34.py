@@ -3,7 +3,8 @@
 Each notebook is executed with nbclient in a fresh kernel whose working directory is a
 temporary directory (chapters that write files, e.g. `export`, write them there). On top of
 "no error output", chapter 21 is checked for the lesson it teaches: the prints inside
-`hybrid_forward` fire once, at trace time, with F = straightdope.symbol, and never again.
+`hybrid_forward` fire once, at trace time, with F = straightdope.symbol, and never again;
+chapter 31 for its measurement: the foreach graph keeps one size while the unrolled one grows.
 """
 from __future__ import annotations
 
@@ -90,3 +91,18 @@ def test_hybrid_forward_prints_fire_once(tmp_path_factory):
 
     second = stdout_of(cell_tagged(nb, "hybridized-second-call"))
     assert not f_line.findall(second), second
+
+
+def test_chapter_31_measures_a_fixed_size_loop_against_a_growing_unrolled_graph(
+        tmp_path_factory):
+    nb = execute("31_recurrent_networks", tmp_path_factory)
+    sizes = [tuple(int(v) for v in line.split())
+             for line in stdout_of(cell_tagged(nb, "graph-sizes")).splitlines()[1:]]
+    assert [s[0] for s in sizes] == [5, 10, 20, 35]
+    assert len({s[2] for s in sizes}) == 1, sizes                  # foreach: one size
+    assert all(a[1] < b[1] for a, b in zip(sizes, sizes[1:])), sizes  # unrolled: grows
+    rows = [line.split() for line in stdout_of(cell_tagged(nb, "compile-table")).splitlines()
+            if line.strip() and line.split()[0].isdigit()]
+    ops = {(int(r[0]), r[1]): int(r[2]) for r in rows}
+    assert ops[(40, "foreach")] == ops[(5, "foreach")] < ops[(5, "unrolled")]
+    assert ops[(5, "unrolled")] < ops[(20, "unrolled")] < ops[(40, "unrolled")]
