@@ -288,18 +288,23 @@ def _bias_axes(attrs):
     return (0,) + tuple(range(2, 2 + len(attrs["kernel"])))
 
 
-def _conv_grad(F, attrs, inputs, outputs, out_grads):
-    x, w = inputs[0], inputs[1]
-    og = out_grads[0]
-    grads = [F._conv_grad_data(og, w, x, **attrs), F._conv_grad_weight(og, x, w, **attrs)]
-    if not attrs["no_bias"]:
-        grads.append(F.sum(og, axis=_bias_axes(attrs)))
-    return grads
+def _gradient_via(data_op, weight_op):
+    """The gradient of a convolution-like op: two ops of its own for data and weight,
+    and for the bias the output gradient summed over all but the channel axis."""
+    def gradient(F, attrs, inputs, outputs, out_grads):
+        x, w = inputs[0], inputs[1]
+        og = out_grads[0]
+        grads = [getattr(F, data_op)(og, w, x, **attrs),
+                 getattr(F, weight_op)(og, x, w, **attrs)]
+        if not attrs["no_bias"]:
+            grads.append(F.sum(og, axis=_bias_axes(attrs)))
+        return grads
+    return gradient
 
 
 register("Convolution", inputs=("data", "weight", "bias"), attrs=dict(CONV_ATTRS),
          optional_inputs=_conv_inputs, forward=_conv_forward, infer_shape=_conv_shape,
-         gradient=_conv_grad,
+         gradient=_gradient_via("_conv_grad_data", "_conv_grad_weight"),
          doc="Convolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
              "num_group): 1-, 2- or 3-D cross-correlation (NCW, NCHW, NCDHW).")
 register("_conv_grad_data", inputs=("out_grad", "weight", "data"), attrs=dict(CONV_ATTRS),
@@ -372,18 +377,9 @@ def _deconv_grad_weight_forward(attrs, og, x, w):
     return _conv_grad_weight_forward(_as_conv(attrs, x.shape[1]), x, og, w)
 
 
-def _deconv_grad(F, attrs, inputs, outputs, out_grads):
-    x, w = inputs[0], inputs[1]
-    og = out_grads[0]
-    grads = [F._deconv_grad_data(og, w, x, **attrs), F._deconv_grad_weight(og, x, w, **attrs)]
-    if not attrs["no_bias"]:
-        grads.append(F.sum(og, axis=_bias_axes(attrs)))
-    return grads
-
-
 register("Deconvolution", inputs=("data", "weight", "bias"), attrs=dict(DECONV_ATTRS),
          optional_inputs=_conv_inputs, forward=_deconv_forward, infer_shape=_deconv_shape,
-         gradient=_deconv_grad,
+         gradient=_gradient_via("_deconv_grad_data", "_deconv_grad_weight"),
          doc="Deconvolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
              "adj, target_shape, num_group): the transposed convolution (1-, 2- or 3-D).")
 register("_deconv_grad_data", inputs=("out_grad", "weight", "data"), attrs=dict(DECONV_ATTRS),

@@ -156,17 +156,23 @@ class Symbol:
     def __call__(self, *args, name=None, **kwargs):
         """Compose: a copy of this graph with arguments replaced by other Symbols,
         positionally in `list_arguments()` order or by name (`net(fc3_data=other)`)."""
+        return self.substitute(self._by_input_name("composing", "symbols", args, kwargs))
+
+    def _by_input_name(self, action, what, args, kwargs):
+        """Values given positionally (in list_arguments() order) and by name, as one dict
+        keyed by input name; a name that is not an input is an error, not ignored (a
+        typo would otherwise leave that input unknown without a word)."""
         names = self.list_arguments()
         if len(args) > len(names):
-            raise TypeError(f"composing: {len(args)} symbols given for {len(names)} "
-                            f"arguments {names}")
-        mapping = dict(zip(names, args))
-        mapping.update(kwargs)
-        unknown = sorted(set(mapping) - set(self.list_inputs()))
+            raise ValueError(f"{action}: {len(args)} {what} given for {len(names)} "
+                             f"arguments {names}")
+        given = dict(zip(names, args))
+        given.update(kwargs)
+        unknown = sorted(set(given) - set(self.list_inputs()))
         if unknown:
-            raise ValueError(f"composing: {unknown} are not arguments of this symbol; "
-                             f"its arguments are {names}")
-        return self.substitute(mapping)
+            raise ValueError(f"{action}: {unknown} are not inputs of this symbol (not "
+                             f"arguments, not auxiliary states); its arguments are {names}")
+        return given
 
     def _aux_nodes(self):
         aux = set()
@@ -290,15 +296,7 @@ class Symbol:
     def _infer_shape_partial(self, *args, **kwargs):
         """The shapes that can be inferred, None for the others."""
         names = self.list_arguments()
-        if len(args) > len(names):
-            raise ValueError(f"infer_shape: {len(args)} shapes given for {len(names)} "
-                             f"arguments {names}")
-        known = dict(zip(names, args))
-        known.update(kwargs)
-        unknown = set(known) - set(self.list_inputs())
-        if unknown:
-            raise ValueError(f"infer_shape: {sorted(unknown)} are not inputs of this symbol; "
-                             f"its arguments are {names}")
+        known = self._by_input_name("infer_shape", "shapes", args, kwargs)
         known = {k: tuple(v) for k, v in known.items() if v is not None}
         while True:     # again while a pass learns variables' shapes an earlier node needed
             by_name, out = _analysis("infer_shapes")(self, known)
@@ -324,9 +322,9 @@ class Symbol:
         An op computes in the dtype of its data inputs and passes it on; its variables of
         unknown dtype (weights, labels) take that dtype; Cast and ops with a `dtype`
         attribute set their output's; index-like inputs do not decide anything."""
-        names = self.list_arguments()
-        known = {n: np.dtype(t).type for n, t in zip(names, args) if t is not None}
-        known.update({n: np.dtype(t).type for n, t in kwargs.items() if t is not None})
+        known = {n: np.dtype(t).type
+                 for n, t in self._by_input_name("infer_type", "dtypes", args, kwargs).items()
+                 if t is not None}
         types = {}                                       # (id(node), index) -> type
         for node in self.walk():
             if node.is_var:
@@ -344,7 +342,8 @@ class Symbol:
             for k in range(node.num_outputs()):
                 types[(id(node), k)] = out
         by_name = {n.name: types[(id(n), 0)] for n in self.walk() if n.is_var}
-        return ([by_name[n] for n in names], [types[(id(n), k)] for n, k in self._outputs],
+        return ([by_name[n] for n in self.list_arguments()],
+                [types[(id(n), k)] for n, k in self._outputs],
                 [by_name[n] for n in self.list_auxiliary_states()])
 
     # --------------------------------------------------------------- pickle
