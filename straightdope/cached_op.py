@@ -21,18 +21,6 @@ from .ndarray import NDArray
 from .graph import Graph, ReferenceBackend, annotate, differentiate
 from .symbol.symbol import Group, Symbol
 
-from .config import COMPILE_MODES, EXECUTORS  # noqa: F401  (imported from here too)
-
-
-def compile_mode(name: str | None = None) -> str:
-    """How a hybridized block compiles: `name`, else $STRAIGHTDOPE_COMPILE, else tiered.
-
-    'tiered': unless the compiled code is in the caches already, the first calls run
-    on the NumPy reference tier while a background process compiles, and later calls
-    switch to the compiled code (compiler/tiers.py). 'sync': the first call compiles
-    and waits for it (what tests and benchmarks that time compiled code use)."""
-    return config.compile_mode(name)
-
 
 def get_backend(name: str | None = None):
     """The executor backend: `name`, else $STRAIGHTDOPE_EXECUTOR, else numba."""
@@ -64,7 +52,7 @@ class CachedOp:
     def __init__(self, symbol: Symbol, data_names, backend=None, static_alloc=False,
                  static_shape=False, compile=None):
         self.symbol = symbol
-        self.compile_mode = compile_mode(compile)
+        self.compile_mode = config.compile_mode(compile)
         self.data_names = list(data_names)
         self.backend = backend if backend is not None and not isinstance(backend, str) \
             else get_backend(backend)

@@ -26,7 +26,8 @@ import numpy
 
 from .. import autograd, initializer, name as _name, ndarray, symbol
 from ..base import NotImplementedForSymbol
-from ..cached_op import EXECUTORS, CachedOp, compile_mode
+from .. import config
+from ..cached_op import CachedOp
 from ..context import check_context
 from ..ndarray import NDArray
 from ..ops import OpError
@@ -619,10 +620,11 @@ class HybridBlock(Block):
             raise ValueError(f"{self._describe()}: hybridize(static_shape=True) needs "
                              f"static_alloc=True too, as in MXNet: call "
                              f"hybridize(static_alloc=True, static_shape=True)")
-        if isinstance(executor, str) and executor.lower() not in EXECUTORS:
-            raise ValueError(f"unknown executor {executor!r}: choose one of {EXECUTORS}")
+        # a wrong name fails here, not at the first call
+        if isinstance(executor, str):
+            config.executor(executor)
         if compile is not None:
-            compile_mode(compile)             # a wrong name fails here, not at the call
+            config.compile_mode(compile)
         self._active = active
         self._flags = dict(static_alloc=static_alloc, static_shape=static_shape,
                            executor=executor, compile=compile)
