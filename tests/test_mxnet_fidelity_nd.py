@@ -447,3 +447,53 @@ def test_np_has_numpys_dtype_and_constant_names_and_arrays_convert_to_themselves
     assert x.copy(order="C") is not x
     s = mx.sym.var("s")
     assert s.as_nd_ndarray() is s
+
+
+# ------------------------------------- indexing views, in-place writes and files (nd-core)
+def test_basic_indexing_gives_a_view_that_writes_through_to_the_array():
+    x = nd.arange(12).reshape((3, 4))
+    row = x[1]
+    row[:] = -1
+    x[2][0] = 50                        # chained indexing writes into x too
+    block = x[0:2]
+    block += 100
+    assert x.asnumpy().tolist() == [[100, 101, 102, 103], [99, 99, 99, 99],
+                                    [50, 9, 10, 11]]
+    squeezed = nd.ones((1, 3, 1)).squeeze(inplace=True)
+    assert squeezed.shape == (3,)
+
+
+def test_indexing_that_picks_scattered_elements_gives_a_copy_as_in_mxnet():
+    x = nd.arange(12).reshape((3, 4))
+    column, strided, picked = x[:, 1], x[::2], x[[0, 2]]
+    for copy in (column, strided, picked):
+        copy[:] = -7
+    assert (x.asnumpy() >= 0).all()
+    contiguous = mx.nd.NDArray._basic_indexing_slice_is_contiguous
+    for key in [(slice(1, 3), slice(None)), (slice(None), slice(1, 2)), (slice(None, None, -1),
+                slice(None)), (slice(2, 3), slice(1, 3)), (slice(0, 0), slice(None, None, 2))]:
+        assert contiguous(key, (3, 4)) == np.zeros((3, 4))[key].flags.c_contiguous, key
+
+
+def test_a_view_of_a_recorded_array_backpropagates_and_writing_into_it_is_refused():
+    x = nd.arange(6).reshape((2, 3))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x * 2
+        first = y[0]
+        loss = first.sum() + y[None, 1, ..., 2].sum() + y[[1, 1], [0, 0]].sum()
+        with pytest.raises(mx.base.MXNetError, match="Inplace operations"):
+            first[:] = 0
+    loss.backward()
+    assert x.grad.asnumpy().tolist() == [[2, 2, 2], [4, 0, 2]]
+
+
+def test_assigning_a_value_with_as_many_elements_in_another_shape_fills_the_selection():
+    b = nd.zeros(3)
+    b[0] = np.array([2.5], dtype=np.float32)
+    b[1] = [4]
+    m = nd.zeros((2, 3))
+    m[0:2] = np.ones((1, 1, 1, 3))          # extra leading axes of length 1 broadcast
+    assert b.asnumpy().tolist() == [2.5, 4, 0] and m.asnumpy().sum() == 6
+    with pytest.raises(ValueError, match="cannot assign a value of shape"):
+        b[0] = [1, 2]

@@ -202,43 +202,93 @@ class NDArray:
 
     # -------------------------------------------------------------- indexing
     def __getitem__(self, key):
-        if isinstance(key, NDArray):
-            key = key._data.astype(np.int64)
-        if not isinstance(key, tuple):
-            key = (key,)
-        basic = all(isinstance(k, (int, np.integer, slice)) or k is Ellipsis for k in key)
-        if not basic:       # fancy indexing: values only, no gradient
-            return NDArray(np.ascontiguousarray(self._data[key]), self._ctx)
-        if Ellipsis in key:
-            at = key.index(Ellipsis)
-            key = key[:at] + (slice(None),) * (self.ndim - len(key) + 1) + key[at + 1:]
-        if len(key) > self.ndim:
-            raise IndexError(f"too many indices ({len(key)}) for an array of shape {self.shape}")
-        begin, end, step, squeeze = [], [], [], []
-        for axis, k in enumerate(key):
+        """x[key] as in NumPy. Basic indexing (ints, slices, `...`, None) gives a *view*
+        that shares memory with x, as in MXNet, when the elements it picks are contiguous
+        (x[2], x[1:3], x[:, 0] of a column vector...); otherwise, and for advanced
+        indexing (lists or arrays of indices), a copy."""
+        key = _index_key(key)
+        if not _is_basic(key):
+            return self._gather(key)
+        view = self._data[key if Ellipsis in key else key + (Ellipsis,)]  # `...`: never a scalar
+        if not view.flags.c_contiguous:
+            view = view.copy()
+        if _state.recording and autograd.needs_grad(self):
+            return self._recorded_basic_index(key, view)
+        return NDArray(view, self._ctx)
+
+    def _recorded_basic_index(self, key, view):
+        """x[key] on the tape: a `slice` op (its gradient is the registry's) reshaped to
+        drop integer axes and add None axes; the result still shares x's memory."""
+        axes_key = [k for k in key if k is not None]
+        if Ellipsis in axes_key:
+            at = axes_key.index(Ellipsis)
+            axes_key[at:at + 1] = [slice(None)] * (self.ndim - len(axes_key) + 1)
+        begin, end, step = [], [], []
+        for k, n in zip(axes_key, self.shape):
             if isinstance(k, slice):
-                begin.append(k.start); end.append(k.stop); step.append(k.step)
+                begin.append(k.start if k.start is None else int(k.start))
+                end.append(k.stop if k.stop is None else int(k.stop))
+                step.append(k.step if k.step is None else int(k.step))
             else:
-                k = int(k)
-                n = self.shape[axis]
-                if not -n <= k < n:
-                    raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
-                k %= n
+                k = int(k) % n
                 begin.append(k); end.append(k + 1); step.append(None)
-                squeeze.append(axis)
         out = invoke("slice", [self], {"begin": tuple(begin), "end": tuple(end),
                                        "step": tuple(step)})
-        if squeeze:
-            shape = tuple(d for i, d in enumerate(out.shape) if i not in squeeze)
-            out = out.reshape(shape if shape else ())
+        if out.shape != view.shape:
+            out = out.reshape(view.shape)
+        out._data = view
+        return out
+
+    def _gather(self, key):
+        """Advanced indexing: a copy. Its gradient adds the output gradient back at the
+        positions it was read from (twice for an index given twice)."""
+        out = NDArray(np.ascontiguousarray(self._data[key]), self._ctx)
+        if _state.recording and autograd.needs_grad(self):
+            source = self
+
+            def backward_fn(out_grads):
+                grad = np.zeros_like(source._data)
+                np.add.at(grad, key, out_grads[0]._data)
+                return [NDArray(grad, source._ctx)]
+            autograd.record_node([self], [out], backward_fn, "advanced indexing")
         return out
 
     def __setitem__(self, key, value):
-        if isinstance(key, NDArray):
-            key = key._data.astype(np.int64)
+        """x[key] = value, as in NumPy (value: a number, list, NumPy array or NDArray,
+        broadcast to x[key]'s shape; writing into a view writes into its base)."""
         if _state.recording and key is not None and key is not Ellipsis:
             _refuse_inplace_while_recording(self, value)
-        self._data[key] = value._data if isinstance(value, NDArray) else value
+        key = _index_key(key)
+        if isinstance(value, NDArray):
+            value = value._data
+        try:
+            self._data[key] = value
+        except (ValueError, TypeError):
+            # MXNet also takes the same number of values in another shape, e.g. b[0] =
+            # np.array([2.5]) or [2.5] into one element: NumPy refuses that, so reshape it here.
+            target = self._data[key].shape
+            value = np.asarray(value)
+            if value.size != int(np.prod(target)):
+                raise ValueError(f"cannot assign a value of shape {value.shape} to the "
+                                 f"{target} elements picked by index {key}") from None
+            self._data[key] = value.reshape(target)
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slices, shape):
+        """Do these slices (one per axis) pick one contiguous block of a C-ordered array
+        of `shape`? (NumPy's `view.flags.c_contiguous` answers the same; __getitem__ reads
+        that.) Going from the last axis to the first: once an axis keeps only part of its
+        length, every axis before it may keep one element at most, and an axis keeping
+        several elements must step forward by 1. Zero or one element is contiguous."""
+        lengths = [len(range(*s.indices(n))) for s, n in zip(slices, shape)]
+        if int(np.prod(lengths)) <= 1:
+            return True
+        partial = False
+        for s, n, length in reversed(list(zip(slices, shape, lengths))):
+            if length > 1 and (partial or s.indices(n)[2] != 1):
+                return False
+            partial = partial or length < n
+        return True
 
     def __len__(self):
         if self.ndim == 0:
@@ -307,6 +357,24 @@ class NDArray:
 
     def __abs__(self):
         return invoke("abs", [self], {})
+
+
+def _index_key(key):
+    """An index as a tuple, NDArrays in it as NumPy integer arrays."""
+    if type(key) is not tuple:
+        key = (key,)
+    if any(isinstance(k, NDArray) for k in key):
+        key = tuple(k._data.astype(np.int64) if isinstance(k, NDArray) else k for k in key)
+    return key
+
+
+def _is_basic(key):
+    """Only ints, slices, `...` and None: NumPy's basic indexing, which can give a view."""
+    for k in key:
+        if not (type(k) is int or type(k) is slice or k is None or k is Ellipsis
+                or isinstance(k, np.integer)):
+            return False
+    return True
 
 
 def _refuse_inplace_while_recording(target, value):
