@@ -11,125 +11,20 @@ front end (JupyterLab 4 + @jupyter-widgets) really shows it.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from browser_util import PageLog
+from jupyterlab_util import (LAB_OVERRIDES, NEWS_QUESTION, REPO_ROOT, jupyterlab,
+                             run_all_cells, wait_for_kernel_idle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = Path(__file__).resolve().parent / "notebooks"
 NOTEBOOK = "widgets_demo.ipynb"
-
-# JupyterLab user settings for the test server: render every cell (the default windowing
-# modes may detach cells outside the viewport, and the test looks for their outputs).
-# Not asking about Jupyter news is the project's own setting (LAB_OVERRIDES), not the test's.
-LAB_SETTINGS = {
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-}
-# The settings override `make venv` installs into the environment (see the Makefile).
-LAB_OVERRIDES = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
-NEWS_QUESTION = "official Jupyter news"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_server(url: str, proc: subprocess.Popen, log: Path, timeout=90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited with {proc.returncode}:\n"
-                               f"{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url + "/api/status", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"jupyter lab did not answer at {url} within {timeout} s:\n"
-                       f"{log.read_text()[-3000:]}")
-
-
-@contextmanager
-def jupyterlab(root: Path, home: Path):
-    """Run JupyterLab serving `root`; yields its base URL. Stopped (and killed if it must
-    be) on the way out. `home` holds its settings, workspaces and runtime files, so that
-    nothing of the user's ~/.jupyter is read or written."""
-    settings = home / "settings"
-    for rel, value in LAB_SETTINGS.items():
-        path = settings / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(value))
-    port = _free_port()
-    env = dict(os.environ,
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT),
-                                                        os.environ.get("PYTHONPATH")])),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "config"),
-               JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
-               # BLAS threads: the machine is shared and the benchmark cell times calls.
-               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg")
-    log = home / "jupyterlab.log"
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser",
-           "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-           "--ServerApp.port_retries=0", "--ServerApp.allow_root=True",
-           "--ServerApp.token=", "--ServerApp.password=",
-           f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={settings}",
-           f"--LabApp.workspaces_dir={home / 'workspaces'}", "--LabApp.news_url=None",
-           "--LabApp.check_for_updates_class="
-           "jupyterlab.handlers.announcements.NeverCheckForUpdate"]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for_server(url, proc, log)
-        yield url
-    finally:
-        proc.terminate()              # SIGTERM: the server shuts its kernels down
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-def wait_for_kernel_idle(page, timeout_ms=90_000):
-    """Wait until the notebook's kernel is connected and idle. (The toolbar's execution
-    indicator already says 'idle' while the kernel is still starting, and cells run then
-    are lost, so read the status bar: "Python 3 (ipykernel) | Idle".)"""
-    page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"\| Idle")).first.wait_for(
-        timeout=timeout_ms)
-
-
-def run_all_cells(page, timeout_ms=240_000):
-    """Run > Run All Cells (command `runmenu:run-all`), then wait until every code cell
-    has an execution count and the kernel is idle."""
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    page.wait_for_function(
-        """() => {
-            const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-        }""", timeout=timeout_ms)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                           timeout=timeout_ms)
 
 
 @pytest.fixture
