@@ -151,3 +151,31 @@ def test_backpropagation_through_time_reads_the_sequences_backwards_without_copy
     steps = layer._cached_op.last_plan.backward.stages["steps"]
     assert "(a view, read backwards)" in steps
     assert steps.count("compiled once, run per step") == 1
+
+
+def test_a_backward_foreach_adds_up_weight_gradients_after_the_loop_in_one_product():
+    loss = _recurrence()
+    shapes = {"x": (6, 2, 3), "w": (3, 4), "u": (4, 4), "h0": (2, 4)}
+    dtypes = {name: np.float32 for name in shapes}
+    rng = np.random.RandomState(0)
+    inputs = {name: rng.uniform(-0.5, 0.5, s).astype(np.float32) for name, s in shapes.items()}
+    diff = differentiate(loss, ["x", "w", "u", "h0"])
+    forward = NumbaBackend().compile(annotate(Graph.from_symbol(diff.forward), shapes, dtypes),
+                                     is_train=True)
+    results = forward.run([inputs[name] for name in forward.graph.input_names])
+    values = dict(inputs, **dict(zip(diff.saved_names, results[diff.num_outputs:])))
+    values.update({name: np.ones(()) for name in diff.head_names})
+    graph = Graph.from_symbol(diff.backward)
+    feeds = {name: np.asarray(values[name], np.float32) for name in graph.input_names}
+    backward = annotate(graph, {n: v.shape for n, v in feeds.items()},
+                        {n: np.float32 for n in feeds})
+    exe = NumbaBackend().compile(backward)
+    # dW and dU: sums over steps of dot(x_t or h_(t-1), g_t, transpose_a=True)
+    assert "2 sums over steps after the loop (loop fission)" in exe.stages["steps"]
+    body = next(s for s in exe.steps if hasattr(s, "sums")).body.graph
+    assert sum(n.op is not None and n.op.name == "dot" for n in body.nodes) == 2  # dx, dh
+    from straightdope.graph import run_reference
+    expected = run_reference(backward, [feeds[n] for n in backward.input_names], True)
+    got = exe.run([feeds[n] for n in backward.input_names])
+    for g, want in zip(got, expected):
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-6)

@@ -13,7 +13,9 @@ compiled body in a Python loop, writing each step's outputs (and the states each
 step saw, which the backward pass reads) into arrays allocated once per call with
 a leading time axis. Compile time therefore does not depend on the number of
 steps, only on the size of the body. The backward pass of a `foreach` is itself a
-`foreach` (over the reversed sequence), so it runs the same way.
+`foreach` (over the reversed sequence), so it runs the same way; the weight
+gradients it adds up step by step leave its body and become one matrix product
+over all steps after the loop (`fission_sums`, "loop fission").
 
 The few ops that have no Numba kernel (`reverse`) run with their NumPy forward
 between segments, as loop nodes do ("host steps"); a `reverse` in time that only
@@ -138,7 +140,8 @@ class _Foreach(_HostStep):
     each step saw and the values each step saved for the gradient (the node's hidden
     outputs, see `ops.control_flow.saving_body`). All of them are views of ONE buffer
     allocated before the first step; the node's outputs that nothing reads are not
-    computed at all (an inference call saves nothing)."""
+    computed at all (an inference call saves nothing). States that only add up a
+    product over steps leave the body (`fission_sums`) and are computed after the loop."""
 
     def __init__(self, graph, node, backend, is_train, later_uses):
         super().__init__(graph, node, backend, is_train, later_uses)
@@ -163,19 +166,29 @@ class _Foreach(_HostStep):
             shapes[name] = tuple(shape[1:]) if k < self.n_data else tuple(shape)
             dtypes[name] = graph.dtype_of(e)
         shaped = annotate(body, shapes, dtypes)
-        self.out_specs = [(tuple(shaped.shape_of(e)), np.dtype(shaped.dtype_of(e)))
-                          for e in shaped.outputs]
+        self.sums, n_extra = [], 0
+        if not keep:        # a sum's running value per step is not kept: only without history
+            shaped, self.sums, n_extra = fission_sums(shaped, self.n_out, self.data_locs,
+                                                      self.state_locs)
+        hoisted = {s.state for s in self.sums}
+        self.carried = [k for k in range(self.n_states) if k not in hoisted]
+        specs = [(tuple(shaped.shape_of(e)), np.dtype(shaped.dtype_of(e)))
+                 for e in shaped.outputs]
+        n_carried = len(self.carried)
+        # per-step outputs: the body's outputs, saved values and the sums' operands
+        self.per_step_specs = specs[:self.n_out] + specs[self.n_out + n_carried:]
+        self.n_extra = n_extra
         # static_alloc: the body's scratch memory is reused from step to step; the graph
         # tier: one compiled call per step, no Python between the body's kernels
         self.body = backend.compile(shaped, is_train=is_train, static_alloc=True, tier="graph")
 
     def _buffers(self, steps, states):
-        """(stacked outputs, states seen, saved values): views of one new buffer."""
-        n_out = self.n_out
-        specs = self.out_specs[:n_out]
+        """Views of one new buffer, each with a leading time axis: the per-step outputs
+        (stacked outputs, saved values, the sums' operands), then the states each step
+        saw if a backward pass reads them."""
+        specs = list(self.per_step_specs)
         if self.keep_history:
-            specs = specs + [(s.shape, s.dtype) for s in states] \
-                + self.out_specs[n_out + self.n_states:]
+            specs += [(s.shape, s.dtype) for s in states]
         sizes = [steps * int(np.prod(shape, dtype=np.int64)) for shape, _ in specs]
         views, buffers = [], {}
         for dt in {dt for _, dt in specs}:
@@ -184,8 +197,7 @@ class _Foreach(_HostStep):
             buf = buffers[dt]
             views.append(buf[0][buf[1]:buf[1] + n].reshape((steps,) + shape))
             buf[1] += n
-        return views[:n_out], views[n_out:n_out + self.n_states * self.keep_history], \
-            views[n_out + self.n_states * self.keep_history:]
+        return views
 
     def run(self, values):
         arrays = [values[e] for e in self.inputs]
@@ -194,23 +206,153 @@ class _Foreach(_HostStep):
         feeds = [None] * self.n_feeds
         for loc, value in zip(self.remain_locs, arrays[self.n_data + self.n_states:]):
             feeds[loc] = value
+        for s in self.sums:             # the body no longer reads them
+            feeds[self.state_locs[s.state]] = states[s.state]
+        carried = [states[k] for k in self.carried]
+        carried_locs = [self.state_locs[k] for k in self.carried]
         steps = data[0].shape[0]
-        stacked, history, saved = self._buffers(steps, states)
-        n_out, n_states = self.n_out, self.n_states
+        views = self._buffers(steps, carried)
+        n_out, n_carried, n_rest = self.n_out, len(carried), len(self.per_step_specs) - self.n_out
+        stacked, rest, history = views[:n_out], views[n_out:n_out + n_rest], views[n_out + n_rest:]
         for t in range(steps):
             for loc, value in zip(self.data_locs, data):
                 feeds[loc] = value[t]
-            for loc, value in zip(self.state_locs, states):
+            for loc, value in zip(carried_locs, carried):
                 feeds[loc] = value
-            for seen, value in zip(history, states):
+            for seen, value in zip(history, carried):
                 seen[t] = value
             results = self.body.run(feeds)
             for out, r in zip(stacked, results):
                 out[t] = r
-            for out, r in zip(saved, results[n_out + n_states:]):
+            for out, r in zip(rest, results[n_out + n_carried:]):
                 out[t] = r
-            states = results[n_out:n_out + n_states]
-        return stacked + [np.asarray(s) for s in states] + history + saved
+            carried = results[n_out:n_out + n_carried]
+        finals = list(states)
+        for k, value in zip(self.carried, carried):
+            finals[k] = np.asarray(value)
+        extras = rest[len(rest) - self.n_extra:]
+        for s in self.sums:
+            finals[s.state] = s.total(states[s.state], data, stacked, extras)
+        return stacked + finals + history + rest[:len(rest) - self.n_extra]
+
+
+# ------------------------------------------------------------------ loop fission
+# A backward foreach adds up each weight's gradient in a loop state, one small matrix
+# product per step: dW += dot(h_t, dgates_t, transpose_a=True). The sum over steps of
+# those products is ONE product of the steps side by side (T*N rows), which BLAS runs
+# much closer to its peak, and the loop loses a product and an addition per step.
+# MXNet's fused RNN and cuDNN compute weight gradients this way.
+_ADDS = ("broadcast_add", "elemwise_add")
+_SAME_VALUES = ("Flatten", "reshape", "reshape_like", "_sum_to_like", "_copy", "identity")
+
+
+class _Sum:
+    """A loop state the body only adds to: `state += dot(a_t, b_t, transpose_a=True)`
+    or `state += sum(a_t, axis=0)`. `operands` say where each step's a_t (and b_t) is
+    after the loop: ("data", k) the k-th sequence the loop reads, ("out", k) its k-th
+    stacked output, ("extra", k) an output added to the body for this."""
+
+    def __init__(self, state, kind, operands):
+        self.state, self.kind, self.operands = state, kind, operands
+
+    def total(self, start, data, stacked, extras):
+        """start + the sum over all steps, as ONE product (or sum) of all steps' rows."""
+        where = {"data": data, "out": stacked, "extra": extras}
+        a, *b = [_rows_of_all_steps(where[kind][k]) for kind, k in self.operands]
+        step_sum = np.dot(a.T, b[0]) if self.kind == "dot" else a.sum(axis=0)
+        return (start + step_sum).astype(start.dtype, copy=False)
+
+
+def _rows_of_all_steps(x):
+    """(T, N, P) -> (T*N, P): the steps' rows one under the other (a copy only for a
+    sequence read backwards, whose steps must stay paired with the other operand's)."""
+    return x.reshape(-1, x.shape[-1])
+
+
+def _same_value(graph, entry):
+    """The entry whose numbers `entry` holds: through ops that keep values and shape."""
+    while True:
+        node = graph.nodes[entry[0]]
+        if node.is_var or node.op.name not in _SAME_VALUES or \
+                graph.shape_of(entry) != graph.shape_of(tuple(node.inputs[0])):
+            return entry
+        entry = tuple(node.inputs[0])
+
+
+def _sum_kind(graph, node):
+    """'dot' or 'sum' if `node` is a product or sum over the batch axis (axis 0 of 2-D
+    per-step values), else None."""
+    if node.is_var or any(len(graph.shape_of(tuple(e))) != 2 for e in node.inputs):
+        return None
+    a = node.attrs
+    if node.op.name == "dot" and a["transpose_a"] and not a["transpose_b"]:
+        return "dot"
+    axis = a.get("axis")
+    if node.op.name == "sum" and axis is not None and tuple(np.atleast_1d(axis)) == (0,) \
+            and not a["keepdims"] and not a["exclude"]:
+        return "sum"
+    return None
+
+
+def fission_sums(body: Graph, n_out, data_locs, state_locs):
+    """Loop fission, a pass on an annotated foreach body: the states that only add up a
+    product or sum over the batch axis leave the body (`_Sum`); the per-step operands
+    that are neither a sequence the loop reads nor one of its stacked outputs become
+    extra outputs (after the others). Returns (new body, sums, number of extra outputs);
+    the new body keeps every input, so the loop feeds it as before."""
+    users, outputs = body.consumers(), [tuple(e) for e in body.outputs]
+    var_ids = body.var_ids
+    data = [(var_ids[loc], 0) for loc in data_locs]
+    stacked = [_same_value(body, e) for e in outputs[:n_out]]
+    sums, extras = [], []
+    for k, loc in enumerate(state_locs):
+        state, new = (var_ids[loc], 0), outputs[n_out + k]
+        add = body.nodes[new[0]]
+        if add.is_var or add.op.name not in _ADDS or users.get(state) != [add.id] or \
+                outputs.count(new) != 1 or new in users:
+            continue
+        terms = [tuple(e) for e in add.inputs if tuple(e) != state]
+        if len(terms) != 1 or body.shape_of(terms[0]) != body.shape_of(state):
+            continue
+        term = body.nodes[terms[0][0]]
+        kind = _sum_kind(body, term)
+        if kind is None:
+            continue
+        operands = []
+        for e in term.inputs:
+            e = _same_value(body, tuple(e))
+            if e in data:
+                operands.append(("data", data.index(e)))
+            elif e in stacked:
+                operands.append(("out", stacked.index(e)))
+            else:
+                operands.append(("extra", len(extras)))
+                extras.append(e)
+        sums.append(_Sum(k, kind, operands))
+    if not sums:
+        return body, [], 0
+    hoisted = {s.state for s in sums}
+    kept = outputs[:n_out] + [e for k, e in enumerate(outputs[n_out:n_out + len(state_locs)])
+                              if k not in hoisted] + outputs[n_out + len(state_locs):]
+    return _pruned(body, kept + extras), sums, len(extras)
+
+
+def _pruned(graph, outputs):
+    """The graph that computes only `outputs`; every variable stays, in its order."""
+    keep, stack = set(graph.var_ids), [e[0] for e in outputs]
+    while stack:
+        i = stack.pop()
+        if i not in keep:
+            keep.add(i)
+            stack.extend(e[0] for e in graph.nodes[i].inputs)
+    new_id, nodes = {}, []
+    for n in graph.nodes:
+        if n.id in keep:
+            new_id[n.id] = len(nodes)
+            nodes.append(Node(len(nodes), n.name, n.op, dict(n.attrs),
+                              [(new_id[i], k) for i, k in n.inputs], n.num_outputs,
+                              dict(n.var_attrs), n.kind, list(n.shapes), list(n.dtypes)))
+    return Graph(nodes, [(new_id[i], k) for i, k in outputs])
 
 
 class LoopExecutable:
@@ -267,8 +409,10 @@ class LoopExecutable:
                 body = step.body.graph
                 saves = f", {step.n_saved} saved per step for the backward" if step.n_saved \
                     else ""
+                sums = f", {len(step.sums)} sums over steps after the loop (loop fission)" \
+                    if step.sums else ""
                 lines.append(f"step {k}: {step.node.op.name} '{step.node.name}', body of "
-                             f"{len(body.op_nodes)} ops compiled once, run per step{saves}")
+                             f"{len(body.op_nodes)} ops compiled once, run per step{saves}{sums}")
             elif isinstance(step, _Reverse):
                 lines.append(f"step {k}: reverse '{step.node.name}' (a view, read backwards)")
             else:
