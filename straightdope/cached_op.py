@@ -1,4 +1,4 @@
-"""CachedOp: a traced graph, compiled once per input signature, called like a function.
+"""CachedOp: a traced graph, compiled once per signature, called like a function.
 
 This is what a hybridized block runs instead of its Python code. It appears on
 the autograd tape as *one* node: its forward is the compiled forward graph
@@ -34,14 +34,17 @@ def get_backend(name: str | None = None):
 
 
 class Plan:
-    """Everything compiled for one input signature: `shapes` of the inputs, `is_train`,
-    `wrt` (the inputs that get gradients; None for a forward-only plan), the compiled
-    `forward` (and `backward`) executables and the compile `seconds`."""
+    """What is compiled for one signature: the input `dtypes`, `is_train` and `wrt` (the
+    inputs that get gradients; None for a forward-only plan). `forward` (and `backward`)
+    are executables for inputs of any shape (`graph.AnyShape`: they specialise for each
+    new input shape themselves); `shapes` are the input shapes of the first call, and
+    `seconds` what compiling for them took."""
 
-    def __init__(self, forward, backward=None, diff=None, seconds=0.0):
-        self.forward, self.backward, self.diff, self.seconds = forward, backward, diff, seconds
-        self.shapes, self.is_train, self.wrt = {}, False, None
-        self.backward_inputs = None     # names the backward graph takes, in order
+    def __init__(self, forward, backward=None, diff=None):
+        self.forward, self.backward, self.diff = forward, backward, diff
+        self.shapes, self.dtypes, self.is_train, self.wrt, self.seconds = {}, {}, False, None, 0.0
+        self.backward_feeds = None      # per backward input: ("head"|"saved"|"input", k)
+        self.wrt_index = None           # per backward output: its index in input_names
 
     def __repr__(self):
         kind = "forward+backward" if self.wrt else "forward"
@@ -70,21 +73,28 @@ class CachedOp:
         self.extra = Group([Symbol([e]) for e, _ in self._updates]) if self._updates else None
         self.full = Group([symbol] + ([self.extra] if self.extra is not None else []))
         self.num_visible = len(symbol)
-        self.input_names = Graph.from_symbol(self.full).input_names
+        # The order every compiled graph takes its inputs in (a Graph's input_names are
+        # its variables in this same walk order).
+        self.input_names = self.full.list_inputs()
         self._update_index = [self.input_names.index(name) for _, name in self._updates]
-        self._data_index = [i for i, n in enumerate(self.input_names) if n in self.data_names]
         self.plans: dict = {}
         self._compiling = threading.Lock()   # threads meeting a new signature compile it once
         self.calls = 0
-        self.compiles = 0
         self.last_plan: Plan | None = None
 
-    # ----------------------------------------------------------- compiling
-    def _annotated(self, symbol, shapes, dtypes):
-        return annotate(Graph.from_symbol(symbol, self.data_names), shapes, dtypes)
+    @property
+    def compiles(self) -> int:
+        """Plans made so far, one per input signature *and* input shapes: each plan's
+        forward executable specialises for every new shape (MXNet re-plans too)."""
+        return sum(len(plan.forward.specializations) for plan in self.plans.values())
 
-    def _compile(self, shapes, dtypes, is_train, wrt):
-        start = time.perf_counter()
+    # ----------------------------------------------------------- compiling
+    def _graph(self, symbol, shapes, dtypes, names=()) -> Graph:
+        """The Symbol as a Graph (converted once per signature), annotated."""
+        return annotate(Graph.from_symbol(symbol, self.data_names + list(names)),
+                        shapes, dtypes)
+
+    def _compile(self, shapes, dtypes, is_train, wrt) -> Plan:
         kw = dict(static_alloc=self.static_alloc, static_shape=self.static_shape)
         if getattr(self.backend, "name", None) == "numba":
             kw["tiered"] = self.compile_mode == "tiered"
@@ -92,32 +102,35 @@ class CachedOp:
                 from .compiler import tiers
                 tiers.start()       # it imports Numba while we differentiate and plan
         if wrt is None:
-            graph = self._annotated(self.full, shapes, dtypes)
+            graph = self._graph(self.full, shapes, dtypes)
             plan = Plan(self.backend.compile(graph, is_train=is_train, **kw))
         else:
             diff = differentiate(self.symbol, wrt, is_train, extra_outputs=self.extra)
-            fwd_graph = self._annotated(diff.forward, shapes, dtypes)
-            out_shapes = {}
-            out_dtypes = {}
-            for k, entry in enumerate(fwd_graph.outputs):
-                if k < self.num_visible:
-                    name = diff.head_names[k]
-                elif k >= diff.num_outputs:
-                    name = diff.saved_names[k - diff.num_outputs]
-                else:
-                    continue
-                out_shapes[name] = fwd_graph.shape_of(entry)
-                out_dtypes[name] = fwd_graph.dtype_of(entry)
-            bwd_graph = self._annotated(diff.backward, {**shapes, **out_shapes},
-                                        {**dtypes, **out_dtypes})
-            plan = Plan(self.backend.compile(fwd_graph, is_train=is_train, **kw),
-                        self.backend.compile(bwd_graph, is_train=is_train, **kw), diff)
+            forward = self._graph(diff.forward, shapes, dtypes)
+            # the backward graph's other inputs: output gradients and saved values, whose
+            # shapes and dtypes the forward graph knows (they change with the data's shape)
+            per_call = diff.head_names + diff.saved_names
+            outputs = forward.outputs[:self.num_visible] + forward.outputs[diff.num_outputs:]
+            backward = self._graph(
+                diff.backward,
+                {**shapes, **{n: forward.shape_of(e) for n, e in zip(per_call, outputs)}},
+                {**dtypes, **{n: forward.dtype_of(e) for n, e in zip(per_call, outputs)}},
+                per_call)
+            plan = Plan(self.backend.compile(forward, is_train=is_train, **kw),
+                        self.backend.compile(backward, is_train=is_train, **kw), diff)
+            plan.backward_feeds = self._backward_feeds(diff, backward.input_names)
+            plan.wrt_index = [self.input_names.index(n) for n in diff.wrt]
         if kw.get("tiered"):             # a quick compile is waited for (compiler/tiers.py)
             from .compiler import tiers
-            tiers.settle([plan.forward, plan.backward])
-        plan.seconds = time.perf_counter() - start
-        self.compiles += 1
+            tiers.settle([ex.current for ex in (plan.forward, plan.backward) if ex])
         return plan
+
+    def _backward_feeds(self, diff, names) -> list:
+        """Where each input of the backward graph comes from, in its order."""
+        heads, saved = diff.head_names, diff.saved_names
+        return [("head", heads.index(n)) if n in heads else
+                ("saved", saved.index(n)) if n in saved else
+                ("input", self.input_names.index(n)) for n in names]
 
     # ------------------------------------------------------------- calling
     def __call__(self, data, params: dict):
@@ -134,8 +147,9 @@ class CachedOp:
     def call(self, arrays):
         """Run on NDArrays given in `input_names` order.
 
-        This runs on every call of a hybridized block, so it is kept short: the compiled
-        plan is found by one tuple of the inputs' shapes and dtypes."""
+        This runs on every call of a hybridized block, so it is kept short: the plan is
+        found by the inputs' dtypes, the training flag and which inputs need gradients;
+        the plan's executable looks at the shapes (graph.AnyShape)."""
         is_train = autograd._state.training
         wrt = None
         if autograd._state.recording:
@@ -147,17 +161,11 @@ class CachedOp:
             missing = [n for n, a in zip(self.input_names, arrays) if a is None]
             raise ValueError(f"the cached graph needs values for {missing}, which have none "
                              f"(a Parameter that is not initialized?)") from None
-        if self.static_shape:
-            # Shapes are fixed, so only the data inputs need checking: a Parameter cannot
-            # change its shape (set_data and load_parameters refuse, cast() re-traces).
-            key = (tuple([(data[i].shape, data[i].dtype) for i in self._data_index]),
-                   is_train, wrt)
-        else:
-            key = (tuple([(d.shape, d.dtype) for d in data]), is_train, wrt)
+        key = (tuple([d.dtype for d in data]), is_train, wrt)
         plan = self.plans.get(key)
         if plan is None:
             with self._compiling:
-                plan = self.plans.get(key) or self._new_plan(key, arrays, is_train, wrt)
+                plan = self.plans.get(key) or self._new_plan(key, data, is_train, wrt)
         self.last_plan = plan
         self.calls += 1
         results = plan.forward.run(data)
@@ -177,28 +185,25 @@ class CachedOp:
                                  "CachedOp",
                                  fresh_grads=getattr(plan.backward, "fresh_outputs", False))
 
-    def _new_plan(self, key, arrays, is_train, wrt):
-        shapes = {n: a.shape for n, a in zip(self.input_names, arrays)}
-        dtypes = {n: a._data.dtype for n, a in zip(self.input_names, arrays)}
-        plan = self.plans[key] = self._compile(shapes, dtypes, is_train,
-                                               None if wrt is None else list(wrt))
-        plan.shapes, plan.is_train, plan.wrt = shapes, is_train, wrt
+    def _new_plan(self, key, data, is_train, wrt):
+        start = time.perf_counter()
+        shapes = {n: d.shape for n, d in zip(self.input_names, data)}
+        dtypes = {n: d.dtype for n, d in zip(self.input_names, data)}
+        plan = self._compile(shapes, dtypes, is_train, None if wrt is None else list(wrt))
+        plan.shapes, plan.dtypes, plan.is_train, plan.wrt = shapes, dtypes, is_train, wrt
+        plan.seconds = time.perf_counter() - start
+        self.plans[key] = plan
         return plan
 
     def _backward_fn(self, plan, arrays, saved):
-        diff = plan.diff
-        by_name = dict(zip(self.input_names, arrays))
-        if plan.backward_inputs is None:
-            plan.backward_inputs = plan.backward.graph.input_names
-
         def backward(out_grads):
-            feeds = dict(zip(diff.head_names, (g._data for g in out_grads)))
-            feeds.update(zip(diff.saved_names, saved))
-            values = []
-            for name in plan.backward_inputs:
-                values.append(feeds[name] if name in feeds else by_name[name]._data)
-            grads = dict(zip(diff.wrt, plan.backward.run(values)))
-            return [NDArray(grads[n]) if n in grads else None for n in self.input_names]
+            sources = {"head": [g._data for g in out_grads], "saved": saved,
+                       "input": [a._data for a in arrays]}
+            values = [sources[kind][k] for kind, k in plan.backward_feeds]
+            grads = [None] * len(arrays)
+            for k, grad in zip(plan.wrt_index, plan.backward.run(values)):
+                grads[k] = NDArray(grad)
+            return grads
         return backward
 
     def stats(self) -> dict:
@@ -210,6 +215,7 @@ class CachedOp:
         for part in ("forward", "backward"):
             ex = getattr(plan, part, None) if plan is not None else None
             if ex is not None:
+                ex = ex.current                 # the executable for the last shapes
                 out[part] = {"tier": getattr(ex, "tier", getattr(self.backend, "name", None)),
                              "pending": getattr(ex, "pending", False),
                              "switches": list(getattr(ex, "switches", []))}

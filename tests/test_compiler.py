@@ -193,18 +193,18 @@ def test_outputs_are_fresh_arrays_never_overwritten():
     ex.run(random_inputs(graph))
     for o, k in zip(first, kept):
         np.testing.assert_array_equal(o, k)
-        for arena in ex._bound.arenas:
+        for arena in ex.current.arenas:
             assert not np.shares_memory(o, arena)
 
 
 def test_static_alloc_keeps_the_arena_and_static_shape_skips_checks():
     graph, ex = compile_symbol(mlp_symbol(), mlp_shapes(), static_alloc=True,
                                static_shape=True)
-    arenas = ex._bound.arenas
+    arenas = ex.current.arenas
     ex.run(random_inputs(graph))
-    assert ex._bound.arenas is arenas and sum(a.size for a in arenas) > 0
+    assert ex.current.arenas is arenas and sum(a.size for a in arenas) > 0
     graph, ex2 = compile_symbol(mlp_symbol(), mlp_shapes())
-    assert ex2._bound.arenas is None                     # a fresh arena per call
+    assert ex2.current.arenas is None                     # a fresh arena per call
 
 
 def test_a_new_batch_size_replans_without_a_new_numba_compile():
@@ -214,6 +214,9 @@ def test_a_new_batch_size_replans_without_a_new_numba_compile():
     got = ex.run(inputs)[0]
     assert got.shape == (7, 3)
     assert ex.timings["cache"] in ("memory", "disk")                # same source, no compile
+    assert list(ex.specializations) == [((4, 5), (8, 5), (8,), (6, 8), (6,), (3, 6), (3,)),
+                                        ((7, 5), (8, 5), (8,), (6, 8), (6,), (3, 6), (3,))]
+    assert ex.stages["shapes"].shape_of(ex.graph.outputs[0]) == (7, 3)
     big = annotate(Graph.from_symbol(mlp_symbol(), ["data"]), {"data": (7, 5)})
     np.testing.assert_allclose(got, run_reference(big, inputs)[0], rtol=1e-5, atol=1e-6)
     graph9, ex9 = compile_symbol(mlp_symbol(), mlp_shapes(batch=9))
@@ -317,7 +320,7 @@ def check_fresh_outputs(ex):
     inputs = [x.astype(n.dtypes[0]) for x, n in
               zip(random_inputs(ex.graph), [n for n in ex.graph.nodes if n.is_var])]
     outs = ex.run(inputs)
-    others = inputs + list(ex._bound.arenas or [])
+    others = inputs + list(ex.current.arenas or [])
     for i, o in enumerate(outs):
         for other in others + outs[i + 1:]:
             assert not np.shares_memory(o, other), "an output shares memory"

@@ -372,6 +372,43 @@ def test_cached_op_with_static_shape_makes_a_new_plan_for_a_new_shape_as_mxnet_a
     assert op.compiles == 2
 
 
+def count_conversions(monkeypatch):
+    """A list that grows by one per Symbol -> Graph conversion."""
+    calls, convert = [], Graph.from_symbol.__func__
+
+    def counting(cls, symbol, data_names=()):
+        calls.append(symbol)
+        return convert(cls, symbol, data_names)
+    monkeypatch.setattr(Graph, "from_symbol", classmethod(counting))
+    return calls
+
+
+def test_a_training_call_converts_each_graph_once_and_a_new_shape_converts_none(monkeypatch):
+    conversions = count_conversions(monkeypatch)
+    params = mlp_params(np.random.default_rng(1))
+    op = CachedOp(mlp_symbol(), ["data"], backend=ReferenceBackend())
+    assert conversions == []                       # input_names come from the Symbol
+    for batch in (6, 2, 6):
+        with autograd.record():
+            (out,) = op([nd.array(np.ones((batch, 5)), dtype="float64")], params)
+        out.backward()
+        assert out.shape == (batch, 3) and params["fc1_weight"].grad.shape == (8, 5)
+    assert len(conversions) == 2                   # the forward and the backward graph
+    (plan,) = op.plans.values()                    # one signature: float64, training, wrt
+    assert op.compiles == 2 and len(plan.backward.specializations) == 2
+    assert [shapes[0] for shapes in plan.forward.specializations] == [(6, 5), (2, 5)]
+    assert plan.forward.graph.input_names == op.input_names
+
+
+def test_cached_op_makes_a_new_plan_for_new_dtypes_but_not_for_new_shapes():
+    op = CachedOp(sym.relu(sym.var("data")), ["data"], backend=ReferenceBackend())
+    op([nd.ones((2, 3))], {})
+    op([nd.ones((4, 3))], {})
+    assert len(op.plans) == 1 and op.compiles == 2
+    (out,) = op([-nd.ones((4, 3), dtype="float64")], {})
+    assert out.dtype == np.float64 and len(op.plans) == 2 and op.compiles == 3
+
+
 def test_cached_op_refuses_static_shape_without_static_alloc_as_mxnet_does():
     with pytest.raises(ValueError, match=r"static_shape=True needs static_alloc=True"):
         CachedOp(sym.relu(sym.var("data")), ["data"], backend=ReferenceBackend(),

@@ -7,7 +7,8 @@
 * `memory.py`  liveness and buffer reuse (pass 3)
 * `codegen.py` writes the Python source of the whole graph (pass 4)
 * `cache.py`   the on-disk cache of generated modules and their machine code
-* `backend.py` NumbaBackend / Executable: runs the passes (its PIPELINE list), then the
+* `backend.py` NumbaBackend / Executable: for one set of input shapes (graph.AnyShape
+               keeps one per shapes met), runs the passes (its PIPELINE list), then the
                code, as one whole-graph function ("graph" tier) or as steps called from
                Python, one function per distinct loop ("steps" tier, for large graphs)
 * `tiers.py`   hybridize(compile="tiered"), the default: the NumPy reference tier while a

@@ -3,12 +3,13 @@
     traced graph -> shapes -> (lower +) fuse -> plan memory -> generate source
                  -> on-disk cache / Numba compile -> run(inputs) -> outputs
 
-`NumbaBackend().compile(graph)` returns an `Executable`. Its `stages` are the
-objects each pass produced (print them, draw them with `.to_dot()`), its
-`timings` the seconds each pass took and whether the compiled code came from a
-cache. `run()` is the per-call path and is kept short: check the input shapes
-(skipped with `static_shape`), get the arena (kept across calls with
-`static_alloc`), call the compiled function.
+`NumbaBackend().compile(graph)` returns an executable for inputs of any shape
+(`graph.AnyShape`): for each input shapes it meets, one `Executable` made from the
+graph annotated for them. An Executable's `stages` are the objects each pass
+produced (print them, draw them with `.to_dot()`), its `timings` the seconds each
+pass took and whether the compiled code came from a cache. `run()` is the per-call
+path and is kept short: get the arena (kept across calls with `static_alloc`), call
+the compiled function.
 
 Two tiers share every pass up to the source (`tier=`):
 
@@ -32,7 +33,7 @@ import numba
 import numpy as np
 
 from .. import config
-from ..graph import Graph, annotate
+from ..graph import AnyShape, Graph
 from . import cache
 from .codegen import generate
 from .fuse import fuse
@@ -64,43 +65,20 @@ def _strip(graph: Graph) -> Graph:
     return traced
 
 
-class Bound:
-    """A compiled graph planned for one set of input shapes."""
-
-    def __init__(self, fn, meta, arena_specs, in_shapes, out_plan, static_alloc, loops=None):
-        self.fn, self.meta, self.arena_specs = fn, meta, arena_specs
-        self.loops = loops                  # the steps tier's loop functions (else None)
-        self.in_shapes = in_shapes
-        self.out_plan = out_plan            # None when outputs need no fixing up
-        self._per_thread = threading.local() if static_alloc else None
-
-    @property
-    def arenas(self):
-        """With static_alloc, this thread's arenas, kept across its calls; else None (a
-        fresh arena per call). Each thread has its own: the compiled code runs without
-        the GIL, and two threads sharing an arena would overwrite each other's values."""
-        if self._per_thread is None:
-            return None
-        arenas = getattr(self._per_thread, "arenas", None)
-        if arenas is None:
-            arenas = self._per_thread.arenas = self.new_arenas()
-        return arenas
-
-    def new_arenas(self):
-        return [np.empty(n, dt) for dt, n in self.arena_specs]
-
-
 class Executable:
-    """A graph compiled by `NumbaBackend`: `run(list of arrays) -> list of arrays`.
+    """A graph compiled by `NumbaBackend` for its input shapes: `run(arrays) -> arrays`.
 
-    The arrays `run` returns are new on every call and share memory with nothing (not
-    the arena, not the inputs, not each other: outputs that would be views or repeats
-    are copied), so callers may keep them: `fresh_outputs`."""
+    Other input shapes are `AnyShape`'s business (graph/specialize.py): it makes one
+    Executable per input shapes. The arrays `run` returns are new on every call and
+    share memory with nothing (not the arena, not the inputs, not each other: outputs
+    that would be views or repeats are copied), so callers may keep them:
+    `fresh_outputs`."""
     fresh_outputs = True
 
-    def __init__(self, graph: Graph, is_train=False, static_alloc=False, static_shape=False,
-                 tier="auto", compile=True):
-        """compile=False runs the passes only (`stages`, `timings`, `job()`), no Numba."""
+    def __init__(self, graph: Graph, is_train=False, static_alloc=False, tier="auto",
+                 compile=True):
+        """compile=False runs the passes only (`stages`, `timings`, `job()`); `compile()`
+        then has Numba compile (or load) what they wrote."""
         if any(n.shapes is None or n.dtypes is None for n in graph.nodes):
             raise ValueError("NumbaBackend.compile needs an annotated graph "
                              "(straightdope.graph.annotate)")
@@ -108,122 +86,102 @@ class Executable:
         if tier not in TIERS:
             raise ValueError(f"unknown tier {tier!r}: choose one of {TIERS}")
         self.graph, self.tier = graph, tier
-        self.is_train, self.static_alloc, self.static_shape = is_train, static_alloc, static_shape
-        self.traced = _strip(graph)
-        self._vars = [n for n in graph.nodes if n.is_var]
-        self._dtypes = {n.name: np.dtype(n.dtypes[0]) for n in self._vars}
-        self._input_dtypes = [self._dtypes[n.name] for n in self._vars]
-        self.stages: OrderedDict = OrderedDict()
-        self.timings: dict = {}
-        shapes = tuple(tuple(n.shapes[0]) for n in self._vars)
-        self._first_shapes = shapes
-        self._lock = threading.Lock()     # threads meeting a new shape plan it once
-        if not compile:
-            self.stages, self.timings = self._passes(shapes, loops_apart=tier == "steps")
-            return
-        self._bounds = {shapes: self._build(shapes)}
-        self._bound = self._bounds[shapes]
+        self.is_train, self.static_alloc = is_train, static_alloc
+        self._input_dtypes = [np.dtype(n.dtypes[0]) for n in graph.nodes if n.is_var]
+        self._in_shapes = [tuple(n.shapes[0]) for n in graph.nodes if n.is_var]
+        self.fn = None                     # the compiled run_graph, after compile()
+        self._per_thread = threading.local() if static_alloc else None
+        self.stages, self.timings, self._generated = self._passes()
+        if compile:
+            self.compile()
 
     # ------------------------------------------------------------ compiling
-    def _passes(self, in_shapes, loops_apart: bool) -> tuple[dict, dict]:
-        """Run the pipeline up to the source: (stages, timings)."""
-        t, stages = {}, OrderedDict([("traced", self.traced)])
-        mark = time.perf_counter()
-        if in_shapes == self._first_shapes:
-            shaped = self.graph      # the annotated graph we were given: that very object
-        else:
-            known = {n.name: s for n, s in zip(self._vars, in_shapes)}
-            shaped = annotate(self.traced, known, self._dtypes)
-        stages["shapes"] = shaped
-        t["shapes"] = time.perf_counter() - mark
+    def _passes(self) -> tuple[dict, dict, tuple]:
+        """Run the pipeline up to the source: (stages, timings, (meta, loop sources))."""
+        t, stages = {}, OrderedDict([("traced", _strip(self.graph))])
+        stages["shapes"] = self.graph        # annotated by the caller: that very object
+        t["shapes"] = 0.0
 
         mark = time.perf_counter()
-        lowered, rewrites = lower(shaped, self.is_train)
+        lowered, rewrites = lower(self.graph, self.is_train)
         stages["fused"] = fuse(lowered, rewrites)
         t["fuse"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
-        stages["memory"] = plan_memory(stages["fused"], shaped)
+        stages["memory"] = plan_memory(stages["fused"], self.graph)
         t["plan"] = time.perf_counter() - mark
 
         mark = time.perf_counter()
-        stages["source"], t["meta"], t["loops"] = generate(
-            stages["fused"], stages["memory"], self.is_train, loops_apart=loops_apart)
+        stages["source"], meta, loops = generate(
+            stages["fused"], stages["memory"], self.is_train, loops_apart=self.tier == "steps")
         t["codegen"] = time.perf_counter() - mark
-        return stages, t
+        t["distinct_loops"] = len(loops)          # (steps tier; 0 in the graph tier)
+        return stages, t, (meta, loops)
 
     def job(self) -> list:
         """What Numba has to compile (or load) for this tier, as (function, example
         arguments) pairs: the whole-graph function, or the steps tier's loops and the
         kernels it calls. A worker process compiles them into the caches (tiers.py)."""
-        shapes = self._first_shapes
-        stages, t = (self.stages, self.timings) if "loops" in self.timings else \
-            self._passes(shapes, self.tier == "steps")
-        source = stages["source"]
+        source, (_, loop_sources) = self.stages["source"], self._generated
         if self.tier == "graph":
-            return [(("module", source, "run_graph"), self._examples(shapes, source))]
+            return [(("module", source, "run_graph"), self._examples(source))]
         items = [(("kernel", kernel.py_func.__module__.rsplit(".", 1)[1], kernel.__name__),
-                  args) for kernel, args in _kernel_calls(source, self._inputs(shapes))]
-        for text, signatures in t["loops"]:
+                  args) for kernel, args in _kernel_calls(source, self._inputs())]
+        for text, signatures in loop_sources:
             for dtypes in signatures:
                 items.append((("module", text, "loop"), _loop_examples(dtypes)))
         return items
 
-    def _inputs(self, in_shapes) -> list:
-        return [np.empty((0,) * len(s), self._dtypes[n.name])
-                for n, s in zip(self._vars, in_shapes)]
+    def _inputs(self) -> list:
+        return [np.empty((0,) * len(s), dt) for s, dt in zip(self._in_shapes,
+                                                               self._input_dtypes)]
 
-    def _examples(self, in_shapes, source) -> list:
+    def _examples(self, source) -> list:
         """Empty arrays with the types run_graph is compiled for."""
-        return self._inputs(in_shapes) + [np.empty(0, d) for d in _arena_dtypes(source)] \
+        return self._inputs() + [np.empty(0, d) for d in _arena_dtypes(source)] \
             + [np.empty(0, np.int64)]
 
-    def _build(self, in_shapes) -> Bound:
+    def compile(self):
+        """The last phase: Numba compiles the source (or loads it from a cache)."""
         start = time.perf_counter()
-        stages, t = self._passes(in_shapes, loops_apart=self.tier == "steps")
-        source, meta, loop_sources = stages["source"], t.pop("meta"), t.pop("loops")
-        plan, lowered = stages["memory"], stages["fused"].graph
-        t["distinct_loops"] = len(loop_sources)          # (steps tier; 0 in the graph tier)
-
-        mark = time.perf_counter()
-        arena_specs = [(np.dtype(d), plan.arena_sizes.get(d, 0))
-                       for d in _arena_dtypes(source)]
+        t, source = self.timings, self.stages["source"]
+        meta, loop_sources = self._generated
+        lowered = self.stages["fused"].graph
+        self.arena_specs = [(np.dtype(d), self.stages["memory"].arena_sizes.get(d, 0))
+                            for d in _arena_dtypes(source)]
         if self.tier == "graph":
             module, info = cache.load(source)
             fn, loops = module.run_graph, None
-            compiled = cache.compile_function(fn, self._examples(in_shapes, source))
+            compiled = cache.compile_function(fn, self._examples(source))
+            meta = np.array(meta, dtype=np.int64)
         else:
-            fn, loops, info, compiled = self._compile_steps(source, loop_sources, in_shapes)
+            fn, loops, info, compiled = self._compile_steps(source, loop_sources)
             meta = list(meta)           # read from Python: a list is faster than an array
         if any(n.op.is_random for n in lowered.op_nodes):
             from .kernels import random as _random
             _random.ensure_seeded()
-        t["numba_compile"] = time.perf_counter() - mark
+        t["numba_compile"] = time.perf_counter() - start
         in_memory = info["memory"]
         t["cache_hit"] = bool(in_memory or compiled["cache_hit"])
         t["cache"] = "memory" if in_memory else ("disk" if compiled["cache_hit"] else
                                                  ("off" if not compiled["jit"] else "miss"))
         t["cache_file"] = info["path"]
         t["cache_file_status"] = info["file"]      # reused | written | rebuilt (was damaged)
-        t["total"] = time.perf_counter() - start
+        t["total"] = sum(t[k] for k in PHASES)
         t["tier"] = self.tier
-
-        self.stages, self.timings = stages, t
-        if loops is None:
-            meta = np.array(meta, dtype=np.int64)
-        bound = Bound(fn, meta, arena_specs, in_shapes, _output_plan(lowered),
-                      self.static_alloc, loops)
+        self.meta, self.loops = meta, loops    # loops: the steps tier's functions (else None)
+        self.out_plan = _output_plan(lowered)  # None when outputs need no fixing up
+        self.fn = fn
         self._debug()
-        return bound
 
-    def _compile_steps(self, source, loop_sources, in_shapes):
+    def _compile_steps(self, source, loop_sources):
         """run_graph as plain Python, and its loops, each compiled (or loaded) once; the
         kernels it calls are loaded now too (from Numba's cache, without the half second
         of Numba start-up that a first call from Python would cost: cache._fast_load)."""
         namespace: dict = {}
         exec(compile(source, "<straightdope steps>", "exec"), namespace)  # our own text
         loops, hits, memory, compiled = [], [], [], False
-        for kernel, examples in _kernel_calls(source, self._inputs(in_shapes)):
+        for kernel, examples in _kernel_calls(source, self._inputs()):
             hits.append(cache.compile_function(kernel, examples, freeze=False)["cache_hit"])
         for text, signatures in loop_sources:
             module, info = cache.load(text)
@@ -254,48 +212,47 @@ class Executable:
             print(self.stages["source"], file=sys.stderr)
 
     # --------------------------------------------------------------- running
+    @property
+    def arenas(self):
+        """With static_alloc, this thread's arenas, kept across its calls; else None (a
+        fresh arena per call). Each thread has its own: the compiled code runs without
+        the GIL, and two threads sharing an arena would overwrite each other's values."""
+        if self._per_thread is None:
+            return None
+        arenas = getattr(self._per_thread, "arenas", None)
+        if arenas is None:
+            arenas = self._per_thread.arenas = self.new_arenas()
+        return arenas
+
+    def new_arenas(self):
+        return [np.empty(n, dt) for dt, n in self.arena_specs]
+
     def run(self, inputs: list) -> list:
-        b = self._bound
-        if not self.static_shape:
-            shapes = tuple([x.shape for x in inputs])
-            if shapes != b.in_shapes:
-                b = self._rebind(shapes)
-        arenas = b.arenas if self.static_alloc else b.new_arenas()
-        if b.loops is not None:
-            return self._run_steps(b, inputs, arenas)
+        arenas = self.arenas if self.static_alloc else self.new_arenas()
+        if self.loops is not None:
+            return self._run_steps(inputs, arenas)
         try:
-            outs = b.fn(*inputs, *arenas, b.meta)
+            outs = self.fn(*inputs, *arenas, self.meta)
         except TypeError:
             # not the compiled types (non-contiguous, read-only, another dtype): convert
-            if not hasattr(b.fn, "overloads"):
+            if not hasattr(self.fn, "overloads"):
                 raise
-            inputs = [np.array(x, dtype=self._dtypes[n.name], order="C", copy=True)
-                      for x, n in zip(inputs, self._vars)]
-            outs = b.fn(*inputs, *arenas, b.meta)
-        if b.out_plan is None:
+            inputs = [np.array(x, dtype=dt, order="C", copy=True)
+                      for x, dt in zip(inputs, self._input_dtypes)]
+            outs = self.fn(*inputs, *arenas, self.meta)
+        if self.out_plan is None:
             return list(outs)
-        return _finish(b.out_plan, outs, inputs)
+        return _finish(self.out_plan, outs, inputs)
 
-    def _run_steps(self, b, inputs, arenas):
+    def _run_steps(self, inputs, arenas):
         # the kernels take C-contiguous arrays of the compiled dtypes: convert others
         inputs = [x if x.flags.c_contiguous and x.flags.writeable and x.dtype == dt
                   else np.array(x, dtype=dt, order="C", copy=True)
                   for x, dt in zip(inputs, self._input_dtypes)]
-        outs = b.fn(*inputs, *arenas, b.meta, b.loops)
-        if b.out_plan is None:
+        outs = self.fn(*inputs, *arenas, self.meta, self.loops)
+        if self.out_plan is None:
             return list(outs)
-        return _finish(b.out_plan, outs, inputs)
-
-    def _rebind(self, shapes):
-        if len(shapes) != len(self._vars):
-            raise ValueError(f"this graph takes {len(self._vars)} inputs "
-                             f"{[n.name for n in self._vars]}, got {len(shapes)}")
-        with self._lock:
-            b = self._bounds.get(shapes)
-            if b is None:
-                b = self._bounds[shapes] = self._build(shapes)
-        self._bound = b
-        return b
+        return _finish(self.out_plan, outs, inputs)
 
 
 def _loop_examples(dtypes) -> list:
@@ -408,18 +365,25 @@ def _finish(plan, outs, inputs):
 
 
 class NumbaBackend:
-    """`compile(graph, ...)` -> Executable (see the module docstring)."""
+    """`compile(annotated graph, ...)` -> an executable for inputs of any shape
+    (`graph.AnyShape`): per input shapes, one of the executables below."""
     name = "numba"
 
     def compile(self, graph: Graph, is_train: bool = False, static_alloc: bool = False,
                 static_shape: bool = False, tier: str = "auto", tiered: bool = False):
         """tier: 'graph', 'steps' or 'auto' (by the graph's size: `choose_tier`).
-        tiered: start on the steps tier and switch to the graph tier when a worker
-        process has compiled it (`tiers.TieredExecutable`)."""
+        tiered: run the reference tier until a background process has compiled the
+        final tier (`tiers.TieredExecutable`)."""
+        return AnyShape(graph, lambda shaped: self.for_shapes(shaped, is_train, static_alloc,
+                                                              tier, tiered), static_shape)
+
+    def for_shapes(self, graph: Graph, is_train=False, static_alloc=False, tier="auto",
+                   tiered=False):
+        """The executable for the input shapes `graph` is annotated with."""
         from . import loops
         if loops.needs_loops(graph):     # loop nodes: compiled segments + compiled bodies
-            return loops.LoopExecutable(graph, self, is_train, static_alloc, static_shape)
+            return loops.LoopExecutable(graph, self, is_train, static_alloc)
         if tiered and tier == "auto":
             from .tiers import TieredExecutable
-            return TieredExecutable(graph, is_train, static_alloc, static_shape)
-        return Executable(graph, is_train, static_alloc, static_shape, tier)
+            return TieredExecutable(graph, is_train, static_alloc)
+        return Executable(graph, is_train, static_alloc, tier)

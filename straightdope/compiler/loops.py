@@ -180,7 +180,8 @@ class _Foreach(_HostStep):
         self.n_extra = n_extra
         # static_alloc: the body's scratch memory is reused from step to step; the graph
         # tier: one compiled call per step, no Python between the body's kernels
-        self.body = backend.compile(shaped, is_train=is_train, static_alloc=True, tier="graph")
+        self.body = backend.for_shapes(shaped, is_train=is_train, static_alloc=True,
+                                       tier="graph")
 
     def _buffers(self, steps, states):
         """Views of one new buffer, each with a leading time axis: the per-step outputs
@@ -357,14 +358,14 @@ def _pruned(graph, outputs):
 
 class LoopExecutable:
     """A graph with loop nodes, run as compiled segments and loops (see the module
-    docstring). Same interface as `backend.Executable`: `run(inputs) -> outputs`."""
+    docstring) for one input shape. Same interface as `backend.Executable`:
+    `run(inputs) -> outputs`."""
     fresh_outputs = True
 
-    def __init__(self, graph: Graph, backend, is_train=False, static_alloc=False,
-                 static_shape=False):
+    def __init__(self, graph: Graph, backend, is_train=False, static_alloc=False):
         from .backend import Executable
         self.graph, self.is_train = graph, is_train
-        flags = dict(static_alloc=static_alloc, static_shape=static_shape)
+        flags = dict(static_alloc=static_alloc)
         uses = {}
         for n in graph.nodes:
             for e in n.inputs:

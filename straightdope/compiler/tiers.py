@@ -198,23 +198,28 @@ def _stop():
 class TieredExecutable:
     """Runs the reference tier until the background process has compiled the final tier
     (`Executable`), then that. `tier` says which runs now; `switches` lists (call
-    number, tier, seconds the background compile took)."""
+    number, tier, seconds the background compile took). One input shape, as every
+    backend's executable (graph.AnyShape makes one per shape)."""
 
-    def __init__(self, graph, is_train=False, static_alloc=False, static_shape=False):
-        self._args = (graph, is_train, static_alloc, static_shape)
-        self.planned = Executable(*self._args, compile=False)      # the passes only
+    def __init__(self, graph, is_train=False, static_alloc=False):
+        self.planned = Executable(graph, is_train, static_alloc, compile=False)  # the passes
         self.final = self.planned.tier
         self.calls, self.switches, self.ticket, self.error = 0, [], None, None
         self._lock = threading.Lock()        # two threads may both see the ticket done
         todo = missing(self.planned.job())
         if quick(self.final, todo):
-            self.active = Executable(*self._args, tier=self.final)
+            self.active = self._compiled()
             return
         self.active = ReferenceExecutable(graph, is_train)
         try:
             self.ticket = submit(todo)
         except OSError:                      # no second process here: compile now
-            self.active = Executable(*self._args, tier=self.final)
+            self.active = self._compiled()
+
+    def _compiled(self):
+        """The planned executable, compiled: its passes ran once, in __init__."""
+        self.planned.compile()
+        return self.planned
 
     graph = property(lambda self: self.planned.graph)
     tier = property(lambda self: getattr(self.active, "tier", "reference"))
@@ -230,7 +235,7 @@ class TieredExecutable:
     def timings(self):
         if self.tier != "reference":
             return self.active.timings
-        t = {k: v for k, v in self.planned.timings.items() if k not in ("meta", "loops")}
+        t = dict(self.planned.timings)
         passes = sum(t.get(k, 0.0) for k in PHASES if k != "numba_compile")
         return {**t, "numba_compile": 0.0, "total": passes, "tier": "reference",
                 "cache": "compiling" if self.pending else "off"}
@@ -266,7 +271,7 @@ class TieredExecutable:
                               f"tier. hybridize(compile='sync') shows the error where it "
                               f"happens.", RuntimeWarning, stacklevel=3)
                 return
-            self.active = Executable(*self._args, tier=self.final)
+            self.active = self._compiled()
             self.switches.append((self.calls, self.final, ticket.seconds))
 
 

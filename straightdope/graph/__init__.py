@@ -8,6 +8,7 @@ Symbol methods that need a whole-graph analysis get it from here, once, below.""
 from ..symbol import symbol as _symbol
 from .ir import Graph, Node  # noqa: F401
 from .shapes import annotate, infer_shapes, symbol_shapes  # noqa: F401
+from .specialize import AnyShape  # noqa: F401
 from .interpret import ReferenceBackend, evaluate, run_reference  # noqa: F401
 from .autodiff import Differentiated, differentiate  # noqa: F401
 

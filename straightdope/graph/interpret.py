@@ -6,6 +6,7 @@ Slow but obviously right; every other executor is tested against it.
 from __future__ import annotations
 
 from .ir import Graph
+from .specialize import AnyShape
 
 
 def run_reference(graph: Graph, inputs: list, is_train: bool = False) -> list:
@@ -29,7 +30,7 @@ def evaluate(symbol, inputs: list) -> list:
 
 
 class ReferenceExecutable:
-    """What an executor backend's compile() returns: run(inputs) -> outputs."""
+    """The reference executor for one annotated graph: run(inputs) -> outputs."""
 
     def __init__(self, graph: Graph, is_train: bool):
         self.graph, self.is_train = graph, is_train
@@ -40,8 +41,11 @@ class ReferenceExecutable:
 
 
 class ReferenceBackend:
+    """`compile(annotated graph)` -> an executable for inputs of any shape (`AnyShape`),
+    as every backend returns: for each input shapes, the graph annotated for them."""
     name = "numpy"
 
     def compile(self, graph: Graph, is_train: bool = False, static_alloc: bool = False,
-                static_shape: bool = False) -> ReferenceExecutable:
-        return ReferenceExecutable(graph, is_train)
+                static_shape: bool = False) -> AnyShape:
+        return AnyShape(graph, lambda shaped: ReferenceExecutable(shaped, is_train),
+                        static_shape)
