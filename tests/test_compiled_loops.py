@@ -172,7 +172,7 @@ def test_a_backward_foreach_adds_up_weight_gradients_after_the_loop_in_one_produ
     exe = NumbaBackend().compile(backward)
     # dW and dU: sums over steps of dot(x_t or h_(t-1), g_t, transpose_a=True)
     assert "2 sums over steps after the loop (loop fission)" in exe.stages["steps"]
-    body = next(s for s in exe.steps if hasattr(s, "sums")).body.graph
+    body = next(s for s in exe.current.steps if hasattr(s, "sums")).body.graph
     assert sum(n.op is not None and n.op.name == "dot" for n in body.nodes) == 2  # dx, dh
     from straightdope.graph import run_reference
     expected = run_reference(backward, [feeds[n] for n in backward.input_names], True)
