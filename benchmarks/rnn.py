@@ -210,14 +210,37 @@ def first_call_seconds(seq, kind):
         return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def training_macs() -> int:
+    """Multiply-adds of the matrix products of one training step, the same in every
+    variant: forward x W_i2h^T and h W_h2h^T per layer and step; the backward's weight
+    gradients of both, the gradient of each layer's input (not the data's) and of h."""
+    rows = 4 * H
+    forward = T * N * rows * (C + H) + (LAYERS - 1) * T * N * rows * (H + H)
+    backward = 2 * forward - T * N * rows * C        # no gradient for the data
+    return forward + backward
+
+
+def blas_kernels() -> str:
+    """Which OpenBLAS kernels run the products: Numba's np.dot calls SciPy's OpenBLAS.
+    OPENBLAS_CORETYPE, when set, overrides OpenBLAS's own choice of kernels for the CPU."""
+    from threadpoolctl import threadpool_info
+    import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS, the one Numba calls)
+    found = [f"{i['prefix']} {i['version']}: {i['architecture']} kernels"
+             for i in threadpool_info() if i["internal_api"] == "openblas"]
+    chosen = os.environ.get("OPENBLAS_CORETYPE")
+    return "; ".join(found) + (f" (OPENBLAS_CORETYPE={chosen} set in the environment)"
+                               if chosen else " (OpenBLAS's own choice)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, help="interleaved timing rounds (7; --quick 3)")
     parser.add_argument("--wall", action="store_true",
                         help="wall-clock time (default: this process's CPU time, which "
                              "other jobs on a busy machine disturb less)")
     args = parser.parse_args(argv)
-    rounds = 3 if args.quick else 7
+    rounds = args.rounds or (3 if args.quick else 7)
     clock = time.perf_counter if args.wall else time.process_time
     with threadpool_limits(1):
         forward, train, graph_ops = variants()
@@ -231,6 +254,8 @@ def main(argv=None):
             print(f"| {workload} | {name} | {fmt_us(t)} | {t / times['numpy']:.2f} | "
                   f"{t / times['imperative']:.2f} |")
     print(f"\nops in the traced forward graph: {graph_ops}")
+    print(f"BLAS: {blas_kernels()}")
+    print(f"matrix products of a training step: {training_macs() / 1e9:.2f} G multiply-adds")
     if args.quick:
         return
     print("\n| sequence length | variant | compile forward (CPU s) | compile training (CPU s) |")

@@ -11,6 +11,9 @@
 * `STRAIGHTDOPE_MAX_LOAD_BYTES` (16 GiB): the most array data one loaded file may declare;
 * `STRAIGHTDOPE_HOME` (`~/.straightdope`): where `pretrained=True` looks for weights.
 
+Variables read by the libraries underneath are not read here: `OPENBLAS_CORETYPE`,
+for one, forces OpenBLAS's kernels (README's table of knobs says what it costs).
+
 Each function reads its variable when called, not at import, so setting one in a
 running notebook takes effect at the next hybridize(), compile or load. An explicit
 argument (`hybridize(executor=..., compile=...)`) wins over the variable.
