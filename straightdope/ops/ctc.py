@@ -8,9 +8,8 @@ probability of the paths through frame t that end at position s, in log space so
 long sequences do not underflow. Running it backwards too (beta) gives the gradient.
 """
 import numpy as np
-from scipy.special import log_softmax, logsumexp
 
-from .registry import Bool, Choice, OpError, alias, register
+from .registry import Bool, Choice, OpError, alias, register, scipy_special
 
 CTC_ATTRS = {"use_data_lengths": Bool(False), "use_label_lengths": Bool(False),
              "blank_label": Choice("first", "last")}
@@ -93,27 +92,27 @@ def _betas(logp, ext, skip):
 
 
 def _ctc_forward(attrs, data, label, *lengths):
-    logp = log_softmax(data.astype(np.float64), axis=2)
+    logp = scipy_special().log_softmax(data.astype(np.float64), axis=2)
     loss = np.empty(data.shape[1])
     for n, (frames, ext, _) in enumerate(_sequences(attrs, data, label, lengths)):
         alpha, _ = _alphas(logp[:frames, n], ext)
-        loss[n] = -logsumexp(alpha[-1, -2:])
+        loss[n] = -scipy_special().logsumexp(alpha[-1, -2:])
     return loss.astype(data.dtype)
 
 
 def _ctc_grad_forward(attrs, og, data, label, *lengths):
-    logp = log_softmax(data.astype(np.float64), axis=2)
+    logp = scipy_special().log_softmax(data.astype(np.float64), axis=2)
     grad = np.zeros(data.shape)
     for n, (frames, ext, _) in enumerate(_sequences(attrs, data, label, lengths)):
         lp = logp[:frames, n]
         alpha, skip = _alphas(lp, ext)
         beta = _betas(lp, ext, skip)
-        log_total = logsumexp(alpha[-1, -2:])
+        log_total = scipy_special().logsumexp(alpha[-1, -2:])
         # paths through (t, s): alpha * beta counts frame t's probability twice
         through = alpha + beta - lp[:, ext]
         mass = np.zeros_like(lp)
         for k in np.unique(ext):
-            mass[:, k] = np.exp(logsumexp(through[:, ext == k], axis=1) - log_total)
+            mass[:, k] = np.exp(scipy_special().logsumexp(through[:, ext == k], axis=1) - log_total)
         grad[:frames, n] = (np.exp(lp) - mass) * og[n]
     return grad.astype(data.dtype)
 

@@ -10,9 +10,8 @@ lines run imperatively (F = nd) and build the backward graph (F = sym).
 import functools
 
 import numpy as np
-from scipy import special
 
-from .registry import Attr, Choice, Float, OpError, alias, register
+from .registry import Attr, Choice, Float, OpError, alias, register, scipy_special
 
 
 def _known(*shapes):
@@ -52,7 +51,7 @@ UNARY = {
     # sign(y) is 1 there, 0 elsewhere, and NaN where x is NaN (as in MXNet).
     "relu": (functools.partial(np.maximum, 0), "max({0}, 0.0)",     # partial: no Python frame
              lambda F, x, y, og: og * F.sign(y)),
-    "sigmoid": (lambda x: special.expit(x), "(1.0 / (1.0 + np.exp(-{0})))",
+    "sigmoid": (lambda x: scipy_special().expit(x), "(1.0 / (1.0 + np.exp(-{0})))",
                 lambda F, x, y, og: og * y * (1.0 - y)),
     "tanh": (np.tanh, "np.tanh({0})", lambda F, x, y, og: og * (1.0 - y * y)),
     "softrelu": (lambda x: np.logaddexp(0, x), "np.logaddexp(0.0, {0})",
@@ -81,7 +80,7 @@ UNARY = {
     "rsqrt": (lambda x: 1.0 / np.sqrt(x), "(1.0 / np.sqrt({0}))",
               lambda F, x, y, og: og * y * y * y * -0.5),
     "cbrt": (np.cbrt, "np.cbrt({0})", lambda F, x, y, og: og / (F.square(y) * 3.0)),
-    "erf": (special.erf, "math.erf({0})",
+    "erf": (lambda x: scipy_special().erf(x), "math.erf({0})",
             lambda F, x, y, og: og * F.exp(-F.square(x)) * float(2.0 / np.sqrt(np.pi))),
     # Rounding: flat almost everywhere, so the gradient is zero (as in MXNet).
     # MXNet's round goes half away from zero; rint (and NumPy's round) half to even.
@@ -151,7 +150,7 @@ def _leaky_forward(attrs, x):
     elif kind == "elu":
         y = np.where(x > 0, x, slope * np.expm1(np.minimum(x, 0)))
     else:  # gelu, exact form with erf as in MXNet
-        y = 0.5 * x * (1.0 + special.erf(x / _SQRT2))
+        y = 0.5 * x * (1.0 + scipy_special().erf(x / _SQRT2))
     return y.astype(x.dtype, copy=False)
 
 
@@ -174,7 +173,7 @@ def _leaky_grad_forward(attrs, og, x):
     elif kind == "elu":
         d = np.where(x > 0, 1.0, slope * np.exp(np.minimum(x, 0)))
     else:
-        d = 0.5 * (1.0 + special.erf(x / _SQRT2)) + x * np.exp(-0.5 * x * x) * _INV_SQRT2PI
+        d = 0.5 * (1.0 + scipy_special().erf(x / _SQRT2)) + x * np.exp(-0.5 * x * x) * _INV_SQRT2PI
     return (og * d).astype(og.dtype, copy=False)
 
 

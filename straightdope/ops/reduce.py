@@ -8,9 +8,8 @@ read its shape when they run.
 import math
 
 import numpy as np
-from scipy import special
 
-from .registry import Attr, Bool, Choice, Float, Int, OpError, OptShape, register
+from .registry import Attr, Bool, Choice, Float, Int, OpError, OptShape, register, scipy_special
 
 
 def norm_axes(axis, ndim, exclude=False):
@@ -265,7 +264,7 @@ register("one_hot", inputs=("indices",),
 
 # ------------------------------------------------------- softmax losses
 def _softmax_output_forward(attrs, x, label):
-    return special.softmax(x, axis=-1 if not attrs["multi_output"] else 1).astype(x.dtype)
+    return scipy_special().softmax(x, axis=-1 if not attrs["multi_output"] else 1).astype(x.dtype)
 
 
 def _softmax_output_grad_forward(attrs, y, label):
@@ -308,7 +307,7 @@ register("Softmax", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
 
 
 def _softmax_ce_forward(attrs, x, label):
-    logp = special.log_softmax(x, axis=-1)
+    logp = scipy_special().log_softmax(x, axis=-1)
     idx = np.clip(label.astype(np.int64), 0, x.shape[-1] - 1)
     return np.array([-np.take_along_axis(logp, idx[:, None], axis=-1).sum()], dtype=x.dtype)
 
@@ -321,7 +320,7 @@ def _softmax_ce_shape(attrs, in_shapes):
 
 
 def _softmax_ce_grad_forward(attrs, og, x, label):
-    p = special.softmax(x, axis=-1)
+    p = scipy_special().softmax(x, axis=-1)
     idx = np.clip(label.astype(np.int64), 0, x.shape[-1] - 1)
     np.put_along_axis(p, idx[:, None], np.take_along_axis(p, idx[:, None], axis=-1) - 1, axis=-1)
     return (p * og.reshape(())).astype(x.dtype, copy=False)

@@ -296,6 +296,13 @@ def get_op(name: str) -> Op:
                       f"(see straightdope.ops.list_ops())") from None
 
 
+def scipy_special():
+    """scipy.special, imported on first use: importing it costs ~0.2 s of CPU, which
+    every `import straightdope` would pay although few programs call erf or a CTC loss."""
+    from scipy import special
+    return special
+
+
 def list_ops() -> list[str]:
     return sorted(OPS)
 
