@@ -6,6 +6,7 @@ to integers and clipped into range, exactly like the NumPy reference.
 from numba import njit
 
 from .softmax import split_axis
+from .util import copy_into
 
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 
@@ -48,7 +49,7 @@ def embedding(idx, io, w, wo, y, yo, M, V, D):
     Wt = w[wo:wo + V * D].reshape((V, D))
     Y = y[yo:yo + M * D].reshape((M, D))
     for m in range(M):
-        Y[m, :] = Wt[min(max(int(I[m]), 0), V - 1), :]
+        copy_into(Y[m], Wt[min(max(int(I[m]), 0), V - 1)])
 
 
 @njit(**JIT)

@@ -14,6 +14,7 @@ from numba import njit
 
 from ..codegen import Flag
 from .softmax import split_axis
+from .util import copy_into
 
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 
@@ -24,7 +25,8 @@ def block_copy(x, xo, y, yo, A, n_src, n_dst, B, src_start, dst_start, count):
     X = x[xo:xo + A * n_src * B].reshape((A, n_src * B))
     Y = y[yo:yo + A * n_dst * B].reshape((A, n_dst * B))
     for a in range(A):
-        Y[a, dst_start * B:(dst_start + count) * B] = X[a, src_start * B:(src_start + count) * B]
+        copy_into(Y[a, dst_start * B:(dst_start + count) * B],
+                  X[a, src_start * B:(src_start + count) * B])
 
 
 @njit(**JIT)

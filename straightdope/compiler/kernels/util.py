@@ -40,7 +40,16 @@ def fill(y, yo, n, value):
 
 
 @njit(**JIT)
+def copy_into(dst, src):
+    """dst[:] = src for two 1-D views of one size, as a loop. Numba compiles the slice
+    assignment `dst[:] = src` with a shape check whose error message costs ~3 s of
+    compile time on a fresh machine (once per process); this loop costs ~0.1 s. Like
+    every kernel it indexes views from 0, never `array[offset + i]`: a signed index
+    costs a negative-index check per element and stops LLVM from vectorizing the loop."""
+    for i in range(src.size):
+        dst[i] = src[i]
+
+
+@njit(**JIT)
 def copy(x, xo, y, yo, n):
-    # kernels index views from 0, never `array[offset + i]`: a signed index costs a
-    # negative-index check per element and stops LLVM from vectorizing the loop
-    y[yo:yo + n] = x[xo:xo + n]
+    copy_into(y[yo:yo + n], x[xo:xo + n])
