@@ -14,6 +14,8 @@ with the activation that usually follows.
 import numpy as np
 from numba import njit
 
+from .util import copy_into
+
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 
 
@@ -118,7 +120,7 @@ def conv2d(x, xo, w, wo, y, yo, N, C, H, W, F, OH, OW, kh, kw, sh, sw, ph, pw, d
             for f in range(Fg):
                 for b in range(nb):
                     dst = yo + ((n0 + b) * F + g * Fg + f) * P
-                    y[dst:dst + P] = out[(f * nb + b) * P:(f * nb + b + 1) * P]
+                    copy_into(y[dst:dst + P], out[(f * nb + b) * P:(f * nb + b + 1) * P])
 
 
 @njit(**JIT)
@@ -143,7 +145,7 @@ def conv2d_grad_weight(og, ogo, x, xo, dw_, dwo, N, C, H, W, F, OH, OW, kh, kw, 
             for f in range(Fg):
                 for b in range(nb):
                     src = ogo + ((n0 + b) * F + g * Fg + f) * P
-                    ogt[(f * nb + b) * P:(f * nb + b + 1) * P] = og[src:src + P]
+                    copy_into(ogt[(f * nb + b) * P:(f * nb + b + 1) * P], og[src:src + P])
             np.dot(ogt.reshape((Fg, nb * P)), col.reshape((K, nb * P)).T, part)
             flat = part.reshape(Fg * K)
             base = g * Fg * K
@@ -169,7 +171,7 @@ def conv2d_grad_data(og, ogo, w, wo, dx, dxo, N, C, H, W, F, OH, OW, kh, kw, sh,
             for f in range(Fg):
                 for b in range(nb):
                     src = ogo + ((n0 + b) * F + g * Fg + f) * P
-                    ogt[(f * nb + b) * P:(f * nb + b + 1) * P] = og[src:src + P]
+                    copy_into(ogt[(f * nb + b) * P:(f * nb + b + 1) * P], og[src:src + P])
             wg = w[wo + g * Fg * K:wo + (g + 1) * Fg * K].reshape((Fg, K))
             np.dot(wg.T, ogt.reshape((Fg, nb * P)), col.reshape((K, nb * P)))
             col2im(col, dx, dxo, n0, nb, C, H, W, g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw,
