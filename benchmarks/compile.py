@@ -16,7 +16,10 @@ an earlier case is reused. "warm" kernels: Numba's caches of the library's own k
 (conv, GEMM, pool, ...) were filled by an earlier run, as on any machine after the first
 use; "cold": NUMBA_CACHE_DIR is a new empty folder too, so the kernels compile as well.
 "cached" reruns the case in another new process with the same graph cache (the figure
-for a notebook restarted on the same machine). One thread everywhere.
+for a notebook restarted on the same machine). One thread everywhere. "import s" is
+the CPU seconds of `import straightdope` in that cached process: what a restarted
+notebook pays before its first call (Numba is imported by the first hybridized call,
+so its import is inside the call's figure).
 
 The hybridized calls are synchronous by default (`--mode sync`: the figure is the time
 until the compiled code has run); `--mode tiered` measures the library's default first
@@ -66,12 +69,13 @@ CPU = True
 
 CHILD = r"""
 import json, os, resource, sys, time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 import numpy as np
 import straightdope as mx
 from straightdope import autograd, nd, sym, gluon
 from straightdope.gluon import nn
 from straightdope.gluon.model_zoo import vision
+import_cpu = time.process_time() - c0
 
 case, kind, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 mx.random.seed(0)
@@ -142,6 +146,7 @@ cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
 op = net._cached_op
 plan = op.last_plan
 info = {"first_call": first, "first_call_cpu": cpu, "import_and_build": t1 - t0,
+        "import_cpu": import_cpu,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "rss_before_mb": rss_before / 1024}
 fwd = getattr(plan, "forward", None)
@@ -229,6 +234,7 @@ def measure(case, kind, runs, cold_kernels, cached, mode, library=None):
     return {"first_call": statistics.median(firsts), "runs": len(firsts),
             "spread": (min(firsts), max(firsts)), "peak_rss_mb": max(rss),
             "cached": (again or {}).get("first_call"), "cache": last.get("cache"),
+            "cached_import": (again or {}).get("import_cpu"),
             "tier": last.get("tier")}
 
 
@@ -262,8 +268,8 @@ def main(argv=None):
     print(f"first hybridized call, {unit} s; fresh process, empty graph cache, one thread, "
           f"Numba kernel caches {kernels}, compile={args.mode}; median of up to {args.runs} "
           f"runs; 'cached': a new process with the graph cache filled")
-    print(f"| case | what | first call s | runs (min-max) | cached s | peak RSS MB |")
-    print("|---|---|---:|---:|---:|---:|")
+    print(f"| case | what | first call s | runs (min-max) | cached s | import s | peak RSS MB |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     results = {}
     for case, kind in rows:
         runs = 1 if case in EXPENSIVE else args.runs
@@ -272,12 +278,14 @@ def main(argv=None):
         results[f"{case}/{kind}"] = r
         what = CASES[case] + ("" if kind == "forward" else ": training step")
         if "error" in r:
-            print(f"| {case} {kind} | {what} | failed: {r['error']} | | | |", flush=True)
+            print(f"| {case} {kind} | {what} | failed: {r['error']} | | | | |", flush=True)
             continue
         cached = f"{r['cached']:.2f}" if r.get("cached") is not None else ""
+        imported = f"{r['cached_import']:.2f}" if r.get("cached_import") is not None else ""
         lo, hi = r["spread"]
         print(f"| {case} {kind} | {what} | {r['first_call']:.2f} | {r['runs']} "
-              f"({lo:.2f}-{hi:.2f}) | {cached} | {r['peak_rss_mb']:.0f} |", flush=True)
+              f"({lo:.2f}-{hi:.2f}) | {cached} | {imported} | {r['peak_rss_mb']:.0f} |",
+              flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"kernels": kernels, "mode": args.mode, "results": results}, f, indent=1)
