@@ -173,8 +173,11 @@ def run_case(case, kind, mode, cache_dir, numba_dir=None, library=None):
         env["NUMBA_CACHE_DIR"] = numba_dir
     start = time.perf_counter()
     try:
+        # run in the library's folder: `python -c` puts the working directory first on
+        # sys.path, so a run started in another checkout would import that one
         done = subprocess.run([sys.executable, "-c", CHILD, case, kind, mode], env=env,
-                              capture_output=True, text=True, timeout=TIMEOUT)
+                              cwd=library or None, capture_output=True, text=True,
+                              timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         return {"error": f"no result after {TIMEOUT} s"}
     for line in done.stdout.splitlines():
