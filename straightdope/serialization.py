@@ -18,13 +18,16 @@ import zipfile
 
 import numpy as np
 
+from .base import MXNetError
+
 ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")     # a zip with members / an empty zip
 MXNET_MAGIC = b"\x12\x01\x00\x00"
 from .config import DEFAULT_MAX_LOAD_BYTES  # noqa: F401  (16 GiB, see config.py)
 
 
-class ArrayFileError(ValueError):
-    """A parameter/array file that cannot be read back: name the file and the fix."""
+class ArrayFileError(MXNetError, ValueError):
+    """A parameter/array file that cannot be read back: name the file and the fix.
+    (An MXNetError, as MXNet raises, and a ValueError.)"""
 
 
 # ------------------------------------------------------------------- writing

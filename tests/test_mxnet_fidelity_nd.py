@@ -497,3 +497,105 @@ def test_assigning_a_value_with_as_many_elements_in_another_shape_fills_the_sele
     assert b.asnumpy().tolist() == [2.5, 4, 0] and m.asnumpy().sum() == 6
     with pytest.raises(ValueError, match="cannot assign a value of shape"):
         b[0] = [1, 2]
+
+
+def test_slice_assign_ops_write_a_region_and_send_gradients_to_both_inputs():
+    x = nd.ones((2, 3, 4))
+    nd._internal._crop_assign(x, nd.zeros((2, 1, 3)), begin=(0, 0, 0), end=(2, 1, 3), out=x)
+    assert x.asnumpy().sum() == 24 - 6
+    y = nd._internal._slice_assign_scalar(nd.ones((2, 2)), scalar=5, begin=(0,), end=(1,))
+    assert y.asnumpy().tolist() == [[5, 5], [1, 1]]
+    base, patch = nd.ones((3,)), nd.ones((1,))
+    base.attach_grad(); patch.attach_grad()
+    with mx.autograd.record():
+        out = nd._internal._slice_assign(base, patch * 3, begin=(1,), end=(2,))
+    out.backward(nd.array([1, 2, 4]))
+    assert base.grad.asnumpy().tolist() == [1, 0, 4] and patch.grad.asnumpy().tolist() == [6]
+
+
+def test_broadcast_like_can_take_the_length_of_chosen_axes_only():
+    lhs, rhs = nd.ones((1, 2, 1, 3)), nd.ones((5, 6, 7, 8))
+    assert nd.broadcast_like(lhs, rhs, lhs_axes=(0, 2), rhs_axes=(1, 3)).shape == (6, 2, 8, 3)
+    assert nd.broadcast_like(nd.ones((2, 1)), nd.ones((9, 1)), lhs_axes=(1,),
+                             rhs_axes=(-2,)).shape == (2, 9)
+    with pytest.raises(mx.base.MXNetError, match="must name as many axes"):
+        nd.broadcast_like(lhs, rhs, lhs_axes=(), rhs_axes=())
+
+
+def test_moveaxis_moves_several_axes_and_a_bad_axis_is_a_value_and_index_error():
+    x = nd.zeros((4, 1, 2, 3))
+    assert nd.moveaxis(x, [0, 1], [2, 3]).shape == np.moveaxis(x.asnumpy(), [0, 1], [2, 3]).shape
+    assert nd.moveaxis(x, [3, 0], [1, 0]).shape == (4, 3, 1, 2)
+    for source, destination in [(4, 0), ([0, 0], [0, 1]), ([0, 1], [0])]:
+        with pytest.raises(ValueError):
+            nd.moveaxis(x, source, destination)
+    with pytest.raises(IndexError, match="out of range"):
+        nd.moveaxis(x, -5, 0)
+
+
+def test_from_numpy_takes_the_array_over_so_numpy_can_no_longer_write_it():
+    source = np.zeros((2, 2), dtype=np.float32)
+    shared = nd.from_numpy(source)
+    with pytest.raises(ValueError):
+        source[0, 0] = 1
+    again = nd.from_numpy(source)          # a second take-over shares the same memory
+    again[1, 1] = 7
+    assert source[1, 1] == 7 and shared.asnumpy()[1, 1] == 7
+    with pytest.raises(ValueError, match="read-only"):
+        nd.from_numpy(np.frombuffer(b"\0" * 8, dtype=np.float32))
+
+
+def test_fresh_grad_says_whether_backward_wrote_the_gradient_since_it_was_cleared():
+    x, y = nd.ones((2,)), nd.ones((2,))
+    x.attach_grad(); y.attach_grad()
+    assert not x._fresh_grad
+    with mx.autograd.record():
+        (x * 2 + y).backward()
+    assert x._fresh_grad and y._fresh_grad
+    x._fresh_grad = y._fresh_grad = False
+    with mx.autograd.record():
+        (x.detach() + y).backward()
+    assert y._fresh_grad and not x._fresh_grad
+
+
+def test_cached_op_runs_a_symbol_on_arrays_in_list_inputs_order_and_records_its_gradient():
+    net = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=2, name="fc") * 2
+    op = nd.CachedOp(net, flags=[("static_alloc", "true")])
+    assert op.input_names == ["data", "fc_weight", "fc_bias"]
+    x, w, b = nd.ones((1, 3)), nd.ones((2, 3)), nd.zeros((2,))
+    assert op(x, w, b).asnumpy().tolist() == [[6, 6]]
+    out = nd.zeros((1, 2))
+    assert op(x, w, b, out=out) is out and out.asnumpy().tolist() == [[6, 6]]
+    w.attach_grad()
+    with mx.autograd.record():
+        y = op(x, w, b)
+    y.backward()
+    assert w.grad.asnumpy().tolist() == [[2, 2, 2], [2, 2, 2]]
+    with pytest.raises(ValueError, match="takes 3 arrays"):
+        op(x, w)
+
+
+def test_load_frombuffer_reads_the_bytes_of_a_saved_file_and_refuses_truncated_ones(tmp_path):
+    path = str(tmp_path / "arrays")
+    nd.save(path, {"a": nd.arange(4), "b": nd.ones((2, 2))})
+    data = open(path, "rb").read()
+    loaded = nd.load_frombuffer(data)
+    assert loaded["a"].asnumpy().tolist() == [0, 1, 2, 3] and loaded["b"].shape == (2, 2)
+    with pytest.raises(mx.base.MXNetError):
+        nd.load_frombuffer(data[:-10])
+
+
+def test_a_file_of_empty_or_0d_arrays_loads_only_under_the_shape_semantics_it_was_saved_in(
+        tmp_path):
+    path = str(tmp_path / "arrays")
+    with mx.np_shape(True):
+        nd.save(path, [nd.zeros((2, 0)), nd.array(np.float32(3))])
+        assert [a.shape for a in nd.load(path)] == [(2, 0), ()]
+    with pytest.raises(mx.base.MXNetError, match="saved with NumPy shape semantics"):
+        nd.load(path)
+    nd.save(path, [nd.zeros((0, 4))])
+    with mx.np_shape(True), pytest.raises(mx.base.MXNetError, match="without NumPy shape"):
+        nd.load(path)
+    nd.save(path, [nd.ones((2,))])          # nothing ambiguous: loads under either
+    with mx.np_shape(True):
+        assert nd.load(path)[0].shape == (2,)

@@ -14,6 +14,8 @@ import numbers as _numbers
 import numpy as _np
 
 from .. import autograd as _autograd
+from .. import util as _util
+from ..base import MXNetError as _MXNetError
 from ..context import Context, check_context, cpu, current_context  # noqa: F401
 from ..ops import OPS as _OPS, OpError
 from ..ops.registry import bind_call as _bind_call, leading_tensors as _leading_tensors
@@ -100,12 +102,23 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
 
 
 def from_numpy(ndarray, zero_copy=True):
-    """An NDArray over a NumPy array; with zero_copy it shares the array's memory (which
-    must then be C-contiguous)."""
-    if zero_copy and not ndarray.flags["C_CONTIGUOUS"]:
+    """An NDArray over a NumPy array. With zero_copy it shares the array's memory (which
+    must then be C-contiguous) and, as in MXNet, takes it over: the NumPy array becomes
+    read-only, so changes go through the NDArray (and show in both)."""
+    if not zero_copy:
+        return NDArray(_np.array(ndarray, copy=True))
+    if not ndarray.flags["C_CONTIGUOUS"]:
         raise ValueError("from_numpy(zero_copy=True) needs a C-contiguous array; pass "
                          "numpy.ascontiguousarray(x) or zero_copy=False")
-    return NDArray(ndarray if zero_copy else ndarray.copy())
+    try:
+        ndarray.flags.writeable = True      # again, if an earlier from_numpy took it over
+    except ValueError:
+        raise ValueError("from_numpy(zero_copy=True): this NumPy array's memory is read-only "
+                         "(e.g. np.frombuffer of bytes), so an NDArray cannot share it; pass "
+                         "zero_copy=False for a copy") from None
+    shared = ndarray.view()                 # made while writable, so it stays writable
+    ndarray.flags.writeable = False
+    return NDArray(shared)
 
 
 def concatenate(arrays, axis=0, always_copy=True):
@@ -117,15 +130,31 @@ def concatenate(arrays, axis=0, always_copy=True):
 
 
 def moveaxis(tensor, source, destination):
-    """Move axis `source` to position `destination`; the others keep their order."""
-    ndim = tensor.ndim
-    for name, axis in (("source", source), ("destination", destination)):
-        if not -ndim <= axis < ndim:
-            raise IndexError(f"moveaxis: {name} axis {axis} is out of range for an array "
-                             f"with {ndim} dimensions")
-    order = [a for a in range(ndim) if a != source % ndim]
-    order.insert(destination % ndim, source % ndim)
+    """Move axis `source` to position `destination` (or several: lists of the same length);
+    the other axes keep their order, as NumPy's moveaxis."""
+    source = _axis_list(source, tensor.ndim, "source")
+    destination = _axis_list(destination, tensor.ndim, "destination")
+    if len(source) != len(destination):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} must "
+                         f"name as many axes")
+    order = [a for a in range(tensor.ndim) if a not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
     return invoke("transpose", [tensor], {"axes": tuple(order)})
+
+
+def _axis_list(axes, ndim, name):
+    """Axes (an int or a sequence) as a list of non-negative ints, each once. A bad axis
+    raises NumPy's AxisError, which is both an IndexError and a ValueError."""
+    axes = [axes] if isinstance(axes, _numbers.Integral) else list(axes)
+    for axis in axes:
+        if not -ndim <= axis < ndim:
+            raise _np.exceptions.AxisError(f"moveaxis: {name} axis {axis} is out of range "
+                                           f"for an array with {ndim} dimensions")
+    axes = [int(a) % ndim for a in axes]
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"moveaxis: {name} names an axis twice: {axes}")
+    return axes
 
 
 def onehot_encode(indices, out):
@@ -147,28 +176,104 @@ def waitall():
 
 
 def save(fname, data):
-    """Save an NDArray, a list or a dict of them (NumPy .npz, no pickle, atomic)."""
+    """Save an NDArray, a list or a dict of them (NumPy .npz, no pickle, atomic). Under
+    NumPy shape semantics (`mx.np_shape()`, `npx.set_np()`) the file says so: see load."""
     if isinstance(data, NDArray):
         data = [data]
+    mode = "np-" if _util.is_np_shape() else ""
     if isinstance(data, dict):
-        arrays = {f"dict:{k}": v.asnumpy() for k, v in data.items()}
+        arrays = {f"{mode}dict:{k}": v.asnumpy() for k, v in data.items()}
     else:
-        arrays = {f"list:{i:06d}": v.asnumpy() for i, v in enumerate(data)}
+        arrays = {f"{mode}list:{i:06d}": v.asnumpy() for i, v in enumerate(data)}
     _save_arrays(fname, arrays)
 
 
 def load(fname):
     """Load what `save` wrote: a list or a dict of NDArrays. An MXNet file (its nd.save,
-    save_parameters or export) loads too, with its names as they are."""
+    save_parameters or export) loads too, with its names as they are.
+
+    As in MXNet, a 0 in a shape means "unknown" without NumPy shape semantics and an
+    empty axis with them; so a file holding 0-d or empty arrays is only read under the
+    semantics it was saved with (other files load under either)."""
     from .. import mxnet_format
     if mxnet_format.is_mxnet_file(fname):
         arrays, names = mxnet_format.load(fname)
         arrays = [NDArray(a) for a in arrays]
         return dict(zip(names, arrays)) if names else arrays
     arrays = _load_arrays(fname)
-    if arrays and all(k.startswith("list:") for k in arrays):
+    _check_shape_semantics(fname, arrays)
+    if arrays and all(k.split(":", 1)[0] in ("list", "np-list") for k in arrays):
         return [NDArray(arrays[k]) for k in sorted(arrays)]
     return {k.split(":", 1)[-1]: NDArray(v) for k, v in arrays.items()}
+
+
+def _check_shape_semantics(fname, arrays):
+    saved_np = any(k.startswith(("np-list:", "np-dict:")) for k in arrays)
+    saved_legacy = any(k.startswith(("list:", "dict:")) for k in arrays)
+    ambiguous = [k.split(":", 1)[-1] for k, v in arrays.items() if v.ndim == 0 or 0 in v.shape]
+    if not ambiguous or _util.is_np_shape() == saved_np or not (saved_np or saved_legacy):
+        return
+    then, now = ("with", "without") if saved_np else ("without", "with")
+    raise _MXNetError(
+        f"nd.load({fname!r}): the file was saved {then} NumPy shape semantics and holds "
+        f"0-d or empty arrays ({', '.join(ambiguous[:3])}), whose shapes mean something "
+        f"else {now} them. Load it under the same semantics: `with mx.np_shape("
+        f"{saved_np}): nd.load(...)`.")
+
+
+def load_frombuffer(buf):
+    """Load from the bytes of a file `save` wrote (or an MXNet one), e.g. read from a
+    socket or a zip; the same checks as `load`."""
+    import os
+    import tempfile
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        raise TypeError(f"load_frombuffer needs bytes, got {type(buf).__name__}")
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "buffer")
+        with open(path, "wb") as f:
+            f.write(buf)
+        return load(path)
+
+
+class CachedOp:
+    """MXNet's `nd.CachedOp(sym, flags=())`: a Symbol compiled once per input signature,
+    then called on NDArrays given in `sym.list_inputs()` order; under autograd.record()
+    it is one node on the tape. (A hybridized block runs the same thing.)
+
+        op = nd.CachedOp(sym.FullyConnected(num_hidden=4) * 2)
+        y = op(x, weight, bias)
+
+    flags: MXNet's (name, value) pairs; `static_alloc` and `static_shape` are used, its
+    other tuning flags are accepted and have nothing to tune here."""
+    _TUNING_FLAGS = {"inline_limit", "forward_bulk_size", "backward_bulk_size",
+                     "data_indices", "param_indices", "is_dynamic"}
+
+    def __init__(self, sym, flags=(), thread_safe=False):
+        from ..cached_op import CachedOp as _Compiled
+        flags = dict(flags)
+        unknown = set(flags) - {"static_alloc", "static_shape"} - self._TUNING_FLAGS
+        if unknown:
+            raise ValueError(f"CachedOp: unknown flag(s) {sorted(unknown)}; known: "
+                             f"static_alloc, static_shape")
+
+        def on(name):
+            return str(flags.get(name, False)).lower() in ("true", "1")
+        self.input_names = sym.list_inputs()
+        self._compiled = _Compiled(sym, data_names=self.input_names,
+                                   static_alloc=on("static_alloc"),
+                                   static_shape=on("static_shape"))
+
+    def __call__(self, *args, out=None, default_ctx=None):
+        if len(args) != len(self.input_names):
+            raise ValueError(f"CachedOp takes {len(self.input_names)} arrays, for "
+                             f"{self.input_names} in that order; got {len(args)}")
+        outputs = self._compiled(list(args), {})
+        if out is not None:
+            targets = [out] if isinstance(out, NDArray) else list(out)
+            for target, value in zip(targets, outputs):
+                target._data[...] = value._data
+            return out
+        return outputs[0] if len(outputs) == 1 else outputs
 
 
 def _is_ndarray(x):
@@ -325,6 +430,7 @@ for _name in _METHODS:
 
 
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
+from . import _internal  # noqa: E402,F401  (the ops named _xxx, as MXNet's nd._internal)
 
 
 def __getattr__(attr):

@@ -20,7 +20,8 @@ py_slice = slice        # MXNet's name for Python's slice in this module
 
 class NDArray:
     """An n-dimensional array on the CPU (`straightdope.cpu()`), float32 by default."""
-    __slots__ = ("_data", "_grad", "_grad_req", "_tape", "_ctx", "_grad_stamp", "__weakref__")
+    __slots__ = ("_data", "_grad", "_grad_req", "_tape", "_ctx", "_grad_stamp", "_stale_stamp",
+                 "__weakref__")
     __array_priority__ = 1000.0       # numpy scalars defer to our operators
 
     def __init__(self, data: np.ndarray, ctx: Context | None = None):
@@ -70,6 +71,20 @@ class NDArray:
     @property
     def grad_req(self):
         return self._grad_req
+
+    @property
+    def _fresh_grad(self):
+        """Has backward() written `.grad` since this was last set to False? (MXNet's
+        Trainer asks this; ours reads `_grad_stamp`, which counts those writes.)"""
+        # _stale_stamp is only set by the setter below (__init__ leaves it out: no cost)
+        return self._grad_stamp > getattr(self, "_stale_stamp", 0)
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, fresh):
+        if fresh:
+            self._grad_stamp += 1
+        else:
+            self._stale_stamp = self._grad_stamp
 
     # ------------------------------------------------------------ conversion
     def asnumpy(self) -> np.ndarray:

@@ -349,6 +349,35 @@ register("_slice_grad", inputs=("out_grad", "data"), attrs=dict(SLICE_ATTRS),
          doc="Gradient of slice.")
 
 
+def _slice_assign_forward(attrs, x, value):
+    out = x.copy()
+    out[_slices(attrs, x.shape)] = value
+    return out
+
+
+def _slice_assign_scalar_forward(attrs, x):
+    out = x.copy()
+    out[_slices(attrs, x.shape)] = attrs["scalar"]
+    return out
+
+
+# x[begin:end:step] = value as ops that return a new array (MXNet's _slice_assign and
+# _slice_assign_scalar, older names _crop_assign*); with out=x they write in place.
+register("_slice_assign", inputs=("lhs", "rhs"), attrs=dict(SLICE_ATTRS),
+         forward=_slice_assign_forward, infer_shape=lambda attrs, s: (s, [s[0]]),
+         gradient=lambda F, a, i, o, og: [F._slice_assign_scalar(og[0], scalar=0.0, **a),
+                                          F.slice(og[0], **a)],
+         doc="_slice_assign(lhs, rhs, begin, end, step): lhs with that slice set to rhs.")
+register("_slice_assign_scalar", attrs={**SLICE_ATTRS, "scalar": Float(0.0)},
+         forward=_slice_assign_scalar_forward, infer_shape=same_shape,
+         gradient=lambda F, a, i, o, og: [F._slice_assign_scalar(
+             og[0], scalar=0.0, begin=a["begin"], end=a["end"], step=a["step"])],
+         doc="_slice_assign_scalar(data, scalar, begin, end, step): data with that slice "
+             "set to scalar.")
+alias("_crop_assign", "_slice_assign")
+alias("_crop_assign_scalar", "_slice_assign_scalar")
+
+
 # ----------------------------------------------------------- broadcasting
 def _broadcast_to_shape(attrs, in_shapes):
     s = in_shapes[0]
@@ -369,11 +398,45 @@ register("broadcast_to", attrs={"shape": Shape(required=True)},
          infer_shape=_broadcast_to_shape,
          gradient=lambda F, a, i, o, og: [F._sum_to_like(og[0], i[0])],
          doc="broadcast_to(data, shape): repeat axes of length 1 (0 keeps a dim).")
+def _broadcast_like_target(attrs, lhs, rhs):
+    """The shape lhs is broadcast to: rhs's shape, or with lhs_axes/rhs_axes only those
+    axes of lhs (each of length 1) take the length of the matching rhs axis."""
+    lhs_axes, rhs_axes = attrs["lhs_axes"], attrs["rhs_axes"]
+    if lhs_axes is None and rhs_axes is None:
+        return tuple(rhs)
+    if not lhs_axes or lhs_axes is None or rhs_axes is None or len(lhs_axes) != len(rhs_axes):
+        raise OpError(f"broadcast_like: lhs_axes {lhs_axes} and rhs_axes {rhs_axes} must "
+                      f"name as many axes, at least one (or leave both out to take rhs's "
+                      f"whole shape)")
+    target = list(lhs)
+    for la, ra in zip(lhs_axes, rhs_axes):
+        if not (-len(lhs) <= la < len(lhs) and -len(rhs) <= ra < len(rhs)):
+            raise OpError(f"broadcast_like: axis pair ({la}, {ra}) is out of range for "
+                          f"shapes {tuple(lhs)} and {tuple(rhs)}")
+        target[la] = rhs[ra]
+    return tuple(target)
+
+
+def _broadcast_like_shape(attrs, in_shapes):
+    lhs, rhs = in_shapes
+    if lhs is None or rhs is None:
+        return in_shapes, [rhs if attrs["lhs_axes"] is None else None]
+    target = _broadcast_like_target(attrs, lhs, rhs)
+    try:
+        np.broadcast_shapes(lhs, target)
+    except ValueError:
+        raise OpError(f"broadcast_like: cannot broadcast {lhs} to {target}") from None
+    return in_shapes, [target]
+
+
 register("broadcast_like", inputs=("lhs", "rhs"),
-         forward=lambda attrs, x, like: np.ascontiguousarray(np.broadcast_to(x, like.shape)),
-         infer_shape=lambda attrs, s: (s, [s[1]]),
+         attrs={"lhs_axes": OptShape(None), "rhs_axes": OptShape(None)},
+         forward=lambda attrs, x, like: np.ascontiguousarray(
+             np.broadcast_to(x, _broadcast_like_target(attrs, x.shape, like.shape))),
+         infer_shape=_broadcast_like_shape,
          gradient=lambda F, a, i, o, og: [F._sum_to_like(og[0], i[0]), None],
-         doc="broadcast_like(lhs, rhs): lhs broadcast to the shape of rhs.")
+         doc="broadcast_like(lhs, rhs, lhs_axes=None, rhs_axes=None): lhs broadcast to "
+             "the shape of rhs (or only lhs_axes take the lengths of rhs_axes).")
 register("zeros_like", forward=lambda attrs, x: np.zeros_like(x), infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [None], scalar_expr="0.0", elementwise=True,
          doc="An array of zeros shaped like data.")
