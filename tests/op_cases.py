@@ -395,3 +395,56 @@ for name, f in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)):
              expected=lambda ins, a, f=f: [f(ins[0], ins[1])]))
 add(Case("elemwise_div", inputs(U((2, 3)), U((2, 3), 0.5, 2.0)), wrt=(0, 1),
          expected=lambda ins, a: [ins[0] / ins[1]]))
+
+# issue 14, nd fluent methods: more maths, NaN-skipping reductions, repeating, padding,
+# sorting, and writing a slice
+for name, (make, f) in {"rcbrt": (U((3, 4), 0.5, 3), lambda x: 1 / np.cbrt(x)),
+                        "degrees": (U((3, 4)), np.degrees),
+                        "radians": (U((3, 4)), np.radians)}.items():
+    add(Case(name, inputs(make), expected=lambda ins, a, f=f: [f(ins[0])]))
+add(Case("softmin", inputs(U((3, 5))), expected=lambda ins, a: [_softmax(-ins[0], -1)]))
+add(Case("nansum", inputs(U((2, 3, 4))), {"axis": (1, 2)},
+         expected=lambda ins, a: [np.nansum(ins[0], axis=(1, 2))]))
+add(Case("nanprod", inputs(U((2, 3))), {"axis": 1}, wrt=(),
+         expected=lambda ins, a: [np.nanprod(ins[0], axis=1)]))
+add(Case("argmax_channel", inputs(distinct((3, 4))), wrt=(),
+         expected=lambda ins, a: [np.argmax(ins[0], axis=-1).astype(np.float64)]))
+add(Case("tile", inputs(U((2, 3))), {"reps": (2, 1, 2)},
+         expected=lambda ins, a: [np.tile(ins[0], (2, 1, 2))]))
+add(Case("repeat", inputs(U((2, 3))), {"repeats": 2, "axis": 1},
+         expected=lambda ins, a: [np.repeat(ins[0], 2, axis=1)]))
+add(Case("repeat", inputs(U((2, 3))), {"repeats": 3},
+         expected=lambda ins, a: [np.repeat(ins[0], 3)]))
+add(Case("SwapAxis", inputs(U((2, 3, 4))), {"dim1": 0, "dim2": 2},
+         expected=lambda ins, a: [np.swapaxes(ins[0], 0, 2)]))
+add(Case("pad", inputs(U((1, 2, 3, 3))),
+         {"mode": "reflect", "pad_width": (0, 0, 0, 0, 1, 2, 2, 1)},
+         expected=lambda ins, a: [np.pad(ins[0], [(0, 0), (0, 0), (1, 2), (2, 1)], "reflect")]))
+add(Case("pad", inputs(U((1, 1, 2, 3))),
+         {"mode": "constant", "pad_width": (0, 0, 0, 0, 1, 1, 0, 2), "constant_value": 5.0},
+         expected=lambda ins, a: [np.pad(ins[0], [(0, 0), (0, 0), (1, 1), (0, 2)],
+                                         constant_values=5.0)]))
+add(Case("slice_like", inputs(U((4, 5)), U((2, 3))), {"axes": (1,)}, wrt=(0,),
+         expected=lambda ins, a: [ins[0][:, :3]]))
+add(Case("broadcast_axes", inputs(U((2, 1, 3))), {"axis": (1,), "size": (4,)},
+         expected=lambda ins, a: [np.broadcast_to(ins[0], (2, 4, 3))]))
+add(Case("_split_v2", inputs(U((2, 6))), {"indices": (0, 1, 4), "axis": 1},
+         expected=lambda ins, a: np.split(ins[0], [1, 4], axis=1)))
+add(Case("shape_array", inputs(U((2, 3))), wrt=(), expected=lambda ins, a: [np.array([2, 3])]))
+add(Case("size_array", inputs(U((2, 3))), wrt=(), expected=lambda ins, a: [np.array([6])]))
+add(Case("sort", inputs(distinct((3, 4))), {"axis": 1, "is_ascend": False},
+         expected=lambda ins, a: [-np.sort(-ins[0], axis=1)]))
+add(Case("argsort", inputs(distinct((3, 4))), {"axis": 0}, wrt=(),
+         expected=lambda ins, a: [np.argsort(ins[0], axis=0).astype(np.float32)]))
+add(Case("topk", inputs(distinct((3, 5))), {"k": 2, "ret_typ": "value"},
+         expected=lambda ins, a: [-np.sort(-ins[0], axis=1)[:, :2]]))
+add(Case("topk", inputs(distinct((3, 5))), {"k": 2, "ret_typ": "mask", "axis": 0}, wrt=(),
+         expected=lambda ins, a: [(np.argsort(np.argsort(-ins[0], axis=0), axis=0) < 2)
+                                  .astype(np.float64)]))
+add(Case("_slice_assign", inputs(U((3, 4)), U((2, 2))), {"begin": (1, 0), "end": (3, 2)},
+         wrt=(0, 1), expected=lambda ins, a: [np.concatenate(
+             [ins[0][:1], np.concatenate([ins[1], ins[0][1:, 2:]], axis=1)])]))
+add(Case("_slice_assign_scalar", inputs(U((3, 4))),
+         {"scalar": 2.0, "begin": (None, 1), "end": (None, 3)},
+         expected=lambda ins, a: [np.concatenate([ins[0][:, :1], np.full((3, 2), 2.0),
+                                                  ins[0][:, 3:]], axis=1)]))

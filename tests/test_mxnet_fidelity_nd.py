@@ -599,3 +599,21 @@ def test_a_file_of_empty_or_0d_arrays_loads_only_under_the_shape_semantics_it_wa
     nd.save(path, [nd.ones((2,))])          # nothing ambiguous: loads under either
     with mx.np_shape(True):
         assert nd.load(path)[0].shape == (2,)
+
+
+def test_fluent_methods_match_the_nd_functions_of_the_same_name():
+    x = nd.array(np.arange(1, 7, dtype=np.float32).reshape(2, 3))
+    for name, kwargs in [("degrees", {}), ("rcbrt", {}), ("softmin", {}), ("nansum", {"axis": 1}),
+                         ("tile", {"reps": (2, 1)}), ("repeat", {"repeats": 2}),
+                         ("sort", {"is_ascend": False}), ("argsort", {}), ("topk", {"k": 2}),
+                         ("swapaxes", {"dim1": 0, "dim2": 1}), ("argmax_channel", {}),
+                         ("shape_array", {}), ("flip", {"axis": 1}),
+                         ("slice_like", {"shape_like": nd.zeros((1, 2))})]:
+        method, function = getattr(x, name)(**kwargs), getattr(nd, name)(x, **kwargs)
+        assert method.asnumpy().tolist() == function.asnumpy().tolist(), name
+    assert x.transpose(axes=(1, 0)).shape == (3, 2) and x.reshape_like(rhs=nd.ones(6)).shape == (6,)
+    parts = x.split_v2((1,), axis=1)
+    assert [p.shape for p in parts] == [(2, 1), (2, 2)]
+    assert nd.topk(x, k=1, ret_typ="value").asnumpy().tolist() == [[3], [6]]
+    assert nd.pad(nd.ones((1, 1, 1, 2)), mode="edge", pad_width=(0, 0, 0, 0, 1, 0, 0, 1)).shape \
+        == (1, 1, 2, 3)

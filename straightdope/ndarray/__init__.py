@@ -411,6 +411,17 @@ def normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwa
 random_uniform, random_normal = uniform, normal
 
 
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Split as NumPy's np.split: an int gives that many equal parts, a tuple the split
+    points, e.g. (1, 3) gives ary[:1], ary[1:3], ary[3:] along `axis`."""
+    attrs = {"axis": axis, "squeeze_axis": squeeze_axis}
+    if isinstance(indices_or_sections, _numbers.Integral):
+        attrs["sections"] = int(indices_or_sections)
+    else:
+        attrs["indices"] = (0,) + tuple(int(i) for i in indices_or_sections)
+    return invoke("_split_v2", [ary], attrs)
+
+
 # NDArray methods that are just ops, e.g. x.sum(axis=1), x.relu(), x.exp()
 _METHODS = (
     "sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin",
@@ -418,7 +429,10 @@ _METHODS = (
     "reciprocal", "abs", "sign", "sin", "cos", "tan", "sinh", "cosh", "arcsin", "arccos",
     "arctan", "arcsinh", "arccosh", "arctanh", "round", "rint", "floor", "ceil", "trunc",
     "fix", "relu", "sigmoid", "tanh", "softmax", "log_softmax", "clip", "pick", "one_hot",
-    "split", "slice", "slice_axis", "take", "dot", "broadcast_axes")
+    "split", "slice", "slice_axis", "take", "dot", "broadcast_axes", "degrees", "radians",
+    "rcbrt", "softmin", "argmax_channel", "shape_array", "size_array", "nansum", "nanprod",
+    "flip", "sort", "argsort", "topk", "tile", "repeat", "pad", "swapaxes", "slice_like",
+    "split_v2")
 for _name in _METHODS:
     if _name not in globals():
         continue

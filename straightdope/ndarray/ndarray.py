@@ -167,12 +167,14 @@ class NDArray:
         shape = kwargs.pop("shape", shape)
         return invoke("reshape", [self], {"shape": tuple(shape), **kwargs})
 
-    def reshape_like(self, other):
-        return invoke("reshape_like", [self, other], {})
+    def reshape_like(self, rhs):
+        return invoke("reshape_like", [self, rhs], {})
 
-    def transpose(self, *axes):
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
+    def transpose(self, *args, axes=None):
+        """x.transpose(1, 0), x.transpose((1, 0)) or x.transpose(axes=(1, 0))."""
+        if args:
+            axes = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        axes = tuple(axes or ())
         return invoke("transpose", [self], {"axes": tuple(axes)})
 
     def flatten(self, inplace=False):

@@ -73,6 +73,25 @@ for _name, _fn, _grad in [("sum", np.sum, _sum_grad), ("mean", np.mean, _mean_gr
              doc=f"{_name}(data, axis=None, keepdims=False, exclude=False).")
 
 
+def _nansum_grad(F, attrs, inputs, outputs, out_grads):
+    x = inputs[0]
+    return [F._unreduce(out_grads[0], x, **attrs) * F.broadcast_equal(x, x)]   # 0 at NaN
+
+
+# NaN-skipping reductions (a NaN counts as 0 in nansum, as 1 in nanprod)
+register("nansum", numpy_only=True, attrs=dict(REDUCE_ATTRS), forward=_reducer(np.nansum),
+         infer_shape=_reduce_shape, gradient=_nansum_grad,
+         doc="nansum(data, axis=None, keepdims=False): sum, NaNs left out.")
+register("nanprod", numpy_only=True, attrs=dict(REDUCE_ATTRS), forward=_reducer(np.nanprod),
+         infer_shape=_reduce_shape,
+         doc="nanprod(data, axis=None, keepdims=False): product, NaNs left out.")
+register("argmax_channel", numpy_only=True,
+         forward=lambda attrs, x: np.argmax(x, axis=-1).astype(x.dtype),
+         infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(s[0][:-1])]),
+         gradient=lambda F, a, i, o, og: [None],
+         doc="argmax_channel(data): argmax along the last axis (float indices).")
+
+
 def _unreduce_forward(attrs, g, x):
     axes = norm_axes(attrs["axis"], x.ndim, attrs["exclude"])
     g = g.reshape(reduced_shape(x.shape, axes, True))
@@ -152,6 +171,11 @@ def _axis_checked_same_shape(attrs, in_shapes):
 register("softmax", attrs=dict(SOFTMAX_ATTRS), forward=_softmax_forward,
          infer_shape=_axis_checked_same_shape, gradient=_softmax_grad,
          doc="softmax(data, axis=-1): exp(x) / sum(exp(x)) along `axis`.")
+register("softmin", numpy_only=True, attrs=dict(SOFTMAX_ATTRS),
+         forward=lambda attrs, x: _softmax_forward(attrs, -x),
+         infer_shape=_axis_checked_same_shape,
+         gradient=lambda F, a, i, o, og: [-_softmax_grad(F, a, i, o, og)[0]],
+         doc="softmin(data, axis=-1): softmax of -data (the smallest value weighs most).")
 register("log_softmax", attrs=dict(SOFTMAX_ATTRS), forward=_log_softmax_forward,
          infer_shape=_axis_checked_same_shape, gradient=_log_softmax_grad,
          doc="log_softmax(data, axis=-1), computed stably.")

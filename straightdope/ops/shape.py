@@ -364,12 +364,12 @@ def _slice_assign_scalar_forward(attrs, x):
 # x[begin:end:step] = value as ops that return a new array (MXNet's _slice_assign and
 # _slice_assign_scalar, older names _crop_assign*); with out=x they write in place.
 register("_slice_assign", inputs=("lhs", "rhs"), attrs=dict(SLICE_ATTRS),
-         forward=_slice_assign_forward, infer_shape=lambda attrs, s: (s, [s[0]]),
+         forward=_slice_assign_forward, infer_shape=lambda attrs, s: (s, [s[0]]), numpy_only=True,
          gradient=lambda F, a, i, o, og: [F._slice_assign_scalar(og[0], scalar=0.0, **a),
                                           F.slice(og[0], **a)],
          doc="_slice_assign(lhs, rhs, begin, end, step): lhs with that slice set to rhs.")
 register("_slice_assign_scalar", attrs={**SLICE_ATTRS, "scalar": Float(0.0)},
-         forward=_slice_assign_scalar_forward, infer_shape=same_shape,
+         forward=_slice_assign_scalar_forward, infer_shape=same_shape, numpy_only=True,
          gradient=lambda F, a, i, o, og: [F._slice_assign_scalar(
              og[0], scalar=0.0, begin=a["begin"], end=a["end"], step=a["step"])],
          doc="_slice_assign_scalar(data, scalar, begin, end, step): data with that slice "
@@ -506,3 +506,249 @@ register("_embedding_grad", inputs=("out_grad", "data", "weight"), attrs=dict(EM
          forward=_embedding_grad_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
          doc="Gradient of Embedding wrt its weight (rows summed per index).")
 alias("crop", "slice")                 # MXNet's older name
+
+
+# ------------------------------------------------ repeating, padding, axes (MXNet names)
+def _tile_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    reps = attrs["reps"]
+    n = max(len(s), len(reps))
+    s, reps = (1,) * (n - len(s)) + tuple(s), (1,) * (n - len(reps)) + tuple(reps)
+    return in_shapes, [tuple(d * r for d, r in zip(s, reps))]
+
+
+def _tile_grad_forward(attrs, og, x):
+    """Sum the gradient over the copies: view it as (copies, length) pairs per axis."""
+    reps = (1,) * (og.ndim - len(attrs["reps"])) + tuple(attrs["reps"])
+    shape = (1,) * (og.ndim - x.ndim) + x.shape
+    paired = og.reshape([v for r, d in zip(reps, shape) for v in (r, d)])
+    return paired.sum(axis=tuple(range(0, paired.ndim, 2))).reshape(x.shape).astype(og.dtype)
+
+
+register("tile", numpy_only=True, attrs={"reps": Shape(required=True)},
+         forward=lambda attrs, x: np.tile(x, attrs["reps"]), infer_shape=_tile_shape,
+         gradient=lambda F, a, i, o, og: [F._tile_grad(og[0], i[0], **a)],
+         doc="tile(data, reps): data repeated reps[k] times along axis k (as np.tile).")
+register("_tile_grad", numpy_only=True, inputs=("out_grad", "data"),
+         attrs={"reps": Shape(required=True)},
+         forward=_tile_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of tile.")
+
+
+def _repeat_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    if attrs["axis"] is None:
+        return in_shapes, [(int(np.prod(s)) * attrs["repeats"],)]
+    out = list(s)
+    out[attrs["axis"]] *= attrs["repeats"]
+    return in_shapes, [tuple(out)]
+
+
+def _repeat_grad_forward(attrs, og, x):
+    axis, r = attrs["axis"], attrs["repeats"]
+    if axis is None:
+        return og.reshape(-1, r).sum(axis=1).reshape(x.shape).astype(og.dtype)
+    axis %= x.ndim
+    split = og.reshape(x.shape[:axis] + (x.shape[axis], r) + x.shape[axis + 1:])
+    return split.sum(axis=axis + 1).astype(og.dtype)
+
+
+REPEAT_ATTRS = {"repeats": Int(required=True, minimum=0), "axis": OptInt(None)}
+register("repeat", numpy_only=True, attrs=dict(REPEAT_ATTRS),
+         forward=lambda attrs, x: np.repeat(x, attrs["repeats"], axis=attrs["axis"]),
+         infer_shape=_repeat_shape,
+         gradient=lambda F, a, i, o, og: [F._repeat_grad(og[0], i[0], **a)],
+         doc="repeat(data, repeats, axis=None): each element `repeats` times (as np.repeat; "
+             "flattened first when axis is None).")
+register("_repeat_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(REPEAT_ATTRS),
+         forward=_repeat_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of repeat.")
+
+
+def _swapaxes_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    out = list(s)
+    out[attrs["dim1"]], out[attrs["dim2"]] = out[attrs["dim2"]], out[attrs["dim1"]]
+    return in_shapes, [tuple(out)]
+
+
+register("SwapAxis", numpy_only=True, attrs={"dim1": Int(0), "dim2": Int(0)},
+         forward=lambda attrs, x: np.ascontiguousarray(np.swapaxes(x, attrs["dim1"],
+                                                                   attrs["dim2"])),
+         infer_shape=_swapaxes_shape,
+         gradient=lambda F, a, i, o, og: [F.SwapAxis(og[0], **a)],
+         doc="SwapAxis(data, dim1=0, dim2=0): exchange two axes.")
+alias("swapaxes", "SwapAxis")
+
+
+def _pad_pairs(attrs, ndim):
+    width = attrs["pad_width"]
+    if len(width) != 2 * ndim:
+        raise OpError(f"pad: pad_width needs two numbers (before, after) per axis, "
+                      f"{2 * ndim} for {ndim} axes; got {width}")
+    return [(width[2 * k], width[2 * k + 1]) for k in range(ndim)]
+
+
+def _pad_forward(attrs, x):
+    pairs = _pad_pairs(attrs, x.ndim)
+    if attrs["mode"] == "constant":
+        return np.pad(x, pairs, mode="constant", constant_values=attrs["constant_value"])
+    return np.pad(x, pairs, mode=attrs["mode"])
+
+
+def _pad_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    return in_shapes, [tuple(d + a + b for d, (a, b) in zip(s, _pad_pairs(attrs, len(s))))]
+
+
+def _pad_grad_forward(attrs, og, x):
+    """Every output element came from one input element (or from the constant): pad the
+    input's flat positions the same way, then add the gradient back at them."""
+    pairs = _pad_pairs(attrs, x.ndim)
+    positions = np.arange(x.size).reshape(x.shape)
+    if attrs["mode"] == "constant":
+        positions = np.pad(positions, pairs, mode="constant", constant_values=-1)
+    else:
+        positions = np.pad(positions, pairs, mode=attrs["mode"])
+    keep = positions >= 0
+    grad = np.zeros(x.size, dtype=og.dtype)
+    np.add.at(grad, positions[keep], og[keep])
+    return grad.reshape(x.shape)
+
+
+PAD_ATTRS = {"mode": Choice("constant", "edge", "reflect"), "pad_width": Shape(required=True),
+             "constant_value": Float(0.0)}
+register("pad", numpy_only=True, attrs=dict(PAD_ATTRS), forward=_pad_forward,
+         infer_shape=_pad_shape,
+         gradient=lambda F, a, i, o, og: [F._pad_grad(og[0], i[0], **a)],
+         doc="pad(data, mode='constant'|'edge'|'reflect', pad_width, constant_value=0): "
+             "pad_width lists (before, after) for every axis, e.g. (0,0, 0,0, 1,1, 2,2).")
+alias("Pad", "pad")
+register("_pad_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(PAD_ATTRS),
+         forward=_pad_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of pad.")
+
+
+def _slice_like_key(attrs, shape, like):
+    axes = attrs["axes"] or tuple(range(min(len(shape), len(like))))
+    key = [slice(None)] * len(shape)
+    for axis in axes:
+        key[axis] = slice(0, like[axis])
+    return tuple(key)
+
+
+def _slice_like_shape(attrs, in_shapes):
+    s, like = in_shapes
+    if s is None or like is None:
+        return in_shapes, [None]
+    key = _slice_like_key(attrs, s, like)
+    return in_shapes, [tuple(len(range(*k.indices(d))) for k, d in zip(key, s))]
+
+
+def _slice_like_grad_forward(attrs, og, x):
+    out = np.zeros_like(x)
+    out[tuple(slice(0, n) for n in og.shape)] = og
+    return out
+
+
+register("slice_like", numpy_only=True, inputs=("data", "shape_like"), attrs={"axes": Shape(())},
+         forward=lambda attrs, x, like: np.ascontiguousarray(
+             x[_slice_like_key(attrs, x.shape, like.shape)]),
+         infer_shape=_slice_like_shape,
+         gradient=lambda F, a, i, o, og: [F._slice_like_grad(og[0], i[0]), None],
+         doc="slice_like(data, shape_like, axes=()): the leading part of data with "
+             "shape_like's lengths on `axes` (all axes when empty).")
+register("_slice_like_grad", numpy_only=True, inputs=("out_grad", "data"),
+         forward=_slice_like_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of slice_like.")
+
+
+def _broadcast_axes_target(attrs, shape):
+    target = list(shape)
+    for axis, size in zip(attrs["axis"], attrs["size"]):
+        if shape[axis] != 1:
+            raise OpError(f"broadcast_axes: axis {axis} of shape {tuple(shape)} has length "
+                          f"{shape[axis]}; only axes of length 1 can be broadcast")
+        target[axis] = size
+    return tuple(target)
+
+
+register("broadcast_axes", numpy_only=True, attrs={"axis": Shape(()), "size": Shape(())},
+         forward=lambda attrs, x: np.ascontiguousarray(
+             np.broadcast_to(x, _broadcast_axes_target(attrs, x.shape))),
+         infer_shape=lambda attrs, s: (s, [None if s[0] is None else
+                                           _broadcast_axes_target(attrs, s[0])]),
+         gradient=lambda F, a, i, o, og: [F._sum_to_like(og[0], i[0])],
+         doc="broadcast_axes(data, axis, size): axes of length 1 repeated to `size`.")
+alias("broadcast_axis", "broadcast_axes")
+
+
+def _split_v2_bounds(attrs, n):
+    """(start, stop) of each part: `indices` are MXNet's split points (0 first), or
+    `sections` equal parts."""
+    if attrs["sections"] > 0:
+        if n % attrs["sections"]:
+            raise OpError(f"split_v2: an axis of length {n} does not split into "
+                          f"{attrs['sections']} equal parts")
+        points = list(range(0, n, n // attrs["sections"])) if n else [0] * attrs["sections"]
+    else:
+        points = list(attrs["indices"])
+    return list(zip(points, points[1:] + [n]))
+
+
+def _split_v2_forward(attrs, x):
+    axis = attrs["axis"] % x.ndim
+    parts = []
+    for start, stop in _split_v2_bounds(attrs, x.shape[axis]):
+        key = (slice(None),) * axis + (slice(start, stop),)
+        part = x[key]
+        parts.append(np.ascontiguousarray(np.squeeze(part, axis) if attrs["squeeze_axis"]
+                                          else part))
+    return tuple(parts)
+
+
+def _split_v2_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None] * _split_v2_count(attrs)
+    axis = attrs["axis"] % len(s)
+    shapes = []
+    for start, stop in _split_v2_bounds(attrs, s[axis]):
+        part = list(s)
+        part[axis] = max(0, min(stop, s[axis]) - start)
+        if attrs["squeeze_axis"]:
+            del part[axis]
+        shapes.append(tuple(part))
+    return in_shapes, shapes
+
+
+def _split_v2_count(attrs):
+    return attrs["sections"] if attrs["sections"] > 0 else len(attrs["indices"])
+
+
+register("_split_v2", numpy_only=True,
+         attrs={"indices": Shape(()), "sections": Int(0), "axis": Int(0),
+                "squeeze_axis": Bool(False)},
+         forward=_split_v2_forward, infer_shape=_split_v2_shape, gradient=_split_grad,
+         num_outputs=_split_v2_count,
+         doc="_split_v2(data, indices=(0, i1, ...) or sections=n, axis=0): the parts between "
+             "split points (nd.split_v2 takes NumPy's indices_or_sections).")
+
+register("shape_array", numpy_only=True,
+         forward=lambda attrs, x: np.array(x.shape, dtype=np.int64),
+         infer_shape=lambda attrs, s: (s, [None if s[0] is None else (len(s[0]),)]),
+         gradient=lambda F, a, i, o, og: [None],
+         doc="shape_array(data): the shape as an int64 array.")
+register("size_array", numpy_only=True,
+         forward=lambda attrs, x: np.array([x.size], dtype=np.int64),
+         infer_shape=lambda attrs, s: (s, [(1,)]),
+         gradient=lambda F, a, i, o, og: [None],
+         doc="size_array(data): the number of elements, as a one-element int64 array.")

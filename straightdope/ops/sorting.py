@@ -1,0 +1,120 @@
+"""Sorting ops with MXNet's names: sort, argsort, topk. Indices come back as float32 by
+default (MXNet's `dtype` attribute); a value's gradient goes back to where it came from.
+No Numba kernels: compiled graphs run them in NumPy between compiled segments."""
+import numpy as np
+
+from .registry import Bool, Choice, Int, OptInt, register
+
+DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8")
+
+
+def _order(attrs, x):
+    """Indices that sort x along the axis, ascending or descending (stable)."""
+    axis = attrs["axis"]
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    order = np.argsort(x, axis=axis, kind="stable")
+    return order if attrs["is_ascend"] else np.flip(order, axis=axis)
+
+
+def _flat_axis(attrs, x):
+    return (x.reshape(-1), 0) if attrs["axis"] is None else (x, attrs["axis"])
+
+
+def _sort_forward(attrs, x):
+    data, axis = _flat_axis(attrs, x)
+    return np.ascontiguousarray(np.take_along_axis(data, _order(attrs, x), axis=axis))
+
+
+def _scatter_back(og, x, order, axis):
+    """The gradient of `take_along_axis(x, order)`: og added back at the taken places."""
+    grad = np.zeros_like(x if axis is not None else x.reshape(-1))
+    np.put_along_axis(grad, order, og.reshape(order.shape), axis=0 if axis is None else axis)
+    return grad.reshape(x.shape)
+
+
+def _sort_grad_forward(attrs, og, x):
+    return _scatter_back(og, x, _order(attrs, x), attrs["axis"])
+
+
+def _flat_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None or attrs["axis"] is not None:
+        return in_shapes, [s]
+    return in_shapes, [(int(np.prod(s)),)]
+
+
+SORT_ATTRS = {"axis": OptInt(-1), "is_ascend": Bool(True)}
+register("sort", numpy_only=True, attrs=dict(SORT_ATTRS), forward=_sort_forward, infer_shape=_flat_shape,
+         gradient=lambda F, a, i, o, og: [F._sort_grad(og[0], i[0], **a)],
+         doc="sort(data, axis=-1, is_ascend=True): the values in order along `axis` "
+             "(flattened when axis is None).")
+register("_sort_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(SORT_ATTRS),
+         forward=_sort_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of sort.")
+register("argsort", numpy_only=True, attrs={**SORT_ATTRS, "dtype": Choice(*DTYPES)},
+         forward=lambda attrs, x: _order(attrs, x).astype(attrs["dtype"]),
+         infer_shape=_flat_shape, gradient=lambda F, a, i, o, og: [None],
+         doc="argsort(data, axis=-1, is_ascend=True, dtype='float32'): the indices that "
+             "sort data along `axis`.")
+
+
+def _topk_positions(attrs, x):
+    data, axis = _flat_axis(attrs, x)
+    k = data.shape[axis] if attrs["k"] < 1 else min(attrs["k"], data.shape[axis])
+    order = _order({"axis": attrs["axis"], "is_ascend": attrs["is_ascend"]}, x)
+    return data, axis, np.take(order, np.arange(k), axis=axis)
+
+
+def _topk_forward(attrs, x):
+    data, axis, top = _topk_positions(attrs, x)
+    kind = attrs["ret_typ"]
+    if kind == "mask":
+        mask = np.zeros_like(data)
+        np.put_along_axis(mask, top, 1, axis=axis)
+        return mask.reshape(x.shape)
+    indices = top.astype(attrs["dtype"])
+    if kind == "indices":
+        return indices
+    values = np.ascontiguousarray(np.take_along_axis(data, top, axis=axis))
+    return values if kind == "value" else (values, indices)
+
+
+def _topk_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None] * _topk_count(attrs)
+    if attrs["ret_typ"] == "mask":
+        return in_shapes, [s]
+    out = [int(np.prod(s))] if attrs["axis"] is None else list(s)
+    axis = 0 if attrs["axis"] is None else attrs["axis"]
+    if attrs["k"] >= 1:
+        out[axis] = min(attrs["k"], out[axis])
+    return in_shapes, [tuple(out)] * _topk_count(attrs)
+
+
+def _topk_count(attrs):
+    return 2 if attrs["ret_typ"] == "both" else 1
+
+
+def _topk_grad_forward(attrs, og, x):
+    _, axis, top = _topk_positions(attrs, x)
+    return _scatter_back(og, x, top, attrs["axis"])
+
+
+def _topk_grad(F, attrs, inputs, outputs, out_grads):
+    if attrs["ret_typ"] not in ("value", "both"):
+        return [None]           # indices and masks are flat: no gradient, as in MXNet
+    return [F._topk_grad(out_grads[0], inputs[0], **attrs)]
+
+
+TOPK_ATTRS = {"axis": OptInt(-1), "k": Int(1),
+              "ret_typ": Choice("indices", "value", "both", "mask"),
+              "is_ascend": Bool(False), "dtype": Choice(*DTYPES)}
+register("topk", numpy_only=True, attrs=dict(TOPK_ATTRS), forward=_topk_forward, infer_shape=_topk_shape,
+         gradient=_topk_grad, num_outputs=_topk_count,
+         doc="topk(data, axis=-1, k=1, ret_typ='indices'|'value'|'both'|'mask', "
+             "is_ascend=False): the k largest (or smallest) along `axis`.")
+register("_topk_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(TOPK_ATTRS),
+         forward=_topk_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="Gradient of topk's values.")
