@@ -617,3 +617,15 @@ def test_fluent_methods_match_the_nd_functions_of_the_same_name():
     assert nd.topk(x, k=1, ret_typ="value").asnumpy().tolist() == [[3], [6]]
     assert nd.pad(nd.ones((1, 1, 1, 2)), mode="edge", pad_width=(0, 0, 0, 0, 1, 0, 0, 1)).shape \
         == (1, 1, 2, 3)
+
+
+def test_an_mxnet_file_in_the_oldest_layout_without_array_magic_loads(tmp_path):
+    import struct
+    values = np.arange(4, dtype=np.float32)
+    array = struct.pack("<II", 1, 4) + struct.pack("<iii", 1, 0, 0) + values.tobytes()
+    path = tmp_path / "legacy.v0"            # ndim 1, dims as u32, cpu(0), float32, values
+    path.write_bytes(struct.pack("<QQQ", 0x112, 0, 1) + array + struct.pack("<Q", 0))
+    loaded = nd.load(str(path))
+    assert len(loaded) == 1 and loaded[0].asnumpy().tolist() == [0, 1, 2, 3]
+    with pytest.raises(mx.base.MXNetError, match="truncated|bytes"):
+        nd.load_frombuffer(path.read_bytes()[:-12])
