@@ -148,8 +148,13 @@ def _topological(heads):
 _freed = weakref.WeakValueDictionary()
 
 
-def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
-    """Compute gradients of `heads` for every array marked with attach_grad()."""
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create_graph=False,
+             _collect=None):
+    """Compute gradients of `heads` for every array marked with attach_grad().
+
+    create_graph=True records the backward pass itself (the gradient rules are nd ops),
+    so the gradients can be differentiated again: see grad(). `_collect`: arrays whose
+    gradients grad() wants back as they are (with their own recorded graph)."""
     nd = _nd()
     if not isinstance(heads, (list, tuple)):
         heads = [heads]
@@ -179,7 +184,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     for h, hg in zip(heads, head_grads):
         add(h, hg if hg is not None else nd.ones_like(h))
     leaves = {}
-    with _scope(False, train_mode):
+    with _scope(create_graph, train_mode):
         for node in _topological(heads):
             out_grads = [grads.pop(id(o), None) for o in node.outputs]
             if all(g is None for g in out_grads):
@@ -200,6 +205,8 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
             if not retain_graph:
                 for o in node.outputs:
                     o._tape = None
+    if _collect is not None:
+        return [grads.get(id(v)) for v in _collect]
     for h in heads:
         if h._grad_req != "null" and id(h) in grads:
             leaves.setdefault(id(h), h)
@@ -240,18 +247,28 @@ _ND = None
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
          train_mode=True):
-    """Return the gradients of `heads` wrt `variables` (without touching .grad)."""
+    """Return the gradients of `heads` wrt `variables` (without touching .grad).
+
+    With create_graph=True the gradients are themselves recorded, so calling backward()
+    on them (or grad() again) gives second derivatives; the graph is then kept
+    (retain_graph defaults to create_graph, as in MXNet)."""
     from . import ndarray as nd
-    if create_graph:
-        raise NotImplementedError("higher-order gradients are not supported in straightdope")
+    if retain_graph is None:
+        retain_graph = create_graph
     single = not isinstance(variables, (list, tuple))
     variables = [variables] if single else list(variables)
     saved = [(v._grad, v._grad_req) for v in variables]
     try:
         for v in variables:
             v._grad, v._grad_req = nd.zeros_like(v), "write"
-        backward(heads, head_grads, retain_graph=bool(retain_graph), train_mode=train_mode)
-        result = [v._grad for v in variables]
+        if create_graph:
+            result = backward(heads, head_grads, retain_graph=bool(retain_graph),
+                              train_mode=train_mode, create_graph=True, _collect=variables)
+            result = [g if g is not None else nd.zeros_like(v)
+                      for g, v in zip(result, variables)]
+        else:
+            backward(heads, head_grads, retain_graph=bool(retain_graph), train_mode=train_mode)
+            result = [v._grad for v in variables]
     finally:
         for v, (g, req) in zip(variables, saved):
             v._grad, v._grad_req = g, req

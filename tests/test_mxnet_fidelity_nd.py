@@ -629,3 +629,15 @@ def test_an_mxnet_file_in_the_oldest_layout_without_array_magic_loads(tmp_path):
     assert len(loaded) == 1 and loaded[0].asnumpy().tolist() == [0, 1, 2, 3]
     with pytest.raises(mx.base.MXNetError, match="truncated|bytes"):
         nd.load_frombuffer(path.read_bytes()[:-12])
+
+
+def test_grad_with_create_graph_gives_a_gradient_that_can_be_differentiated_again():
+    x = nd.array([0.5, 2.0], dtype="float64")
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x ** 3 + nd.sin(x)
+    dx, = mx.autograd.grad(y, [x], create_graph=True)
+    values = x.asnumpy()
+    np.testing.assert_allclose(dx.asnumpy(), 3 * values ** 2 + np.cos(values))
+    dx.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 6 * values - np.sin(values))
