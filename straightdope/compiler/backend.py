@@ -40,13 +40,53 @@ from .fuse import fuse
 from .lower import lower
 from .memory import plan_memory
 
-# The pipeline, in order: (the stage a pass produces, the timing key of that pass).
-# This one list names the stages, the timings, STRAIGHTDOPE_DEBUG's output and the tabs
-# of widgets.graph_view; "numba_compile" is the last phase (loading or compiling).
-PIPELINE = (("traced", None), ("shapes", "shapes"), ("fused", "fuse"), ("memory", "plan"),
-            ("source", "codegen"))
-STAGES = tuple(stage for stage, _ in PIPELINE)
-PHASES = tuple(key for _, key in PIPELINE if key) + ("numba_compile",)
+
+# ------------------------------------------------ the passes: (executable, stages so far)
+def _traced(ex, stages):
+    """The graph as traced: the given graph without its shapes and dtypes."""
+    traced = ex.graph.copy()
+    for n in traced.nodes:
+        n.shapes = n.dtypes = None
+    return traced
+
+
+def _shapes(ex, stages):
+    """Shapes and dtypes on every value: the given graph itself (its caller, CachedOp or
+    graph.AnyShape, annotated it for these input shapes)."""
+    return ex.graph
+
+
+def _fused(ex, stages):
+    """Lowered to simpler ops, elementwise chains grouped into loops (lower.py, fuse.py)."""
+    lowered, rewrites = lower(stages["shapes"], ex.is_train)
+    return fuse(lowered, rewrites)
+
+
+def _memory(ex, stages):
+    """Where every value lives: arena offsets, buffers reused, in place (memory.py)."""
+    return plan_memory(stages["fused"], stages["shapes"])
+
+
+def _source(ex, stages):
+    """The generated source; the sizes it reads (`meta`) and the steps tier's distinct
+    loops go to `ex.generated`."""
+    source, meta, loops = generate(stages["fused"], stages["memory"], ex.is_train,
+                                   loops_apart=ex.tier == "steps")
+    ex.generated = (meta, loops)
+    return source
+
+
+# The pipeline, in order: (the stage a pass produces, the timing key of that pass, the
+# pass). This one list runs the passes (Executable._passes) and names the stages, the
+# timings, STRAIGHTDOPE_DEBUG's output and the tabs of widgets.graph_view;
+# "numba_compile" is the last phase (loading or compiling the source).
+PIPELINE = (("traced", None, _traced),
+            ("shapes", "shapes", _shapes),
+            ("fused", "fuse", _fused),
+            ("memory", "plan", _memory),
+            ("source", "codegen", _source))
+STAGES = tuple(stage for stage, _, _ in PIPELINE)
+PHASES = tuple(key for _, key, _ in PIPELINE if key) + ("numba_compile",)
 TIERS = ("graph", "steps")
 # Up to this many ops a graph gets the whole-graph tier: it compiles in a second or two
 # and small graphs are where the steps tier's Python between steps would show.
@@ -56,13 +96,6 @@ GRAPH_TIER_MAX_OPS = 32
 def choose_tier(graph: Graph) -> str:
     """'graph' for small graphs, 'steps' for large ones (see the module docstring)."""
     return "graph" if len(graph.op_nodes) <= GRAPH_TIER_MAX_OPS else "steps"
-
-
-def _strip(graph: Graph) -> Graph:
-    traced = graph.copy()
-    for n in traced.nodes:
-        n.shapes = n.dtypes = None
-    return traced
 
 
 class Executable:
@@ -91,38 +124,28 @@ class Executable:
         self._in_shapes = [tuple(n.shapes[0]) for n in graph.nodes if n.is_var]
         self.fn = None                     # the compiled run_graph, after compile()
         self._per_thread = threading.local() if static_alloc else None
-        self.stages, self.timings, self._generated = self._passes()
+        self.generated = None              # (meta, loop sources), from the source pass
+        self.stages, self.timings = self._passes()
         if compile:
             self.compile()
 
     # ------------------------------------------------------------ compiling
-    def _passes(self) -> tuple[dict, dict, tuple]:
-        """Run the pipeline up to the source: (stages, timings, (meta, loop sources))."""
-        t, stages = {}, OrderedDict([("traced", _strip(self.graph))])
-        stages["shapes"] = self.graph        # annotated by the caller: that very object
-        t["shapes"] = 0.0
-
-        mark = time.perf_counter()
-        lowered, rewrites = lower(self.graph, self.is_train)
-        stages["fused"] = fuse(lowered, rewrites)
-        t["fuse"] = time.perf_counter() - mark
-
-        mark = time.perf_counter()
-        stages["memory"] = plan_memory(stages["fused"], self.graph)
-        t["plan"] = time.perf_counter() - mark
-
-        mark = time.perf_counter()
-        stages["source"], meta, loops = generate(
-            stages["fused"], stages["memory"], self.is_train, loops_apart=self.tier == "steps")
-        t["codegen"] = time.perf_counter() - mark
-        t["distinct_loops"] = len(loops)          # (steps tier; 0 in the graph tier)
-        return stages, t, (meta, loops)
+    def _passes(self) -> tuple[dict, dict]:
+        """Run the pipeline up to the source: (stages, timings)."""
+        stages, t = OrderedDict(), {}
+        for stage, key, run in PIPELINE:
+            mark = time.perf_counter()
+            stages[stage] = run(self, stages)
+            if key:
+                t[key] = time.perf_counter() - mark
+        t["distinct_loops"] = len(self.generated[1])    # (steps tier; 0 in the graph tier)
+        return stages, t
 
     def job(self) -> list:
         """What Numba has to compile (or load) for this tier, as (function, example
         arguments) pairs: the whole-graph function, or the steps tier's loops and the
         kernels it calls. A worker process compiles them into the caches (tiers.py)."""
-        source, (_, loop_sources) = self.stages["source"], self._generated
+        source, (_, loop_sources) = self.stages["source"], self.generated
         if self.tier == "graph":
             return [(("module", source, "run_graph"), self._examples(source))]
         items = [(("kernel", kernel.py_func.__module__.rsplit(".", 1)[1], kernel.__name__),
@@ -145,7 +168,7 @@ class Executable:
         """The last phase: Numba compiles the source (or loads it from a cache)."""
         start = time.perf_counter()
         t, source = self.timings, self.stages["source"]
-        meta, loop_sources = self._generated
+        meta, loop_sources = self.generated
         lowered = self.stages["fused"].graph
         self.arena_specs = [(np.dtype(d), self.stages["memory"].arena_sizes.get(d, 0))
                             for d in _arena_dtypes(source)]
