@@ -61,11 +61,19 @@ def infer_shapes(graph: Graph, known: dict, partial: bool = False) -> dict:
 
 def symbol_shapes(symbol, known: dict) -> tuple[dict, list]:
     """({variable name: shape}, [output shapes]) of a Symbol from some known input shapes,
-    None where a shape stays unknown (what `Symbol.infer_shape_partial` reports)."""
+    None where a shape stays unknown (what `Symbol.infer_shape_partial` reports).
+    One walk learns most variables' shapes (a Dense weight's from the data); another
+    walk runs only while some value is still unknown and the last one learnt a
+    variable an earlier node may have needed."""
     graph = Graph.from_symbol(symbol)
-    shapes = infer_shapes(graph, known, partial=True)
-    by_name = {graph.nodes[i].name: shapes[(i, 0)] for i in graph.var_ids}
-    return by_name, [shapes[entry] for entry in graph.outputs]
+    known = dict(known)
+    while True:
+        shapes = infer_shapes(graph, known, partial=True)
+        by_name = {graph.nodes[i].name: shapes[(i, 0)] for i in graph.var_ids}
+        learnt = {n: s for n, s in by_name.items() if s is not None and n not in known}
+        if not learnt or all(s is not None for s in shapes.values()):
+            return by_name, [shapes[entry] for entry in graph.outputs]
+        known.update(learnt)
 
 
 def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:

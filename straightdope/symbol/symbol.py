@@ -298,12 +298,7 @@ class Symbol:
         names = self.list_arguments()
         known = self._by_input_name("infer_shape", "shapes", args, kwargs)
         known = {k: tuple(v) for k, v in known.items() if v is not None}
-        while True:     # again while a pass learns variables' shapes an earlier node needed
-            by_name, out = _analysis("infer_shapes")(self, known)
-            learnt = {n: s for n, s in by_name.items() if s is not None and n not in known}
-            if not learnt:
-                break
-            known.update(learnt)
+        by_name, out = _analysis("infer_shapes")(self, known)   # graph.shapes.symbol_shapes
         arg = [by_name[n] for n in names]
         aux = [by_name[n] for n in self.list_auxiliary_states()]
         return arg, out, aux
