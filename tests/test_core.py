@@ -400,6 +400,15 @@ def test_a_training_call_converts_each_graph_once_and_a_new_shape_converts_none(
     assert plan.forward.graph.input_names == op.input_names
 
 
+def test_partial_shape_inference_converts_the_symbol_once(monkeypatch):
+    conversions = count_conversions(monkeypatch)
+    hidden = sym.relu(sym.FullyConnected(sym.var("data"), num_hidden=4, name="fc1"))
+    out = sym.FullyConnected(hidden, num_hidden=2, name="fc2")
+    arg_shapes, out_shapes, _ = out.infer_shape_partial(data=(3, 5))
+    assert dict(zip(out.list_arguments(), arg_shapes))["fc2_weight"] == (2, 4)
+    assert out_shapes == [(3, 2)] and len(conversions) == 1
+
+
 def test_cached_op_makes_a_new_plan_for_new_dtypes_but_not_for_new_shapes():
     op = CachedOp(sym.relu(sym.var("data")), ["data"], backend=ReferenceBackend())
     op([nd.ones((2, 3))], {})
