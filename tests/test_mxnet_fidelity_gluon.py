@@ -704,3 +704,80 @@ def test_dataset_shard_splits_into_contiguous_parts_the_first_ones_larger():
     assert parts == [[0, 1, 2], [3, 4], [5, 6], [7, 8]]
     with pytest.raises(ValueError, match="index"):
         data.shard(4, 4)
+
+
+# =================================== HybridBlock inputs: None, numbers, mixing, contexts
+class _AddOptional(mx.gluon.HybridBlock):
+    """a + b, where either may be None (then the other one is returned)."""
+
+    def hybrid_forward(self, F, a, b=None):
+        if a is None:
+            return b
+        return a if b is None else a + b
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_none_inputs_reach_hybrid_forward_and_all_none_is_refused(hybridize):
+    block = _AddOptional()
+    if hybridize:
+        block.hybridize()
+    ones = nd.ones((3,))
+    assert block(None, ones).asnumpy().tolist() == [1, 1, 1]
+    with pytest.raises(ValueError, match="at least one NDArray or Symbol"):
+        _AddOptional()(None, None)
+
+
+def test_a_hybridized_block_runs_the_same_graph_when_a_default_none_is_passed():
+    block = _AddOptional()
+    block.hybridize()
+    ones = nd.ones((2,))
+    assert block(ones).asnumpy().tolist() == [1, 1]
+    assert block(ones, None).asnumpy().tolist() == [1, 1]       # same structure, no re-trace
+    assert block.trace_count == 1
+    with pytest.raises(ValueError, match="was traced for calls with"):
+        block(ones, ones)
+
+
+def test_numbers_are_fine_imperatively_but_a_hybridized_block_refuses_them():
+    block = _AddOptional()
+    assert block(nd.ones((2,)), 3).asnumpy().tolist() == [4, 4]
+    block.hybridize()
+    with pytest.raises(ValueError, match="got int: 3"):           # MXNet: ValueError
+        block(nd.ones((2,)), 3)
+
+
+def test_mixing_ndarrays_and_symbols_in_one_call_is_refused():
+    with pytest.raises(ValueError, match="both NDArrays and Symbols"):
+        _AddOptional()(nd.ones((2,)), mx.sym.var("b"))
+
+
+def test_a_hybridized_block_refuses_inputs_on_two_contexts():
+    block = _AddOptional()
+    block.hybridize()
+    with pytest.raises(ValueError, match=r"several contexts \['cpu\(1\)', 'cpu\(2\)'\]"):
+        block(nd.ones((2,), ctx=mx.cpu(1)), nd.ones((2,), ctx=mx.cpu(2)))
+
+
+def test_contrib_nn_is_a_real_module_for_from_imports():
+    import importlib
+    contrib_nn = importlib.import_module("straightdope.gluon.contrib.nn")
+    assert contrib_nn.__spec__ is not None
+    assert contrib_nn.HybridConcurrent is mx.gluon.nn.HybridConcurrent
+
+
+def test_save_params_writes_names_that_a_symbol_block_of_the_export_can_load(tmp_path):
+    net = mx.gluon.nn.HybridSequential(prefix="")
+    with net.name_scope():
+        net.add(mx.gluon.nn.Dense(4, prefix="hidden_"), mx.gluon.nn.Dense(2, prefix="out_"))
+    net.initialize()
+    x = nd.ones((1, 3))
+    want = net(x)
+    with pytest.warns(DeprecationWarning):
+        net.save_params(str(tmp_path / "legacy.params"))
+    assert sorted(nd.load(str(tmp_path / "legacy.params"))) == [
+        "hidden_bias", "hidden_weight", "out_bias", "out_weight"]
+    graph = net(mx.sym.var("data"))
+    block = mx.gluon.SymbolBlock(outputs=graph, inputs=mx.sym.var("data"))
+    with pytest.warns(DeprecationWarning):
+        block.load_params(str(tmp_path / "legacy.params"))
+    np.testing.assert_allclose(block(x).asnumpy(), want.asnumpy(), rtol=1e-6)

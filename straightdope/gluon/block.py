@@ -94,6 +94,11 @@ class _BlockScope:
 
 
 # ------------------------------------------------ nested inputs/outputs
+class HybridInputError(TypeError, ValueError):
+    """An input a hybridized block cannot take (a number, a NumPy array...). MXNet raises
+    ValueError here, Python's habit is TypeError: it is both, so either `except` catches it."""
+
+
 def _flatten(args, kind):
     """(flat list of arrays/symbols, format to rebuild the nesting with _regroup)."""
     if type(args) is tuple and all(type(a) is NDArray for a in args):
@@ -106,9 +111,10 @@ def _flatten(args, kind):
     if args is None and kind == "input":
         return [], -1                           # loss(pred, label, None): stays None
     if not isinstance(args, (list, tuple)):
-        raise TypeError(f"a HybridBlock's {kind}s must be NDArrays or Symbols (or lists of "
-                        f"them), got {type(args).__name__}: {args!r:.80}. Wrap NumPy data "
-                        f"with nd.array(x) / np.array(x).")
+        raise HybridInputError(
+            f"a hybridized block's {kind}s must be NDArrays or Symbols (or lists of them, or "
+            f"None), got {type(args).__name__}: {args!r:.80}. Wrap NumPy data with "
+            f"nd.array(x) / np.array(x); pass a number as an attribute of the block instead.")
     flat, fmts = [], []
     for a in args:
         f, fmt = _flatten(a, kind)
@@ -146,6 +152,29 @@ def _contains_symbol(args):
     if isinstance(args, (list, tuple)):
         return any(_contains_symbol(a) for a in args)
     return False
+
+
+def _input_kinds(args):
+    """(has a Symbol, has an NDArray) anywhere in the nested inputs."""
+    if isinstance(args, Symbol):
+        return True, False
+    if isinstance(args, NDArray):
+        return False, True
+    has_symbol = has_array = False
+    if isinstance(args, (list, tuple)):
+        for a in args:
+            s, a = _input_kinds(a)
+            has_symbol, has_array = has_symbol or s, has_array or a
+    return has_symbol, has_array
+
+
+def _same_but_trailing_none(fmt, traced):
+    """Does a call differ from the traced one only by trailing None arguments (arguments left
+    to their default None)? f(x) and f(x, None) then run the same graph, as in MXNet."""
+    if not (isinstance(fmt, list) and isinstance(traced, list)):
+        return False
+    short, long = sorted((fmt, traced), key=len)
+    return long[:len(short)] == short and all(f == -1 for f in long[len(short):])
 
 
 def _describe_format(fmt):
@@ -399,6 +428,8 @@ class Block:
             by_name = OrderedDict((p.name, p) for p in self.collect_params().values())
             renamed = {(k.split(":", 1)[1] if k.startswith(("arg:", "aux:")) else k): v
                        for k, v in loaded.items()}
+            if not any(k in by_name for k in renamed):    # save_params(): without our prefix
+                renamed = {self.prefix + k: v for k, v in renamed.items()}
             if any(k in by_name for k in renamed):
                 params, loaded = by_name, renamed
         # A file saved with deduplicate=True holds a shared parameter under one key only.
@@ -412,9 +443,19 @@ class Block:
         if changed:        # new shapes or dtypes: traced graphs must be rebuilt
             self.apply(lambda block: block._clear_cached_op())
 
-    # MXNet 1.x names
-    save_params = save_parameters
-    load_params = load_parameters
+    def save_params(self, filename):
+        """MXNet 1.x's older format (deprecated there too): keys are the parameters' names
+        without this block's prefix (`conv0_weight`), so a SymbolBlock rebuilt from the
+        exported graph can load the file. load_params() reads it back."""
+        warnings.warn("save_params is deprecated (as in MXNet): use save_parameters, or "
+                      "export() for a SymbolBlock", DeprecationWarning, stacklevel=2)
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        """Load a file from save_params() (or save_parameters()); deprecated as in MXNet."""
+        warnings.warn("load_params is deprecated (as in MXNet): use load_parameters",
+                      DeprecationWarning, stacklevel=2)
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     # ---------------------------------------------------------------- hooks
     def register_forward_pre_hook(self, hook):
@@ -673,12 +714,20 @@ class HybridBlock(Block):
             if self._active and not _imperative.on:
                 return self._call_cached_op(*args)
             return self._forward_with_deferred_init(*args)
-        if _contains_symbol(args):
+        if any(isinstance(a, numpy.ndarray) for a in args):
+            _flatten(args, "input")        # the usual slip: a NumPy array; explain it
+        has_symbol, has_array = _input_kinds(args)
+        if has_symbol and has_array:
+            raise ValueError(f"{self._describe()} got both NDArrays and Symbols as inputs; "
+                             f"pass only NDArrays (to compute) or only Symbols (to build a "
+                             f"graph)")
+        if not (has_symbol or has_array):
+            raise ValueError(f"{self._describe()} needs at least one NDArray or Symbol among "
+                             f"its inputs, got {args!r:.120}")
+        if has_symbol:
             return self._call_symbolic(*args)
         if self._active and not _imperative.on:
             return self._call_cached_op(*args)
-        if any(isinstance(a, numpy.ndarray) for a in args):
-            _flatten(args, "input")        # the usual slip: a NumPy array; explain it
         return self._forward_with_deferred_init(*args)
 
     def _call_symbolic(self, *args):
@@ -747,12 +796,18 @@ class HybridBlock(Block):
         if self._cached_op is None:
             self._build_cache(*args)
         flat, in_format = _flatten(args, "input")
-        if in_format != self._in_format:
+        if in_format != self._in_format and \
+                not _same_but_trailing_none(in_format, self._in_format):
             raise ValueError(
                 f"{self._describe()} was traced for calls with "
                 f"{_describe_format(self._in_format)}, but is now called with "
                 f"{_describe_format(in_format)}. A hybridized block keeps one call structure: "
                 f"call it the same way every time, or call hybridize() again to re-trace.")
+        contexts = {a.context for a in flat}
+        if len(contexts) > 1:
+            raise ValueError(f"{self._describe()} is hybridized and got inputs on several "
+                             f"contexts {sorted(map(str, contexts))}; its graph runs on one: "
+                             f"move them with x.as_in_context(ctx)")
         params = self._cached_param_arrays(*args)
         try:
             outs = self._cached_op(flat, params)
