@@ -31,6 +31,12 @@ def cpu(device_id=0):
     return Context("cpu", device_id)
 
 
+def cpu_pinned(device_id=0):
+    """MXNet's page-locked CPU memory (faster copies to a GPU). Here it is ordinary memory
+    under another name, so code that pins its batches runs unchanged."""
+    return Context("cpu_pinned", device_id)
+
+
 def gpu(device_id=0):
     """A GPU context; straightdope cannot compute on it (there is no GPU code here)."""
     return Context("gpu", device_id)

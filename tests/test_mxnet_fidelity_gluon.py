@@ -781,3 +781,85 @@ def test_save_params_writes_names_that_a_symbol_block_of_the_export_can_load(tmp
     with pytest.warns(DeprecationWarning):
         block.load_params(str(tmp_path / "legacy.params"))
     np.testing.assert_allclose(block(x).asnumpy(), want.asnumpy(), rtol=1e-6)
+
+
+# ============================================== DataLoader: auto_reload, pin_memory
+def test_auto_reload_starts_loading_before_the_loop_and_each_epoch_gives_the_same_batches():
+    import threading
+    read = threading.Event()
+
+    class Numbers(mx.gluon.data.Dataset):
+        def __len__(self):
+            return 12
+
+        def __getitem__(self, i):
+            read.set()
+            return np.full((2,), i, dtype=np.float32)
+
+    loader = mx.gluon.data.DataLoader(Numbers(), batch_size=4, num_workers=2,
+                                      auto_reload=True)
+    assert read.wait(10)                   # the first epoch started at construction
+    for _ in range(2):
+        firsts = [batch.asnumpy()[:, 0].tolist() for batch in loader]
+        assert firsts == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+
+
+def test_pin_memory_labels_the_batches_cpu_pinned():
+    data = mx.gluon.data.ArrayDataset(np.arange(6, dtype=np.float32), np.arange(6))
+    plain = next(iter(mx.gluon.data.DataLoader(data, batch_size=3)))
+    pinned = next(iter(mx.gluon.data.DataLoader(data, batch_size=3, pin_memory=True,
+                                                pin_device_id=1)))
+    assert plain[0].context == mx.cpu(0)
+    assert [b.context for b in pinned] == [mx.context.cpu_pinned(1)] * 2
+    assert pinned[0].asnumpy().tolist() == [0, 1, 2]
+
+
+# ===================================================================== op hooks
+def test_an_op_hook_sees_every_op_output_and_with_monitor_all_its_inputs_by_name():
+    net = mx.gluon.nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        net.add(mx.gluon.nn.Dense(2, in_units=3), mx.gluon.nn.Activation("relu"))
+    net.initialize(mx.init.One())
+    net.hybridize()
+    seen = []
+    net.register_op_hook(lambda name, op, array: seen.append((name, op, array.asnumpy())))
+    out = net(nd.ones((4, 3)))
+    assert [(n, op) for n, op, _ in seen] == [("net_dense0_fwd_output", "FullyConnected"),
+                                              ("net_relu0_fwd_output", "Activation")]
+    np.testing.assert_allclose(seen[-1][2], out.asnumpy())          # 1 + 1 + 1 + bias 1
+    seen.clear()
+    net.register_op_hook(lambda name, op, array: seen.append(name), monitor_all=True)
+    net(nd.ones((4, 3)))
+    # MXNet names an op's inputs by its argument names; Activation's are unnamed: input0
+    assert seen == [
+        "net_dense0_fwd_data", "net_dense0_fwd_weight", "net_dense0_fwd_bias",
+        "net_dense0_fwd_output", "net_relu0_fwd_input0", "net_relu0_fwd_output"]
+
+
+def test_one_dimensional_pooling_is_one_pooling_op_in_the_graph():
+    graph = mx.gluon.nn.MaxPool1D(3, 2)(mx.sym.var("data"))
+    ops = [node["op"] for node in json.loads(graph.tojson())["nodes"] if node["op"] != "null"]
+    assert ops == ["Pooling"]
+
+
+@pytest.mark.parametrize("layer", [lambda: mx.gluon.nn.GroupNorm(num_groups=2),
+                                   lambda: mx.gluon.nn.InstanceNorm()])
+def test_normalising_a_constant_input_gives_an_exactly_zero_gradient(layer):
+    for hybridize in (False, True):
+        norm = layer()
+        norm.initialize()
+        if hybridize:
+            norm.hybridize()
+        x = nd.ones((2, 4, 5, 5))
+        x.attach_grad()
+        with mx.autograd.record():
+            y = norm(x)
+        y.backward()
+        assert np.all(x.grad.asnumpy() == 0), hybridize
+
+
+def test_an_unknown_storage_type_name_is_refused_as_mxnet_asserts_it():
+    with pytest.raises(AssertionError, match="stype must be one of"):
+        mx.gluon.Parameter("w", shape=(2,), stype="dense")
+    with pytest.raises(ValueError, match="grad_stype must be one of"):
+        mx.gluon.Parameter("w", shape=(2,), grad_stype="invalid")

@@ -177,6 +177,17 @@ def _same_but_trailing_none(fmt, traced):
     return long[:len(short)] == short and all(f == -1 for f in long[len(short):])
 
 
+# Ops whose inputs MXNet 1.9 leaves unnamed (no FListInputNames): its monitor calls them
+# input0, input1...
+_UNNAMED_INPUT_OPS = frozenset({"Activation"})
+
+
+def _monitor_input_names(node, count):
+    names = () if node.op.name in _UNNAMED_INPUT_OPS else \
+        node.op.input_names(node.attrs, count)
+    return names if len(names) == count else [f"input{i}" for i in range(count)]
+
+
 def _describe_format(fmt):
     """A call structure in words: `(array, [array, array], None)` and how many arrays."""
     count = 0
@@ -458,6 +469,12 @@ class Block:
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     # ---------------------------------------------------------------- hooks
+    def register_op_hook(self, callback, monitor_all=False):
+        """callback(name, op_name, array) for every op output (and, with monitor_all, every
+        op input) while a hybridized block runs: MXNet's monitor. Set on the children too."""
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
+
     def register_forward_pre_hook(self, hook):
         """hook(block, inputs) runs before forward. Returns a handle with detach()."""
         handle = HookHandle()
@@ -624,6 +641,7 @@ class HybridBlock(Block):
                                         # the Parameter (set once a cached call succeeded)
         self._in_format = self._out_format = None
         self.trace_count = 0            # times forward ran on Symbols to build the cache
+        self._op_hook = None            # (callback, monitor_all) from register_op_hook
 
     def register_child(self, block, name=None):
         name = str(len(self._children)) if name is None else name
@@ -813,10 +831,41 @@ class HybridBlock(Block):
             outs = self._cached_op(flat, params)
         except ValueError as err:
             raise self._running_error(err)
-        if self._slots is None and isinstance(self._in_format, list) and \
+        if self._op_hook is not None:
+            self._monitor(flat, params)
+        elif self._slots is None and isinstance(self._in_format, list) and \
                 not any(self._in_format):
-            self._slots = self._call_slots()
+            self._slots = self._call_slots()     # the fast path, when no op hook watches
         return _regroup(outs, self._out_format)[0]
+
+    def register_op_hook(self, callback, monitor_all=False):
+        super().register_op_hook(callback, monitor_all)
+        self._op_hook = (callback, monitor_all)
+        self._slots = None
+
+    def _monitor(self, flat, params):
+        """Call the op hook op by op. The compiled graph fuses ops, so their values do not
+        exist there: the reference interpreter runs the traced graph a second time, on the
+        same inputs, and shows each value (named as MXNet does: `dense0_fwd_output`,
+        `dense0_fwd_weight`)."""
+        from ..graph.ir import Graph
+        callback, monitor_all = self._op_hook
+        feeds = dict(zip(self._cached_op.data_names, flat), **params)
+        values = {}
+        for node in Graph.from_symbol(self._cached_graph[1]).nodes:
+            if node.is_var:
+                values[(node.id, 0)] = feeds[node.name]._data
+                continue
+            arrays = [values[tuple(e)] for e in node.inputs]
+            if monitor_all:
+                for name, array in zip(_monitor_input_names(node, len(arrays)), arrays):
+                    callback(f"{node.name}_{name}", node.op.name, NDArray(array))
+            results = node.op.run(node.attrs, arrays, autograd.is_training())
+            names = node.op.output_names if len(node.op.output_names) == len(results) \
+                else [f"output{k}" for k in range(len(results))]
+            for k, (name, result) in enumerate(zip(names, results)):
+                values[(node.id, k)] = result
+                callback(f"{node.name}_{name}", node.op.name, NDArray(result))
 
     def _running_error(self, err):
         """An error from running the cached graph (OpError: shapes), told with the block's name."""

@@ -32,6 +32,14 @@ tensor_types = (NDArray,)
 GRAD_REQS = ("write", "add", "null")
 
 
+STORAGE_TYPES = ("default", "row_sparse", "csr")     # MXNet's names; only 'default' exists here
+
+
+class StorageTypeError(ValueError, AssertionError):
+    """An unknown storage type name. MXNet asserts it (AssertionError); ValueError is what
+    bad arguments raise in Python: this is both."""
+
+
 class DeferredInitializationError(MXNetError):
     """A parameter's values were asked for before its shape was known."""
 
@@ -93,6 +101,10 @@ class Parameter:
                  differentiable=True, stype="default", grad_stype="default"):
         if not isinstance(name, str) or not name:
             raise TypeError(f"a Parameter needs a non-empty string name, got {name!r}")
+        for what, value in (("stype", stype), ("grad_stype", grad_stype)):
+            if value not in STORAGE_TYPES:
+                raise StorageTypeError(f"Parameter '{name}': {what} must be one of "
+                                       f"{STORAGE_TYPES}, got {value!r}")
         if stype != "default" or grad_stype != "default":
             raise ValueError(f"Parameter '{name}': only dense storage ('default') exists in "
                              f"straightdope, got stype={stype!r}, grad_stype={grad_stype!r}")

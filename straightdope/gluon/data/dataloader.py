@@ -21,6 +21,7 @@ for tiny in-memory samples the Python bookkeeping holds the GIL and ``num_worker
 ``dataset[i]`` is *abandoned*: the loader raises at once, and the worker (a daemon thread)
 never keeps the loop or the process from ending.
 """
+import itertools
 import queue
 import threading
 from concurrent.futures import Future
@@ -66,6 +67,14 @@ def to_ndarray(batch):
     return nd.array(batch, dtype=batch.dtype)
 
 
+def _relabel(batch, context):
+    """The same batch (NDArrays, possibly in tuples/lists) labelled with `context`."""
+    from ...ndarray import NDArray
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_relabel(b, context) for b in batch)
+    return NDArray(batch._data, context) if type(batch) is NDArray else batch
+
+
 def default_batchify_fn(data):
     """Stack a list of samples into NDArray batch(es): ``to_ndarray(stack_samples(data))``."""
     return to_ndarray(stack_samples(data))
@@ -94,9 +103,14 @@ class DataLoader:
         Batches kept in flight with workers (default ``2 * num_workers``).
     timeout : float
         Seconds to wait for one batch from a worker before raising.
-    pin_memory, pin_device_id, thread_pool
-        Accepted for MXNet compatibility; there is only the CPU here and workers are
-        always threads, so they change nothing.
+    pin_memory, pin_device_id
+        Batches are labelled ``cpu_pinned(pin_device_id)`` as in MXNet; the memory is the
+        same ordinary memory (there is no GPU to copy to).
+    auto_reload : bool
+        With workers: start loading the next epoch's first batches as soon as one epoch
+        ends (and at construction), so the next ``for`` loop does not wait for them.
+    thread_pool
+        Accepted for MXNet compatibility; workers are always threads here.
 
     >>> loader = DataLoader(dataset, batch_size=64, shuffle=True)
     >>> for X, y in loader:   # X, y are NDArrays
@@ -106,7 +120,7 @@ class DataLoader:
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None,
                  last_batch=None, batch_sampler=None, batchify_fn=None,
                  num_workers=0, pin_memory=False, pin_device_id=0,
-                 prefetch=None, thread_pool=True, timeout=120):
+                 prefetch=None, thread_pool=True, timeout=120, auto_reload=False):
         if not (hasattr(dataset, '__getitem__') and hasattr(dataset, '__len__')):
             raise TypeError(f"DataLoader needs a dataset with __getitem__ and __len__, "
                             f"got {type(dataset).__name__}")
@@ -143,6 +157,15 @@ class DataLoader:
             self._batchify_fn, self._finish = stack_samples, to_ndarray
         else:
             self._batchify_fn, self._finish = batchify_fn, (lambda batch: batch)
+        if pin_memory:
+            from ...context import cpu_pinned
+            unpinned, pinned = self._finish, cpu_pinned(pin_device_id)
+            self._finish = lambda batch: _relabel(unpinned(batch), pinned)
+
+        self._auto_reload = bool(auto_reload)
+        self._next_epoch = None        # (pool, batches, pending): an epoch already started
+        if self._auto_reload and self._num_workers:
+            self._next_epoch = self._start_epoch()
 
     def _load(self, indices):
         """Read and batchify the samples at ``indices`` (runs in a worker when there are any)."""
@@ -155,23 +178,38 @@ class DataLoader:
             return
         yield from self._iter_workers()
 
+    def _start_epoch(self):
+        """Hand the first batches of an epoch to new workers: (pool, batches, pending)."""
+        window = max(self._num_workers, self._prefetch, 1)
+        pool = _Workers(self._num_workers)
+        batches = iter(self._batch_sampler)
+        pending = [pool.submit(self._load, indices)
+                   for indices in itertools.islice(batches, window)]
+        return pool, batches, pending
+
     def _iter_workers(self):
         # Keep a window of batches in flight; always wait for the *oldest* one, so batches
         # come out in sampler order no matter which worker finishes first.
-        window = max(self._num_workers, self._prefetch, 1)
-        pool = _Workers(self._num_workers)
-        pending = []
+        started, self._next_epoch = self._next_epoch, None
+        pool, batches, pending = started or self._start_epoch()
         try:
-            for indices in self._batch_sampler:
-                pending.append(pool.submit(self._load, indices))
-                if len(pending) >= window:
-                    yield self._finish(self._wait(pending.pop(0)))
             while pending:
-                yield self._finish(self._wait(pending.pop(0)))
+                batch = self._wait(pending.pop(0))
+                indices = next(batches, None)
+                if indices is not None:
+                    pending.append(pool.submit(self._load, indices))
+                yield self._finish(batch)
         finally:
             # Also runs when the loop is left early (break, timeout): drop queued work and
             # let the workers go without waiting for them.
             pool.stop(pending)
+        if self._auto_reload and self._next_epoch is None:
+            self._next_epoch = self._start_epoch()
+
+    def __del__(self):
+        started = getattr(self, "_next_epoch", None)
+        if started is not None:                # a prefetched epoch nobody will read
+            started[0].stop(started[2])
 
     def _wait(self, future):
         try:

@@ -375,22 +375,7 @@ class Conv1D(Conv2D):
 
 
 class _Pooling1D(_Pooling):
-    def __init__(self, pool_size, strides, padding, ceil_mode, global_pool, pool_type, layout,
-                 count_include_pad=None, **kwargs):
-        name = type(self).__name__
-        channels_last = _check_layout(layout, name, 1, channels_last=True)
-        size = _single(pool_size, "pool_size", name)
-        stride = size if strides is None else _single(strides, "strides", name)
-        super().__init__((1, size), (1, stride), (0, _single(padding, "padding", name)),
-                         ceil_mode, global_pool, pool_type, "NCHW", count_include_pad,
-                         **kwargs)
-        self._channels_last = channels_last
-
-    def hybrid_forward(self, F, x):
-        if self._channels_last:
-            x = F.transpose(x, axes=(0, 2, 1))
-        y = _as_sequence(F, F.Pooling(_as_image(F, x), name="fwd", **self._kwargs))
-        return F.transpose(y, axes=(0, 2, 1)) if self._channels_last else y
+    dims = 1                    # the Pooling op pools (N, C, W) directly, as MXNet's does
 
 
 class MaxPool1D(_Pooling1D):
