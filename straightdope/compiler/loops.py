@@ -242,7 +242,8 @@ class _Foreach(_HostStep):
 # product per step: dW += dot(h_t, dgates_t, transpose_a=True). The sum over steps of
 # those products is ONE product of the steps side by side (T*N rows), which BLAS runs
 # much closer to its peak, and the loop loses a product and an addition per step.
-# MXNet's fused RNN and cuDNN compute weight gradients this way.
+# MXNet's fused CPU LSTM (src/operator/rnn_impl.h) computes the input weights' gradient
+# so, after its loop, and adds up the hidden weights' one step by step; here both leave.
 _ADDS = ("broadcast_add", "elemwise_add")
 _SAME_VALUES = ("Flatten", "reshape", "reshape_like", "_sum_to_like", "_copy", "identity")
 
