@@ -863,3 +863,21 @@ def test_an_unknown_storage_type_name_is_refused_as_mxnet_asserts_it():
         mx.gluon.Parameter("w", shape=(2,), stype="dense")
     with pytest.raises(ValueError, match="grad_stype must be one of"):
         mx.gluon.Parameter("w", shape=(2,), grad_stype="invalid")
+
+
+def test_softmax_cross_entropy_gives_one_value_per_sample_with_or_without_sample_weights():
+    rng = np.random.default_rng(3)
+    pred = nd.array(rng.standard_normal((5, 3)).astype(np.float32))
+    label = nd.array([0, 2, 1, 1, 0])
+    weight = nd.array([[1.0], [0.0], [2.0], [1.0], [0.5]])
+    p = pred.asnumpy()
+    want = -(p - np.log(np.exp(p).sum(1, keepdims=True)))[np.arange(5), [0, 2, 1, 1, 0]]
+    for hybridize in (False, True):
+        unweighted, weighted = mx.gluon.loss.SoftmaxCELoss(), mx.gluon.loss.SoftmaxCELoss()
+        if hybridize:
+            unweighted.hybridize()
+            weighted.hybridize()
+        assert unweighted(pred, label).shape == (5,)
+        np.testing.assert_allclose(unweighted(pred, label).asnumpy(), want, rtol=1e-5)
+        np.testing.assert_allclose(weighted(pred, label, weight).asnumpy(),
+                                   want * weight.asnumpy()[:, 0], rtol=1e-5)

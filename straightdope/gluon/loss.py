@@ -64,6 +64,8 @@ class Loss(HybridBlock):
 
     def _mean_per_sample(self, F, loss):
         """Average over every axis except the batch axis: one value per sample."""
+        if F is ndarray and loss.ndim == 1 and self._batch_axis in (0, -1):
+            return loss         # only the batch axis: nothing to average, no op to record
         return F.mean(loss, axis=self._batch_axis, exclude=True)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
@@ -164,7 +166,10 @@ class SoftmaxCrossEntropyLoss(Loss):
         if F is ndarray and self._sparse_label and not self._from_logits:
             # Imperatively one fused op (see ops/reduce.py): the same numbers, a quarter
             # of the ops to dispatch and record.
-            loss = F._sparse_softmax_ce(pred, label, axis=self._axis)
+            # Without sample weights (which broadcast against the kept axis), keepdims=False
+            # gives (batch,) for a 2-D pred: nothing left to average, one op less.
+            loss = F._sparse_softmax_ce(pred, label, axis=self._axis,
+                                        keepdims=sample_weight is not None)
             loss = _apply_weighting(F, loss, self._weight, sample_weight)
             return self._mean_per_sample(F, loss)
         if not self._from_logits:

@@ -241,12 +241,15 @@ def _sparse_softmax_ce_forward(attrs, x, label):
     axis, idx = _pick_index(attrs, x, label)
     z = x - x.max(axis=axis, keepdims=True)
     picked = np.take_along_axis(z, idx, axis=axis)
-    return (np.log(np.exp(z).sum(axis=axis, keepdims=True)) - picked).astype(x.dtype,
-                                                                              copy=False)
+    out = (np.log(np.exp(z).sum(axis=axis, keepdims=True)) - picked).astype(x.dtype,
+                                                                             copy=False)
+    return out if attrs["keepdims"] else out.reshape(idx.shape[:axis] + idx.shape[axis + 1:])
 
 
 def _sparse_softmax_ce_grad_forward(attrs, og, x, label):
     axis, idx = _pick_index(attrs, x, label)
+    if not attrs["keepdims"]:
+        og = og.reshape(idx.shape)              # the class axis back, for broadcasting
     p = np.exp(x - x.max(axis=axis, keepdims=True))
     p /= p.sum(axis=axis, keepdims=True)
     p -= _one_hot_like(x, axis, idx)
@@ -254,14 +257,16 @@ def _sparse_softmax_ce_grad_forward(attrs, og, x, label):
     return p.astype(x.dtype, copy=False)
 
 
-register("_sparse_softmax_ce", inputs=("data", "label"), attrs={"axis": Int(-1)},
-         forward=_sparse_softmax_ce_forward,
-         infer_shape=lambda attrs, s: _pick_shape({**attrs, "keepdims": True}, s),
+register("_sparse_softmax_ce", inputs=("data", "label"),
+         attrs={"axis": Int(-1), "keepdims": Bool(True)}, forward=_sparse_softmax_ce_forward,
+         infer_shape=_pick_shape,
          gradient=lambda F, a, i, o, og: [F._sparse_softmax_ce_grad(og[0], i[0], i[1], **a),
                                           None],
-         doc="-log_softmax(data, axis)[label] per sample, the axis kept with size 1.")
+         doc="-log_softmax(data, axis)[label] per sample (keepdims: the axis kept with "
+             "size 1).")
 register("_sparse_softmax_ce_grad", inputs=("out_grad", "data", "label"),
-         attrs={"axis": Int(-1)}, forward=_sparse_softmax_ce_grad_forward,
+         attrs={"axis": Int(-1), "keepdims": Bool(True)},
+         forward=_sparse_softmax_ce_grad_forward,
          infer_shape=lambda attrs, s: (s, [s[1]]),
          doc="Gradient of _sparse_softmax_ce: (softmax(data) - one_hot(label)) * out_grad.")
 
