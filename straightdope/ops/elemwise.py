@@ -11,7 +11,8 @@ import functools
 
 import numpy as np
 
-from .registry import Attr, Choice, Float, OpError, alias, register, scipy_special
+from .registry import (Attr, Choice, Float, OpError, alias, is_complete, register,
+                       scipy_special, show_shape, unify)
 
 
 def _known(*shapes):
@@ -23,6 +24,16 @@ def same_shape(attrs, in_shapes):
     return in_shapes, [s]
 
 
+def all_one_shape(attrs, in_shapes, out_shapes):
+    """Partly known shapes of an op whose inputs and outputs all have one shape: each
+    tells the others, forwards and backwards (relu's output shape is its input's)."""
+    s = unify(*in_shapes, *out_shapes)
+    return [s] * len(in_shapes), [s] * len(out_shapes)
+
+
+same_shape.partial = all_one_shape
+
+
 def broadcast_shapes(attrs, in_shapes):
     a, b = in_shapes
     if not _known(a, b):
@@ -30,8 +41,51 @@ def broadcast_shapes(attrs, in_shapes):
     try:
         return in_shapes, [tuple(np.broadcast_shapes(a, b))]
     except ValueError:
-        raise OpError(f"shapes {a} and {b} cannot be broadcast together: each dimension must "
-                      f"match or be 1 (use reshape/expand_dims to line them up)") from None
+        raise _not_broadcastable(a, b) from None
+
+
+def _not_broadcastable(a, b):
+    a, b = show_shape(a), show_shape(b)         # partly known: 0 for an unknown dim
+    return OpError(f"shapes {a} and {b} cannot be broadcast together: each dimension must "
+                   f"match or be 1 (use reshape/expand_dims to line them up)")
+
+
+def _broadcast_partial(attrs, in_shapes, out_shapes):
+    """Broadcasting with unknown dims (None). An unknown dim facing a known one other than
+    1 is taken to be equal to it: MXNet 1.x's Symbol `a + b` is an elementwise op that
+    requires equal shapes, and that is what partly known shapes there mean. Backwards, an
+    output dim fills an input's unknown dim where the other input's dim is 1."""
+    a, b = in_shapes
+    out = out_shapes[0]
+    if a is None or b is None:
+        return in_shapes, out_shapes         # the ranks are unknown: nothing to line up
+    n = max(len(a), len(b), len(out) if out is not None else 0)
+    a_dims = [1] * (n - len(a)) + list(a)    # leading 1s stand for the missing axes
+    b_dims = [1] * (n - len(b)) + list(b)
+    out_dims = list(out) if out is not None and len(out) == n else [None] * n
+    for k in range(n):
+        x, y = a_dims[k], b_dims[k]
+        if x is not None and y is not None and x != y and 1 not in (x, y):
+            raise _not_broadcastable(a, b)
+        if x is None and y not in (None, 1):
+            a_dims[k] = x = y
+        elif y is None and x not in (None, 1):
+            b_dims[k] = y = x
+        known = y if x == 1 else x if y == 1 else x if x == y else None
+        if known is not None:
+            if out_dims[k] not in (None, known):
+                raise OpError(f"the output's shape {show_shape(out)} does not match the "
+                              f"broadcast of {show_shape(a)} and {show_shape(b)}")
+            out_dims[k] = known
+        elif out_dims[k] is not None:        # one dim is 1, the other unknown
+            if x is None:
+                a_dims[k] = out_dims[k]
+            else:
+                b_dims[k] = out_dims[k]
+    return [tuple(a_dims[n - len(a):]), tuple(b_dims[n - len(b):])], [tuple(out_dims)]
+
+
+broadcast_shapes.partial = _broadcast_partial
 
 
 # --------------------------------------------------------------- unary ops
@@ -286,12 +340,20 @@ def same_shapes(attrs, in_shapes):
     return [s, s], [s]
 
 
+same_shapes.partial = all_one_shape
+
+
 for _name in ("add", "sub", "mul", "div"):
     _fn, _expr, _ga, _gb = BINARY[f"broadcast_{_name}"]
     register(f"elemwise_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
              infer_shape=same_shapes, gradient=_binary_gradient(_ga, _gb),
              scalar_expr=_expr, elementwise=True,
              doc=f"elemwise_{_name}(lhs, rhs): both of one shape, which each tells the other.")
+register("_identity_with_attr_like_rhs", inputs=("lhs", "rhs"),
+         forward=lambda attrs, lhs, rhs: lhs.copy(), infer_shape=same_shapes,
+         gradient=lambda F, a, i, o, og: [og[0], None], scalar_expr="{0}", elementwise=True,
+         doc="lhs, unchanged, declared to have rhs's shape: a shape constraint that lets "
+             "shape inference fill lhs's (and what it was computed from) from rhs.")
 for _old, _new in [("broadcast_plus", "broadcast_add"), ("broadcast_minus", "broadcast_sub"),
                    ("maximum", "broadcast_maximum"), ("minimum", "broadcast_minimum"),
                    ("power", "broadcast_power")]:
@@ -353,6 +415,18 @@ def _where_shape(attrs, in_shapes):
     return in_shapes, [x]
 
 
+def _where_partial(attrs, in_shapes, out_shapes):
+    """As MXNet does: nothing is inferred until the condition's shape is known."""
+    cond, x, y = in_shapes
+    if not is_complete(cond):
+        return in_shapes, out_shapes
+    s = unify(x, y, out_shapes[0], cond)
+    return [cond, s, s], [s]
+
+
+_where_shape.partial = _where_partial
+
+
 register("where", inputs=("condition", "x", "y"),
          forward=lambda attrs, c, x, y: np.where(c != 0, x, y).astype(x.dtype, copy=False),
          infer_shape=_where_shape,
@@ -370,6 +444,9 @@ def _add_n_shape(attrs, in_shapes):
     if any(s != known[0] for s in known):
         raise OpError(f"add_n: all inputs must have the same shape, got {known}")
     return in_shapes, [known[0]]
+
+
+_add_n_shape.partial = all_one_shape
 
 
 register("add_n", variadic=True, forward=lambda attrs, *xs: sum(xs[1:], xs[0].copy()),

@@ -165,6 +165,9 @@ class Op:
     attrs: dict[str, Attr] = field(default_factory=dict)
     forward: Callable = None               # forward(attrs, *arrays, is_train=False) -> array | tuple
     infer_shape: Callable = None           # infer_shape(attrs, in_shapes) -> (in_shapes, out_shapes)
+    infer_shape_partial: Callable | None = None  # the same from partly known shapes (see
+                                           # `unify`); also sees the outputs, so it can fill
+                                           # inputs from them. Default: infer_shape.partial
     gradient: Callable | None = None       # gradient(F, attrs, inputs, outputs, out_grads) -> [grad|None]
     num_outputs: int | Callable = 1        # -1: as many as the 'num_outputs' attribute says;
                                            # or a function of the attributes
@@ -186,6 +189,8 @@ class Op:
     def __post_init__(self):
         if self.num_visible_outputs is None:
             self.num_visible_outputs = self.num_outputs
+        if self.infer_shape_partial is None:      # e.g. same_shape carries its partial form
+            self.infer_shape_partial = getattr(self.infer_shape, "partial", None)
         self._input_set = frozenset(self.inputs)
         self._attr_cache: dict = {}     # parsed attributes by call spelling (parsing is slow)
 
@@ -271,6 +276,49 @@ class Op:
                               f"with a negative size: check them (e.g. num_hidden, "
                               f"num_filter must be positive)")
         return in_shapes, out_shapes
+
+    def partial_shapes(self, attrs: dict, in_shapes: list, out_shapes: list) -> tuple[list, list]:
+        """`infer_shape_partial` with the same clear errors as `shapes`."""
+        try:
+            return self.infer_shape_partial(attrs, list(in_shapes), list(out_shapes))
+        except OpError as err:
+            if str(err).startswith(self.name + ":"):
+                raise
+            raise OpError(f"{self.name}: {err}") from None
+
+
+# ------------------------------------------------------------- partial shapes
+# While a graph is being inferred, a shape may be partly known: None for a whole
+# unknown shape, None for an unknown dimension inside a tuple, (None, 10).
+
+def is_complete(shape) -> bool:
+    return shape is not None and None not in shape
+
+
+def unify(*shapes):
+    """The one shape that agrees with all of `shapes` (each partly known), filling each
+    one's unknown dims from the others; an OpError if two known dims differ."""
+    out = None
+    for shape in shapes:
+        if shape is None:
+            continue
+        if out is None:
+            out = tuple(shape)
+            continue
+        if len(shape) != len(out):
+            raise OpError(f"shapes {show_shape(out)} and {show_shape(shape)} must be the same")
+        merged = []
+        for a, b in zip(out, shape):
+            if a is not None and b is not None and a != b:
+                raise OpError(f"shapes {show_shape(out)} and {show_shape(shape)} must be the same")
+            merged.append(a if b is None else b)
+        out = tuple(merged)
+    return out
+
+
+def show_shape(shape):
+    """A partly known shape as MXNet prints it: 0 for an unknown dim."""
+    return tuple(0 if d is None else d for d in shape)
 
 
 def register(name: str, **fields) -> Op:

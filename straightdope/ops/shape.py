@@ -6,7 +6,8 @@ None of these is elementwise, so each one cuts a fusion group in the compiler.
 import math
 import numpy as np
 
-from .registry import Attr, Bool, Choice, Float, Int, OpError, OptInt, OptShape, Shape, alias, register
+from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptInt, OptShape, Shape, alias,
+                       register, unify)
 from .elemwise import same_shape
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8", "bool")
@@ -183,6 +184,41 @@ def _concat_shape(attrs, in_shapes):
     out = list(first)
     out[dim] = sum(s[dim] for s in in_shapes)
     return in_shapes, [tuple(out)]
+
+
+def _concat_partial(attrs, in_shapes, out_shapes):
+    """Partly known shapes: outside `dim` all inputs and the output agree; along it the
+    output is the sum, or, if the output is known, it tells the one input left unknown."""
+    ranks = {len(s) for s in list(in_shapes) + list(out_shapes) if s is not None}
+    if len(ranks) != 1:
+        if len(ranks) > 1:
+            raise OpError(f"concat: shapes {in_shapes} have different numbers of dimensions")
+        return in_shapes, out_shapes
+    rank = ranks.pop()
+    dim = attrs["dim"] % rank
+    unknown = (None,) * rank
+
+    def outside(s):
+        return tuple(None if k == dim else d for k, d in enumerate(s or unknown))
+
+    common = unify(*[outside(s) for s in list(in_shapes) + list(out_shapes)])
+    lengths = [(s or unknown)[dim] for s in in_shapes]
+    total = (out_shapes[0] or unknown)[dim]
+    if None not in lengths:
+        if total not in (None, sum(lengths)):
+            raise OpError(f"concat: inputs of lengths {lengths} along dim {dim} cannot make "
+                          f"an output of length {total}")
+        total = sum(lengths)
+    elif total is not None and lengths.count(None) == 1:
+        lengths[lengths.index(None)] = total - sum(d for d in lengths if d is not None)
+
+    def with_length(length):
+        return common[:dim] + (length,) + common[dim + 1:]
+
+    return [with_length(d) for d in lengths], [with_length(total)]
+
+
+_concat_shape.partial = _concat_partial
 
 
 register("concat", variadic=True, attrs={"dim": Int(1), "num_args": OptInt(None)},

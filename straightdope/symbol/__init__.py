@@ -9,6 +9,8 @@
 The functions are *generated* from the op registry (`_make_function`), exactly
 as `straightdope.nd`'s are. That is why `F.relu` works for either `F`.
 """
+from types import SimpleNamespace as _SimpleNamespace
+
 from ..ops import OPS as _OPS, OpError
 from ..ops.registry import bind_call as _bind_call
 from .symbol import Group, Node, Symbol, Variable, _create, topological, var  # noqa: F401
@@ -37,6 +39,10 @@ def _make_function(op):
 
 for _name, _op in _OPS.items():
     globals()[_name] = _make_function(_op)
+
+# MXNet keeps the ops whose names start with "_" in `sym._internal` too.
+_internal = _SimpleNamespace(**{_name: globals()[_name] for _name in _OPS
+                                if _name.startswith("_")})
 
 
 def _scalar_or_symbol(key):

@@ -10,7 +10,6 @@ with an explanation, because a placeholder has no value yet.
 """
 from __future__ import annotations
 
-import ast
 import copy as _copy
 import itertools as _itertools
 
@@ -247,9 +246,8 @@ class Symbol:
         """(arg_shapes, out_shapes, aux_shapes) from some known input shapes (positionally
         in list_arguments() order, or by name), or (None, None, None) while some shape or
         dimension cannot be inferred."""
-        result = self._shapes_with_unknown_dims(args, kwargs)
-        marker = _unknown_dim()
-        if any(s is None or marker in s for group in result for s in group):
+        result = self._partial_shapes(args, kwargs)
+        if any(s is None or None in s for group in result for s in group):
             return None, None, None
         return result
 
@@ -257,51 +255,26 @@ class Symbol:
         """As infer_shape, with what it cannot infer reported as MXNet does: a shape as
         `()` and a dimension as 0; under NumPy shape semantics (`with mx.np_shape():`) as
         None and -1. Input shapes may have such unknown dimensions too: (0, 3, 4)."""
-        unknown = None if is_np_shape() else ()
-        return tuple([unknown if s is None else s for s in group]
-                     for group in self._shapes_with_unknown_dims(args, kwargs))
+        unknown_shape, unknown_dim = (None, -1) if is_np_shape() else ((), 0)
+        return tuple([unknown_shape if s is None else
+                      tuple(unknown_dim if d is None else d for d in s) for s in group]
+                     for group in self._partial_shapes(args, kwargs))
 
-    def _shapes_with_unknown_dims(self, args, kwargs):
-        """Shapes where given shapes (or variables' shape hints) may have unknown dims.
-
-        Each unknown dim is set to one large stand-in value, then to another, and both
-        graphs are inferred: a dim that comes out the same both times does not depend on
-        the unknown ones, so it is known; one that differs is reported unknown."""
-        marker = _unknown_dim()
-        names = self.list_arguments()
-        given = dict(zip(names, args))
-        given.update(kwargs)
-        empty = () if not is_np_shape() else None       # MXNet's "unknown" for a shape
-        given = {n: tuple(s) for n, s in given.items() if s is not None and tuple(s) != empty}
-        partial = {n: s for n, s in given.items() if marker in s}
-        for node in self.walk():
-            hint = node.var_attrs.get("__shape__") if node.is_var else None
-            if hint and node.name not in given:
-                shape = _literal_shape(hint)
-                if shape and marker in shape:
-                    partial[node.name] = shape
-        complete = {n: s for n, s in given.items() if n not in partial}
-        if not partial:
-            return self._infer_shape_partial(**complete)
-        runs = []
-        for stand_in in _STAND_INS:
-            filled = {n: tuple(stand_in if d == marker else d for d in s)
-                      for n, s in partial.items()}
-            try:
-                runs.append(self._infer_shape_partial(**complete, **filled))
-            except OpError:              # e.g. inner dims of a dot that only match when known
-                return self._infer_shape_partial(**complete)
-        return tuple([_agree(a, b, marker) for a, b in zip(*groups)] for groups in zip(*runs))
+    def _partial_shapes(self, args, kwargs):
+        """(arg, out, aux) shapes with None for an unknown shape or dimension, from given
+        shapes that mark them as MXNet does (see infer_shape_partial)."""
+        unknown_shape, unknown_dim = (None, -1) if is_np_shape() else ((), 0)
+        given = self._by_input_name("infer_shape", "shapes", args, kwargs)
+        known = {n: tuple(None if d == unknown_dim else d for d in s)
+                 for n, s in given.items() if s is not None and tuple(s) != unknown_shape}
+        by_name, out = _analysis("infer_shapes")(self, known)
+        return ([by_name[n] for n in self.list_arguments()], out,
+                [by_name[n] for n in self.list_auxiliary_states()])
 
     def _infer_shape_partial(self, *args, **kwargs):
-        """The shapes that can be inferred, None for the others."""
-        names = self.list_arguments()
-        known = self._by_input_name("infer_shape", "shapes", args, kwargs)
-        known = {k: tuple(v) for k, v in known.items() if v is not None}
-        by_name, out = _analysis("infer_shapes")(self, known)   # graph.shapes.symbol_shapes
-        arg = [by_name[n] for n in names]
-        aux = [by_name[n] for n in self.list_auxiliary_states()]
-        return arg, out, aux
+        """The shapes that can be inferred completely, None for the others."""
+        return tuple([s if s is not None and None not in s else None for s in group]
+                     for group in self._partial_shapes(args, kwargs))
 
     def infer_type(self, *args, **kwargs):
         """(arg_types, out_types, aux_types) from some known input dtypes (positionally in
@@ -435,29 +408,6 @@ def _install_operators():
 
 
 _install_operators()
-
-
-_STAND_INS = (1000003, 1000033)      # values for unknown dims no real shape has
-
-
-def _unknown_dim():
-    """How a shape marks an unknown dimension: 0, or -1 under NumPy shape semantics."""
-    return -1 if is_np_shape() else 0
-
-
-def _literal_shape(text):
-    try:
-        shape = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return None
-    return tuple(shape) if isinstance(shape, (tuple, list)) else None
-
-
-def _agree(a, b, marker):
-    """One shape from the two stand-in runs: dims that differ are unknown."""
-    if a is None or b is None or len(a) != len(b):
-        return None
-    return tuple(x if x == y else marker for x, y in zip(a, b))
 
 
 # Inputs that hold indices, labels or only a shape: they do not set an op's dtype.

@@ -1,0 +1,88 @@
+"""MXNet fidelity, the symbol / shape inference / np side (issue 14): graphs built for
+MXNet infer the same shapes here, and MXNet-style NumPy code runs unchanged. Each test
+names the behaviour."""
+import numpy as np
+import pytest
+
+import straightdope as mx
+
+
+# ------------------------------------------------------ partial shape inference
+def test_two_partly_known_shapes_added_fill_each_others_unknown_dims():
+    left = mx.sym.var("left", shape=(0, 4))        # 0: this dim is not known yet
+    right = mx.sym.var("right", shape=(6, 0))
+    arg_shapes, out_shapes, _ = (left + right).infer_shape()
+    assert arg_shapes == [(6, 4), (6, 4)]
+    assert out_shapes == [(6, 4)]
+
+
+def test_a_batch_size_learnt_after_a_dense_layer_flows_back_to_its_data():
+    data = mx.sym.var("data", shape=(0, 8))
+    hidden = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    bias_like = mx.sym.var("offset", shape=(7, 0))
+    args, _, _ = (hidden + bias_like).infer_shape()
+    shapes = dict(zip((hidden + bias_like).list_arguments(), args))
+    assert shapes["data"] == (7, 8)
+    assert shapes["fc_weight"] == (3, 8)
+    assert shapes["offset"] == (7, 3)
+
+
+def test_a_convolution_that_keeps_height_and_width_tells_its_data_their_sizes():
+    data = mx.sym.var("data", shape=(0, 2, 0, 0))
+    conv = mx.sym.Convolution(data, num_filter=4, kernel=(3, 3), pad=(1, 1), name="conv")
+    out = conv + mx.sym.var("target", shape=(2, 4, 9, 9))
+    shapes = dict(zip(out.list_arguments(), out.infer_shape()[0]))
+    assert shapes["data"] == (2, 2, 9, 9)
+
+
+def test_a_split_output_s_known_shape_fills_the_unknown_dims_of_its_input():
+    data = mx.sym.var("data", shape=(0, 6, 0))
+    parts = mx.sym.split(data, num_outputs=2, axis=1)
+    out = parts[0] + mx.sym.var("other", shape=(4, 3, 5))
+    shapes = dict(zip(out.list_arguments(), out.infer_shape()[0]))
+    assert shapes["data"] == (4, 6, 5)
+
+
+def test_concat_of_partly_known_inputs_learns_their_common_dims_from_its_output():
+    a = mx.sym.var("a", shape=(0, 3))
+    b = mx.sym.var("b", shape=(0, 2))
+    out = mx.sym.var("c", shape=(5, 0)) + mx.sym.concat(a, b, dim=1)
+    shapes = dict(zip(out.list_arguments(), out.infer_shape()[0]))
+    assert shapes == {"a": (5, 3), "b": (5, 2), "c": (5, 5)}
+
+
+def test_an_identity_declared_like_a_weight_gives_that_weight_its_shape_backwards():
+    weight = mx.sym.var("weight")
+    shifted = mx.sym.broadcast_add(weight, mx.sym.var("shift", shape=(1,)))
+    shifted = mx.sym._internal._identity_with_attr_like_rhs(shifted, weight)
+    net = mx.sym.FullyConnected(mx.sym.var("data"), weight=shifted, num_hidden=4,
+                                no_bias=True)
+    shapes = dict(zip(net.list_arguments(), net.infer_shape(data=(2, 9))[0]))
+    assert shapes["weight"] == (4, 9)
+
+
+def test_an_unknown_dim_that_no_op_can_infer_is_reported_as_zero_or_minus_one():
+    data = mx.sym.var("data", shape=(1, 0, 0, 0))
+    conv = mx.sym.Convolution(data, num_filter=8, kernel=(3, 3), no_bias=True, name="c")
+    args, outs, _ = conv.infer_shape_partial()
+    assert dict(zip(conv.list_arguments(), args))["c_weight"] == (8, 0, 3, 3)
+    assert outs == [(1, 8, 0, 0)]
+    assert conv.infer_shape() == (None, None, None)
+    with mx.np_shape(True):
+        x = mx.sym.var("x")
+        y = mx.sym.Convolution(x, num_filter=8, kernel=(3, 3), no_bias=True, name="c")
+        assert y.infer_shape_partial(x=(1, -1, 5, 5))[1] == [(1, 8, 3, 3)]
+
+
+def test_where_infers_nothing_until_its_condition_shape_is_complete():
+    cond, x, y = mx.sym.var("cond"), mx.sym.var("x"), mx.sym.var("y")
+    out = mx.sym.where(cond, x, y)
+    assert out.infer_shape_partial(cond=(0, 2), x=(0, 2), y=(0, 2))[1] == [()]
+    assert out.infer_shape_partial(cond=(3, 2), x=(0, 2), y=(3, 0))[0] == [(3, 2)] * 3
+
+
+def test_conflicting_known_dims_name_the_node_and_both_shapes():
+    a = mx.sym.var("a", shape=(0, 4))
+    b = mx.sym.var("b", shape=(3, 5))
+    with pytest.raises(mx.base.MXNetError, match=r"\(3, 5\).*\(0, 4\)|\(0, 4\).*\(3, 5\)"):
+        (a + b).infer_shape()
