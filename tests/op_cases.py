@@ -108,6 +108,8 @@ add(Case("LeakyReLU", inputs(U((2, 5))), {"act_type": "gelu"}))
 add(Case("clip", inputs(U((3, 4), kinks=(-0.5, 0.8))), {"a_min": -0.5, "a_max": 0.8},
          expected=lambda ins, a: [np.clip(ins[0], -0.5, 0.8)]))
 add(Case("BlockGrad", inputs(U((2, 2))), wrt=()))
+add(Case("_identity_with_attr_like_rhs", inputs(U((2, 3)), U((2, 3))),
+         expected=lambda ins, a: [ins[0]]))
 
 binary = {"broadcast_add": np.add, "broadcast_sub": np.subtract, "broadcast_mul": np.multiply,
           "broadcast_div": np.divide, "broadcast_power": np.power,

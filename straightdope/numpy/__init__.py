@@ -55,7 +55,11 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
 
 
 def empty(shape, dtype=None, order="C", ctx=None, device=None):
-    return zeros(shape, dtype)
+    """A new array of `shape` (zero-filled here: the values are unspecified in NumPy)."""
+    if order != "C":
+        raise NotImplementedError(f"np.empty: order={order!r}: arrays are row-major "
+                                  f"(order='C') only, as in MXNet")
+    return zeros(shape, dtype, ctx=ctx, device=device)
 
 
 def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):

@@ -32,10 +32,15 @@ def randn(*size, dtype=None, ctx=None, device=None):
 
 
 def multinomial(n, pvals, size=None):
-    """Counts of each outcome in `n` draws with probabilities `pvals` (NumPy's)."""
+    """Counts of each outcome in `n` draws with probabilities `pvals` (NumPy's), shape
+    size + (len(pvals),). float32 probabilities that sum to 1 up to rounding are fine."""
     import numpy as _onp
     from ..ndarray import array
     pvals = pvals.asnumpy() if hasattr(pvals, "asnumpy") else _onp.asarray(pvals)
+    pvals = _onp.asarray(pvals, dtype=_onp.float64).reshape(-1)
+    total = pvals.sum()
+    if len(pvals) and _onp.isclose(total, 1.0, atol=1e-5):
+        pvals = pvals / total          # float32 rounding would fail NumPy's sum <= 1 check
     return array(_onp.random.multinomial(n, pvals, size), "int64")
 
 

@@ -5,7 +5,7 @@ switches nothing off: `nd`, `sym` and `np` share one array type here, so
 1.x-style and 2.0-style code can run side by side in one process.
 """
 from .. import numpy as _np
-from ..context import cpu, gpu, num_gpus  # noqa: F401
+from ..context import cpu, current_context, gpu, num_gpus  # noqa: F401
 
 from ..util import is_np_array, is_np_shape, reset_np, set_np, use_np  # noqa: F401
 
