@@ -123,6 +123,13 @@ for name, f in binary.items():
         add(Case(name, inputs(make_a, make_b), wrt=(0, 1),
                  expected=lambda ins, a, f=f: [f(ins[0], ins[1])],
                  label=f"{name}-{sa}-{sb}"))
+# modulo: inputs kept away from the jumps (where a / b crosses an integer)
+add(Case("broadcast_mod", inputs(U((3, 4), 2.2, 2.6), U((1, 4), 1.0, 1.05)), wrt=(0, 1),
+         expected=lambda ins, a: [np.mod(ins[0], ins[1])]))
+add(Case("_mod_scalar", inputs(U((3, 4), -1.5, -0.2)), {"scalar": 1.7},
+         expected=lambda ins, a: [np.mod(ins[0], 1.7)]))
+add(Case("_rmod_scalar", inputs(U((3, 4), 0.95, 1.5)), {"scalar": 1.7},
+         expected=lambda ins, a: [np.mod(1.7, ins[0])]))
 COMPARE = {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
            "greater_equal": np.greater_equal, "lesser": np.less, "lesser_equal": np.less_equal}
 for name, f in COMPARE.items():

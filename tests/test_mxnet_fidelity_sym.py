@@ -7,6 +7,14 @@ import pytest
 import straightdope as mx
 
 
+@pytest.fixture(autouse=True)
+def mxnet_1x_shapes():
+    """MXNet 1.x's shape semantics (0 = unknown dim), whatever an earlier test switched on
+    with npx.set_np()."""
+    with mx.np_shape(False):
+        yield
+
+
 # ------------------------------------------------------ partial shape inference
 def test_two_partly_known_shapes_added_fill_each_others_unknown_dims():
     left = mx.sym.var("left", shape=(0, 4))        # 0: this dim is not known yet
@@ -86,3 +94,47 @@ def test_conflicting_known_dims_name_the_node_and_both_shapes():
     b = mx.sym.var("b", shape=(3, 5))
     with pytest.raises(mx.base.MXNetError, match=r"\(3, 5\).*\(0, 4\)|\(0, 4\).*\(3, 5\)"):
         (a + b).infer_shape()
+
+
+# ------------------------------------------------------------------- operators
+def test_modulo_follows_python_signs_imperatively_hybridized_and_in_gradients():
+    x = mx.nd.array([[5.5, -7.25], [3.0, -1.5]])
+    d = mx.nd.array([[2.0, 2.0], [-4.0, 4.0]])
+    expected = np.mod(x.asnumpy(), d.asnumpy())
+    assert np.allclose((x % d).asnumpy(), expected)
+    assert np.allclose((x % 2).asnumpy(), np.mod(x.asnumpy(), 2))
+    assert np.allclose((7 % d).asnumpy(), np.mod(7, d.asnumpy()))
+
+    class Mod(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return a % b
+
+    net = Mod()
+    net.hybridize()
+    x.attach_grad()
+    d.attach_grad()
+    with mx.autograd.record():
+        out = net(x, d)
+    out.backward()
+    assert np.allclose(out.asnumpy(), expected)
+    assert np.allclose(x.grad.asnumpy(), 1.0)
+    assert np.allclose(d.grad.asnumpy(), -np.floor(x.asnumpy() / d.asnumpy()))
+
+
+def test_the_gradient_of_a_vector_dot_vector_is_each_vector_times_the_head_gradient():
+    a = mx.nd.array([1.0, 2.0, 3.0])
+    b = mx.nd.array([4.0, -5.0, 6.0])
+    lhs, rhs = mx.sym.var("lhs"), mx.sym.var("rhs")
+    lhs_grad, rhs_grad = mx.nd.zeros(3), mx.nd.zeros(3)
+    exe = mx.sym.dot(lhs, rhs).bind(mx.cpu(), args={"lhs": a, "rhs": b},
+                                    args_grad={"lhs": lhs_grad, "rhs": rhs_grad})
+    exe.forward(is_train=True)
+    assert np.isclose(exe.outputs[0].asnumpy(), 12.0)
+    exe.backward([mx.nd.array(2.0)])
+    assert np.allclose(lhs_grad.asnumpy(), 2.0 * b.asnumpy())
+    assert np.allclose(rhs_grad.asnumpy(), 2.0 * a.asnumpy())
+    a.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.dot(a, b)
+    y.backward()
+    assert np.allclose(a.grad.asnumpy(), b.asnumpy())

@@ -102,6 +102,14 @@ def _rewrite(b: Builder, node: Node, ins: list, is_train: bool, log: list):
         bias = b.add("reshape", [ins[2]], name + "/bias4d", shape=(1, shapes[2][0], 1, 1))
         log.append("Convolution -> Convolution(no_bias) + bias add")
         return [b.add("broadcast_add", [y, bias], name + "/bias")]
+    if op == "dot" and 0 in (len(shapes[0]), len(shapes[1])):
+        log.append("dot with a 0-d operand -> broadcast_mul")
+        x, w = ins
+        if len(shapes[0]) == 0 and a["transpose_b"] or len(shapes[1]) == 0 and a["transpose_a"]:
+            other = 1 if len(shapes[0]) == 0 else 0
+            transposed = b.add("transpose", [ins[other]], name + "/t")
+            x, w = (x, transposed) if other == 1 else (transposed, w)
+        return [b.add("broadcast_mul", [x, w], name)]
     if op == "dot" and (a["transpose_a"] and len(shapes[0]) > 2
                         or a["transpose_b"] and len(shapes[1]) > 2):
         x, w = ins

@@ -423,7 +423,7 @@ def _install_operators():
         if name in ("maximum", "minimum"):
             continue
         setattr(NDArray, f"__{name}__", lambda self, o, _n=name: _binary(_n, self, o))
-        if name in ("add", "sub", "mul", "truediv", "pow"):
+        if name in ("add", "sub", "mul", "truediv", "pow", "mod"):
             setattr(NDArray, f"__r{name}__",
                     lambda self, o, _n=name: _binary(_n, self, o, reflected=True))
 

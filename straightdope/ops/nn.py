@@ -37,6 +37,9 @@ def _dot_shape(attrs, in_shapes, batch=False):
         return in_shapes, [None]
     ta = a[::-1] if attrs["transpose_a"] and not batch else a
     tb = b[::-1] if attrs["transpose_b"] and not batch else b
+    if not batch and (len(a) == 0 or len(b) == 0):
+        return in_shapes, [ta or tb]    # a 0-d operand scales the other, as in np.dot: the
+                                        # gradient of a vector . vector dot is such a dot
     if batch:
         if len(a) != 3 or len(b) != 3 or a[0] != b[0]:
             raise OpError(f"batch_dot: needs two 3-D arrays with the same batch size, got {a} "

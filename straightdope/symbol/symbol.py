@@ -402,7 +402,7 @@ def _install_operators():
         if name in ("maximum", "minimum"):
             continue
         setattr(Symbol, f"__{name}__", lambda self, o, _n=name: self._binary(_n, o))
-        if name in ("add", "sub", "mul", "truediv", "pow"):
+        if name in ("add", "sub", "mul", "truediv", "pow", "mod"):
             setattr(Symbol, f"__r{name}__",
                     lambda self, o, _n=name: self._binary(_n, o, reflected=True))
 
