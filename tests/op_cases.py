@@ -123,6 +123,9 @@ for name, f in binary.items():
         add(Case(name, inputs(make_a, make_b), wrt=(0, 1),
                  expected=lambda ins, a, f=f: [f(ins[0], ins[1])],
                  label=f"{name}-{sa}-{sb}"))
+add(Case("_linalg_gelqf", inputs(U((2, 3, 4))),
+         expected=lambda ins, a: [np.swapaxes(np.linalg.qr(np.swapaxes(ins[0], -1, -2))[k], -1, -2)
+                                  for k in (0, 1)]))
 # modulo: inputs kept away from the jumps (where a / b crosses an integer)
 add(Case("broadcast_mod", inputs(U((3, 4), 2.2, 2.6), U((1, 4), 1.0, 1.05)), wrt=(0, 1),
          expected=lambda ins, a: [np.mod(ins[0], ins[1])]))

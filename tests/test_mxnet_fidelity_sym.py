@@ -138,3 +138,59 @@ def test_the_gradient_of_a_vector_dot_vector_is_each_vector_times_the_head_gradi
         y = mx.nd.dot(a, b)
     y.backward()
     assert np.allclose(a.grad.asnumpy(), b.asnumpy())
+
+
+# ---------------------------------------------------------------------- np
+def test_np_empty_and_copy_make_row_major_arrays_only():
+    x = mx.np.empty((2, 3), "int32", "C", mx.npx.current_context())
+    assert x.shape == (2, 3) and x.dtype == np.int32 and x.ctx == mx.npx.current_context()
+    assert mx.np.empty(4).dtype == np.float32
+    with pytest.raises(NotImplementedError, match="order='C'"):
+        mx.np.empty((2, 3), order="F")
+    with pytest.raises(NotImplementedError, match="order='C'"):
+        x.copy(order="F")
+    assert (x.copy().asnumpy() == x.asnumpy()).all()
+
+
+def test_np_multinomial_takes_float32_probabilities_and_a_size():
+    pvals = mx.np.array([0.1, 0.2, 0.3, 0.4])      # float32: they sum to 1 only roughly
+    counts = mx.np.random.multinomial(1000, pvals, size=(2, 3))
+    assert counts.shape == (2, 3, 4)
+    assert (counts.asnumpy().sum(axis=-1) == 1000).all()
+    assert mx.np.random.multinomial(10, [], size=(0, 2)).size == 0
+
+
+# ------------------------------------------------------------------ linalg
+def test_gelqf_factorises_into_lower_triangular_times_orthonormal_rows_with_a_gradient():
+    rng = np.random.RandomState(3)
+    a = mx.nd.array(rng.randn(2, 3), dtype="float64")
+    weights = rng.randn(2, 2)
+    a.attach_grad()
+    with mx.autograd.record():
+        q, l = mx.nd.linalg.gelqf(a)
+        loss = (l * mx.nd.array(weights, dtype="float64")).sum()
+    loss.backward()
+    assert np.allclose(l.asnumpy() @ q.asnumpy(), a.asnumpy())
+    assert np.allclose(np.triu(l.asnumpy(), 1), 0.0)
+    assert np.allclose(q.asnumpy() @ q.asnumpy().T, np.eye(2))
+
+    def loss_of(x):
+        lower = np.linalg.qr(x.T)[1].T
+        return (lower * weights).sum()
+    x, step = a.asnumpy(), 1e-6
+    numeric = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += step
+        down[i] -= step
+        numeric[i] = (loss_of(up) - loss_of(down)) / (2 * step)
+    assert np.allclose(a.grad.asnumpy(), numeric, atol=1e-6)
+    assert mx.sym.linalg.gelqf(mx.sym.var("a")).infer_shape(a=(4, 6))[1] == [(4, 6), (4, 4)]
+    with pytest.raises(mx.base.MXNetError, match="m <= n"):
+        mx.nd.linalg.gelqf(mx.nd.ones((3, 2)))
+
+
+def test_a_dtype_attribute_accepts_numpy_type_objects():
+    x = mx.nd.ones(2)
+    assert mx.nd.Cast(x, dtype=np.float64).dtype == np.float64
+    assert mx.sym.Cast(mx.sym.var("x"), dtype=np.int32).infer_type(x=np.float32)[1] == [np.int32]

@@ -377,6 +377,9 @@ def _scalar_or_array(name):
 
 for _name, _op in _OPS.items():
     globals()[_name] = _make_function(_op)
+# the linear-algebra ops `_linalg_gelqf` as `nd.linalg.gelqf`, as in MXNet
+linalg = __import__("types").SimpleNamespace(**{
+    _name[len("_linalg_"):]: globals()[_name] for _name in _OPS if _name.startswith("_linalg_")})
 for _name in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "equal",
               "not_equal", "greater", "greater_equal", "lesser", "lesser_equal"):
     _key = {"subtract": "sub", "multiply": "mul", "divide": "truediv", "power": "pow",

@@ -112,6 +112,9 @@ class NDArray:
         return invoke("Cast", [self], {"dtype": dtype.name})
 
     def copy(self, order="C"):
+        if order != "C":
+            raise NotImplementedError(f"copy(order={order!r}): arrays are row-major "
+                                      f"(order='C') only, as in MXNet")
         return invoke("_copy", [self], {})
 
     def as_np_ndarray(self):

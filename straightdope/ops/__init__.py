@@ -4,3 +4,4 @@ from . import elemwise, reduce, shape, nn, ctc  # noqa: F401  (each family regis
 from . import control_flow  # noqa: F401  (foreach, while_loop, cond)
 from . import optimizer_updates, indexing  # noqa: F401  (sgd_update, ..., take, batch_take)
 from . import sorting  # noqa: F401  (sort, argsort, topk)
+from . import linalg  # noqa: F401  (linalg.gelqf)

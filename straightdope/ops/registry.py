@@ -53,6 +53,8 @@ class Attr:
                     type(g).__name__ == "Symbol" for g in value):
                 bad("must be a tuple of Symbols (the graphs the op runs)")
             return tuple(value)
+        if self.kind == "str" and self.choices and isinstance(value, type):
+            value = getattr(value, "__name__", value)   # a dtype given as np.float64
         if self.kind == "str" and str(value) in self.choices:
             return str(value)
         if value is None or (isinstance(value, str) and value == "None"):

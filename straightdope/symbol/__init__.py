@@ -43,6 +43,9 @@ for _name, _op in _OPS.items():
 # MXNet keeps the ops whose names start with "_" in `sym._internal` too.
 _internal = _SimpleNamespace(**{_name: globals()[_name] for _name in _OPS
                                 if _name.startswith("_")})
+# and the linear-algebra ops `_linalg_gelqf` as `sym.linalg.gelqf`
+linalg = _SimpleNamespace(**{_name[len("_linalg_"):]: globals()[_name] for _name in _OPS
+                             if _name.startswith("_linalg_")})
 
 
 def _scalar_or_symbol(key):
