@@ -194,3 +194,22 @@ def test_a_dtype_attribute_accepts_numpy_type_objects():
     x = mx.nd.ones(2)
     assert mx.nd.Cast(x, dtype=np.float64).dtype == np.float64
     assert mx.sym.Cast(mx.sym.var("x"), dtype=np.int32).infer_type(x=np.float32)[1] == [np.int32]
+
+
+# ---------------------------------------------------------------- executors
+def _allocated_mb(executor):
+    line = executor.debug_str().splitlines()[-1]
+    return int(line.split()[1])
+
+
+def test_debug_str_counts_the_values_kept_for_backward_only_when_a_gradient_can_flow():
+    x = mx.sym.var("x")
+    y = x
+    for _ in range(4):
+        y = y * y                       # each product's gradient reads its inputs
+    shape = (4, 1024, 256)              # 4 MB of float32
+    with_grads = _allocated_mb(y.simple_bind(mx.cpu(), x=shape))
+    no_grads = _allocated_mb(y.simple_bind(mx.cpu(), x=shape, grad_req="null"))
+    blocked = _allocated_mb(mx.sym.stop_gradient(y).simple_bind(mx.cpu(), x=shape))
+    assert no_grads == blocked == 4     # the output only
+    assert with_grads == 4 + 3 * 4      # and the three products the backward reads

@@ -188,14 +188,31 @@ class Executor:
                                      f"(pass allow_extra_params=True to skip it)")
 
     def debug_str(self):
-        """What the executor holds, with the total memory of its arrays."""
-        arrays = self.arg_arrays + [g for g in self.grad_arrays if g is not None] + \
-            self.aux_arrays + self.outputs
-        total = sum(a._data.nbytes for a in arrays)
+        """The arguments, and in MXNet's words ("Total N MB allocated") the memory the
+        executor computes into: its outputs plus the forward values its backward pass
+        keeps. Nothing is kept when no argument wants a gradient or none can reach one
+        (a stop_gradient in between), as in MXNet, whose memory plan drops them too."""
+        computed = sum(a._data.nbytes for a in self.outputs) + self._kept_for_backward()
         lines = [f"Symbol outputs: {self._symbol.list_outputs()}"]
         lines += [f"  arg {n}: {a.shape}" for n, a in self.arg_dict.items()]
-        lines.append(f"Total {total // (1 << 20)} MB allocated")
+        lines.append(f"Total {computed // (1 << 20)} MB allocated")
         return "\n".join(lines)
+
+    def _kept_for_backward(self):
+        """Bytes of the intermediate values the gradient graph reads."""
+        from ..graph.autodiff import differentiate
+        wrt = [n for n, req in self._reqs.items()
+               if req != "null" and self.grad_dict.get(n) is not None]
+        if not wrt:
+            return 0
+        split = differentiate(self._symbol, wrt)
+        forward = split.forward
+        arrays = {**self.arg_dict, **self.aux_dict}
+        names = forward.list_arguments() + forward.list_auxiliary_states()
+        _, shapes, _ = forward.infer_shape(**{n: arrays[n].shape for n in names})
+        _, types, _ = forward.infer_type_partial(**{n: arrays[n].dtype for n in names})
+        kept = zip(shapes[split.num_outputs:], types[split.num_outputs:])
+        return sum(int(np.prod(s)) * np.dtype(t or np.float32).itemsize for s, t in kept)
 
     def __repr__(self):
         return f"<Executor {self._symbol.list_outputs()}>"
