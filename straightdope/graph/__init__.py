@@ -3,8 +3,9 @@ executor and symbolic differentiation. The optimising passes live in
 `straightdope.compiler`.
 
 This layer is built on `straightdope.symbol` (a Graph is made from a Symbol's public
-API: `walk()`, `entries`, the nodes' fields) and never the other way round. The two
-Symbol methods that need a whole-graph analysis get it from here, once, below."""
+API: `walk()`, `entries`, the nodes' fields) and never the other way round. The
+Symbol methods that need a whole-graph analysis (and the Executor's memory
+report) get it from here, once, below."""
 from ..symbol import symbol as _symbol
 from .ir import Graph, Node  # noqa: F401
 from .shapes import annotate, infer_shapes, symbol_shapes  # noqa: F401
@@ -12,4 +13,5 @@ from .specialize import AnyShape  # noqa: F401
 from .interpret import ReferenceBackend, evaluate, run_reference  # noqa: F401
 from .autodiff import Differentiated, differentiate  # noqa: F401
 
-_symbol.GRAPH_ANALYSES.update(infer_shapes=symbol_shapes, evaluate=evaluate)
+_symbol.GRAPH_ANALYSES.update(infer_shapes=symbol_shapes, evaluate=evaluate,
+                              differentiate=differentiate)

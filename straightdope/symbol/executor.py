@@ -200,12 +200,12 @@ class Executor:
 
     def _kept_for_backward(self):
         """Bytes of the intermediate values the gradient graph reads."""
-        from ..graph.autodiff import differentiate
+        from .symbol import _analysis
         wrt = [n for n, req in self._reqs.items()
                if req != "null" and self.grad_dict.get(n) is not None]
         if not wrt:
             return 0
-        split = differentiate(self._symbol, wrt)
+        split = _analysis("differentiate")(self._symbol, wrt)
         forward = split.forward
         arrays = {**self.arg_dict, **self.aux_dict}
         names = forward.list_arguments() + forward.list_auxiliary_states()
