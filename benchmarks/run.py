@@ -1,4 +1,5 @@
-"""Run W1-W4 side by side in one process and print the table (medians, ratios).
+"""Run W1-W4 and ResNet-18 (R18) side by side in one process and print the table
+(medians, ratios).
 
     python -m benchmarks.run            # everything (a few minutes)
     python -m benchmarks.run --quick    # fewer rounds
@@ -162,14 +163,17 @@ def main(argv=None):
                         help="put the tables into benchmarks/README.md")
     args = parser.parse_args(argv)
     threadpool_limits(1)
+    from . import resnet
     from .workloads import WORKLOADS, memory_report
     rounds = 5 if args.quick else 15
     results, memory = {}, {}
-    for name, build in WORKLOADS.items():
+    for name, build in {**WORKLOADS, **resnet.WORKLOADS}.items():
         if not name.startswith(args.only):
             continue
         variants, nets = build()
-        results[name] = measure(variants, rounds)
+        # ResNet's calls are long: CPU time of this process, not the shared machine's
+        clock = time.process_time if name in resnet.WORKLOADS else time.perf_counter
+        results[name] = measure(variants, rounds, clock=clock)
         memory[name] = memory_report(nets["hybridized"], train="train" in name)
         print(f"{name}: " + ", ".join(f"{k} {fmt_us(v)} us" for k, v in results[name].items()),
               flush=True)
@@ -188,6 +192,11 @@ def main(argv=None):
                                f"{r['numba_compile']:.2f} |")
     print()
     print(result_table)
+    print()
+    for name, times in results.items():
+        if "imperative" in times and "hybridized" in times:
+            print(f"{name}: hybridized {times['imperative'] / times['hybridized']:.2f}x "
+                  f"faster than imperative")
     print()
     print("\n".join(mem_lines))
     if first_lines:

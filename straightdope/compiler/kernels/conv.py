@@ -23,6 +23,79 @@ CHUNK = 1 << 21        # elements of the column matrix per batch of images (8 MB
 
 
 @njit(**JIT)
+def _valid(off, step, size, n_out):
+    """Output positions o in [lo, hi) with 0 <= o * step + off < size."""
+    lo = 0 if off >= 0 else (-off + step - 1) // step
+    hi = (size - off + step - 1) // step if size - off > 0 else 0
+    return min(lo, n_out), max(min(hi, n_out), min(lo, n_out))
+
+
+@njit(**JIT)
+def _segment(dst, d0, src, s0, n, step):
+    """dst[d0 + t] = src[s0 + t * step] for t < n. Unsigned indices: no negative-index
+    checks, so the contiguous case (step 1) vectorizes like a memcpy."""
+    d, s, st = np.uint64(d0), np.uint64(s0), np.uint64(step)
+    if step == 1:
+        for t in range(np.uint64(n)):
+            dst[d + t] = src[s + t]
+    else:
+        for t in range(np.uint64(n)):
+            dst[d + t] = src[s + t * st]
+
+
+@njit(**JIT)
+def im2col_rows(x, xo, n0, nb, C, H, W, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw,
+                col):
+    """col[(c, i, j), (b, oh, ow)] = image n0 + b of x (N, C, H, W) at channel c0 + c, row
+    oh*sh - ph + i*dh, column ow*sw - pw + j*dw (0 outside). col is flat, row-major."""
+    P = OH * OW
+    width = nb * P
+    for c in range(Cg):
+        for i in range(kh):
+            oh_lo, oh_hi = _valid(i * dh - ph, sh, H, OH)
+            for j in range(kw):
+                row = ((c * kh + i) * kw + j) * width
+                ow_lo, ow_hi = _valid(j * dw - pw, sw, W, OW)
+                for b in range(nb):
+                    plane = xo + ((n0 + b) * C + c0 + c) * H * W
+                    base = row + b * P
+                    col[base:base + oh_lo * OW] = 0
+                    col[base + oh_hi * OW:base + P] = 0
+                    for oh in range(oh_lo, oh_hi):
+                        dst = base + oh * OW
+                        src = plane + (oh * sh - ph + i * dh) * W + ow_lo * sw - pw + j * dw
+                        for t in range(ow_lo):
+                            col[dst + t] = 0
+                        _segment(col, dst + ow_lo, x, src, ow_hi - ow_lo, sw)
+                        for t in range(ow_hi, OW):
+                            col[dst + t] = 0
+
+
+@njit(**JIT)
+def col2im_rows(col, dx, xo, n0, nb, C, H, W, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh,
+                dw):
+    """The adjoint of im2col: add each column entry back onto the pixel it came from."""
+    P = OH * OW
+    width = nb * P
+    for c in range(Cg):
+        for i in range(kh):
+            oh_lo, oh_hi = _valid(i * dh - ph, sh, H, OH)
+            for j in range(kw):
+                row = ((c * kh + i) * kw + j) * width
+                ow_lo, ow_hi = _valid(j * dw - pw, sw, W, OW)
+                n = ow_hi - ow_lo
+                for b in range(nb):
+                    plane = xo + ((n0 + b) * C + c0 + c) * H * W
+                    for oh in range(oh_lo, oh_hi):
+                        src = np.uint64(row + b * P + oh * OW + ow_lo)
+                        dst = np.uint64(plane + (oh * sh - ph + i * dh) * W + ow_lo * sw - pw
+                                        + j * dw)
+                        step = np.uint64(sw)
+                        for t in range(np.uint64(n)):
+                            dx[dst + t * step] += col[src + t]
+
+
+@njit(**JIT)
 def window_offsets(nb, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw):
     """off[(i, j), (b, oh, ow)]: where kernel tap (i, j) of output pixel (oh, ow) of image b
     reads, counted from channel 0 of image 0 (-1: in the padding). The same for every
@@ -43,7 +116,7 @@ def window_offsets(nb, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw):
 
 
 @njit(**JIT)
-def im2col(x, xo, n0, C, H, W, c0, Cg, off, width, col):
+def im2col_table(x, xo, n0, C, H, W, c0, Cg, off, width, col):
     """col[(c, i, j), (b, oh, ow)] = channel c0 + c of image n0 + b of x (N, C, H, W) at
     tap (i, j) of output pixel (oh, ow), 0 in the padding: `width` columns of `off`."""
     taps = off.shape[0]
@@ -58,8 +131,8 @@ def im2col(x, xo, n0, C, H, W, c0, Cg, off, width, col):
 
 
 @njit(**JIT)
-def col2im(col, dx, xo, n0, C, H, W, c0, Cg, off, width):
-    """The adjoint of im2col: add each column entry back onto the pixel it came from."""
+def col2im_table(col, dx, xo, n0, C, H, W, c0, Cg, off, width):
+    """The adjoint of im2col_table: add each column entry back onto its pixel."""
     taps = off.shape[0]
     for c in range(Cg):
         dst = dx[xo + (n0 * C + c0 + c) * H * W:]
@@ -72,6 +145,39 @@ def col2im(col, dx, xo, n0, C, H, W, c0, Cg, off, width):
                     dst[s] += row[q]
 
 
+# Small images (ResNet's 8x8 to 2x2) make the row copies a few elements long, and the
+# loops around them cost more than the copies: up to this many output pixels per image,
+# im2col and col2im run one flat loop per column-matrix row through a table of offsets.
+TABLE_MAX = 64
+
+
+@njit(**JIT)
+def offsets(nb, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw):
+    """The offset table of a batch of nb images if im2col will use it, else an empty one."""
+    return window_offsets(nb if OH * OW <= TABLE_MAX else 0, C, H, W, OH, OW, kh, kw, sh, sw,
+                          ph, pw, dh, dw)
+
+
+@njit(**JIT)
+def im2col(x, xo, n0, nb, C, H, W, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, off, col):
+    """col[(c, i, j), (b, oh, ow)] = channel c0 + c of image n0 + b of x (N, C, H, W) at
+    row oh*sh - ph + i*dh, column ow*sw - pw + j*dw (0 outside)."""
+    if OH * OW <= TABLE_MAX:
+        im2col_table(x, xo, n0, C, H, W, c0, Cg, off, nb * OH * OW, col)
+    else:
+        im2col_rows(x, xo, n0, nb, C, H, W, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, col)
+
+
+@njit(**JIT)
+def col2im(col, dx, xo, n0, nb, C, H, W, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw, off):
+    """The adjoint of im2col: add each column entry back onto the pixel it came from."""
+    if OH * OW <= TABLE_MAX:
+        col2im_table(col, dx, xo, n0, C, H, W, c0, Cg, off, nb * OH * OW)
+    else:
+        col2im_rows(col, dx, xo, n0, nb, C, H, W, c0, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh,
+                    dw)
+
+
 @njit(**JIT)
 def _chunk(N, K, P):
     """Images per column matrix: all of them when it fits in CHUNK elements."""
@@ -79,11 +185,14 @@ def _chunk(N, K, P):
 
 
 @njit(**JIT)
-def _winograd_pays(kh, kw, sh, sw, dh, dw, N, OH, OW):
-    """3x3, stride 1, no dilation, and enough 2x2 output tiles: with fewer than ~32 the 16
-    thin products read more transformed weights than im2col's one product reads weights."""
+def _winograd_pays(kh, kw, sh, sw, dh, dw, N, Cg, Fg, OH, OW):
+    """3x3, stride 1, no dilation, with enough channels and 2x2 output tiles. Per tile,
+    Winograd saves ~20 * Cg * Fg multiplications and transforms ~16 * (Cg + Fg) values:
+    with few channels (LeNet's 1 -> 6 -> 16) the transforms cost more than they save; with
+    fewer than ~32 tiles the 16 thin products read more transformed weights than im2col's
+    one product reads weights (ResNet's 2x2 images)."""
     return (kh == 3 and kw == 3 and sh == 1 and sw == 1 and dh == 1 and dw == 1
-            and N * ((OH + 1) // 2) * ((OW + 1) // 2) >= 32)
+            and Cg * Fg >= 8 * (Cg + Fg) and N * ((OH + 1) // 2) * ((OW + 1) // 2) >= 32)
 
 
 @njit(**JIT)
@@ -91,13 +200,13 @@ def conv2d(x, xo, w, wo, y, yo, N, C, H, W, F, OH, OW, kh, kw, sh, sw, ph, pw, d
     """y = conv(x, w): for each batch of images and group, ONE matrix product
     (Fg, K) @ (K, images * OH * OW) on BLAS, then the result is put in NCHW order.
     3x3 stride-1 kernels go to Winograd's F(2x2, 3x3) instead (winograd.py)."""
-    if _winograd_pays(kh, kw, sh, sw, dh, dw, N, OH, OW):
+    if _winograd_pays(kh, kw, sh, sw, dh, dw, N, C // G, F // G, OH, OW):
         winograd.conv3x3(x, xo, w, wo, False, y, yo, N, C, H, W, F, OH, OW, ph, pw, G)
         return
     Cg, Fg = C // G, F // G
     K, P = Cg * kh * kw, OH * OW
     chunk = _chunk(N, K, P)
-    off = window_offsets(chunk, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw)
+    off = offsets(chunk, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw)
     colbuf = np.empty(K * chunk * P, x.dtype)
     outbuf = np.empty(Fg * chunk * P, x.dtype)
     for n0 in range(0, N, chunk):
@@ -105,7 +214,8 @@ def conv2d(x, xo, w, wo, y, yo, N, C, H, W, F, OH, OW, kh, kw, sh, sw, ph, pw, d
         col = colbuf[:K * nb * P]
         out = outbuf[:Fg * nb * P]
         for g in range(G):
-            im2col(x, xo, n0, C, H, W, g * Cg, Cg, off, nb * P, col)
+            im2col(x, xo, n0, nb, C, H, W, g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw,
+                   off, col)
             wg = w[wo + g * Fg * K:wo + (g + 1) * Fg * K].reshape((Fg, K))
             np.dot(wg, col.reshape((K, nb * P)), out.reshape((Fg, nb * P)))
             for f in range(Fg):
@@ -119,14 +229,14 @@ def conv2d_grad_weight(og, ogo, x, xo, dw_, dwo, N, C, H, W, F, OH, OW, kh, kw, 
                        ph, pw, dh, dw, G):
     """dW[g] = dy[g] @ col.T, with dy gathered as (Fg, images * OH * OW); for 3x3 stride-1
     kernels Winograd's F(2x2, 3x3) run backwards (winograd.py)."""
-    if _winograd_pays(kh, kw, sh, sw, dh, dw, N, OH, OW):
+    if _winograd_pays(kh, kw, sh, sw, dh, dw, N, C // G, F // G, OH, OW):
         winograd.conv3x3_grad_weight(og, ogo, x, xo, dw_, dwo, N, C, H, W, F, OH, OW, ph, pw,
                                      G)
         return
     Cg, Fg = C // G, F // G
     K, P = Cg * kh * kw, OH * OW
     chunk = _chunk(N, K, P)
-    off = window_offsets(chunk, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw)
+    off = offsets(chunk, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw)
     colbuf = np.empty(K * chunk * P, x.dtype)
     ogbuf = np.empty(Fg * chunk * P, x.dtype)
     part = np.empty(Fg * K, x.dtype)
@@ -135,7 +245,8 @@ def conv2d_grad_weight(og, ogo, x, xo, dw_, dwo, N, C, H, W, F, OH, OW, kh, kw, 
         col = colbuf[:K * nb * P]
         ogt = ogbuf[:Fg * nb * P]
         for g in range(G):
-            im2col(x, xo, n0, C, H, W, g * Cg, Cg, off, nb * P, col)
+            im2col(x, xo, n0, nb, C, H, W, g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw,
+                   off, col)
             for f in range(Fg):
                 for b in range(nb):
                     src = ogo + ((n0 + b) * F + g * Fg + f) * P
@@ -154,14 +265,14 @@ def conv2d_grad_data(og, ogo, w, wo, dx, dxo, N, C, H, W, F, OH, OW, kh, kw, sh,
     """dcol = W[g].T @ dy[g], then col2im adds the columns back onto dx. For a 3x3
     stride-1 kernel, dx is the convolution of dy padded by 2 - pad with the kernel rotated
     by 180 degrees (in and out channels swapped): Winograd's F(2x2, 3x3) again."""
-    if _winograd_pays(kh, kw, sh, sw, dh, dw, N, H, W):
+    if _winograd_pays(kh, kw, sh, sw, dh, dw, N, C // G, F // G, H, W):
         winograd.conv3x3(og, ogo, w, wo, True, dx, dxo, N, F, OH, OW, C, H, W, 2 - ph, 2 - pw,
                          G)
         return
     Cg, Fg = C // G, F // G
     K, P = Cg * kh * kw, OH * OW
     chunk = _chunk(N, K, P)
-    off = window_offsets(chunk, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw)
+    off = offsets(chunk, C, H, W, OH, OW, kh, kw, sh, sw, ph, pw, dh, dw)
     colbuf = np.empty(K * chunk * P, og.dtype)
     ogbuf = np.empty(Fg * chunk * P, og.dtype)
     dx[dxo:dxo + N * C * H * W] = 0
@@ -176,7 +287,8 @@ def conv2d_grad_data(og, ogo, w, wo, dx, dxo, N, C, H, W, F, OH, OW, kh, kw, sh,
                     ogt[(f * nb + b) * P:(f * nb + b + 1) * P] = og[src:src + P]
             wg = w[wo + g * Fg * K:wo + (g + 1) * Fg * K].reshape((Fg, K))
             np.dot(wg.T, ogt.reshape((Fg, nb * P)), col.reshape((K, nb * P)))
-            col2im(col, dx, dxo, n0, C, H, W, g * Cg, Cg, off, nb * P)
+            col2im(col, dx, dxo, n0, nb, C, H, W, g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw,
+                   dh, dw, off)
 
 
 # ------------------------------------------------------------------ emitters
