@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from . import winograd
+from .util import copy_into
 
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 
@@ -221,7 +222,7 @@ def conv2d(x, xo, w, wo, y, yo, N, C, H, W, F, OH, OW, kh, kw, sh, sw, ph, pw, d
             for f in range(Fg):
                 for b in range(nb):
                     dst = yo + ((n0 + b) * F + g * Fg + f) * P
-                    y[dst:dst + P] = out[(f * nb + b) * P:(f * nb + b + 1) * P]
+                    copy_into(y[dst:dst + P], out[(f * nb + b) * P:(f * nb + b + 1) * P])
 
 
 @njit(**JIT)
@@ -250,13 +251,14 @@ def conv2d_grad_weight(og, ogo, x, xo, dw_, dwo, N, C, H, W, F, OH, OW, kh, kw, 
             for f in range(Fg):
                 for b in range(nb):
                     src = ogo + ((n0 + b) * F + g * Fg + f) * P
-                    ogt[(f * nb + b) * P:(f * nb + b + 1) * P] = og[src:src + P]
+                    copy_into(ogt[(f * nb + b) * P:(f * nb + b + 1) * P], og[src:src + P])
             # the first batch of images writes dW[g], the others add to it
             dWg = dw_[dwo + g * Fg * K:dwo + (g + 1) * Fg * K]
             np.dot(ogt.reshape((Fg, nb * P)), col.reshape((K, nb * P)).T,
                    (dWg if n0 == 0 else part).reshape((Fg, K)))
             if n0 > 0:
-                dWg += part
+                for k in range(part.size):
+                    dWg[k] += part[k]
 
 
 @njit(**JIT)
@@ -284,7 +286,7 @@ def conv2d_grad_data(og, ogo, w, wo, dx, dxo, N, C, H, W, F, OH, OW, kh, kw, sh,
             for f in range(Fg):
                 for b in range(nb):
                     src = ogo + ((n0 + b) * F + g * Fg + f) * P
-                    ogt[(f * nb + b) * P:(f * nb + b + 1) * P] = og[src:src + P]
+                    copy_into(ogt[(f * nb + b) * P:(f * nb + b + 1) * P], og[src:src + P])
             wg = w[wo + g * Fg * K:wo + (g + 1) * Fg * K].reshape((Fg, K))
             np.dot(wg.T, ogt.reshape((Fg, nb * P)), col.reshape((K, nb * P)))
             col2im(col, dx, dxo, n0, nb, C, H, W, g * Cg, Cg, OH, OW, kh, kw, sh, sw, ph, pw,

@@ -24,6 +24,8 @@ the output gradient convolved with the kernel rotated by 180 degrees, in and out
 import numpy as np
 from numba import njit
 
+from .util import copy_into
+
 JIT = dict(cache=True, nogil=True, boundscheck=False)
 
 CHUNK = 1 << 18        # elements of V plus M per batch of images (1 MB in float32: L2-sized)
@@ -92,7 +94,7 @@ def transform_tiles(x, xo, n0, nb, C, H, W, c0, Ci, ph, pw, TH, TW, pad, V, sv):
             lo, hi = max(0, -pw), min(W, Wp - pw)
             for h in range(max(0, -ph), min(H, Hp - ph)):
                 row = ((c * nb + b) * Hp + h + ph) * Wp + pw
-                pad[row + lo:row + hi] = x[plane + h * W + lo:plane + h * W + hi]
+                copy_into(pad[row + lo:row + hi], x[plane + h * W + lo:plane + h * W + hi])
     for c in range(Ci):
         for b in range(nb):
             for th in range(TH):
@@ -268,5 +270,6 @@ def conv3x3_grad_weight(og, ogo, x, xo, dw, dwo, N, C, H, W, F, OH, OW, ph, pw, 
                        V[k * sv:k * sv + Ci * T].reshape((Ci, T)).T,
                        (dU if n0 == 0 else part).reshape((Co, Ci)))
                 if n0 > 0:
-                    dU += part
+                    for j in range(part.size):
+                        dU[j] += part[j]
         untransform_weights(U, su, Co, Ci, g, dw, dwo)
