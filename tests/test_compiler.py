@@ -69,6 +69,8 @@ def test_stages_are_printable_drawable_objects_and_timed():
     assert source.count("def run_graph(") == 1 and "k_blas.matmul" in source
     for key in ("shapes", "fuse", "plan", "codegen", "numba_compile"):
         assert ex.timings[key] >= 0.0
+    # the graph came annotated: its "shapes" phase is the time annotate took for it
+    assert ex.timings["shapes"] >= graph.annotate_seconds > 0.0
     assert isinstance(ex.timings["cache_hit"], bool)
     assert ex.timings["cache"] in ("memory", "disk", "miss")
 
@@ -393,6 +395,21 @@ def test_a_corrupted_cache_is_detected_and_rebuilt(tmp_path):
         f.write_bytes(b"garbage")                        # Numba's own cache files
     third = run_child(tmp_path, scale=2.5)
     assert third["ok"] and third["status"] == "reused"
+
+
+def test_a_change_to_any_kernel_file_moves_every_cached_kernel_to_a_new_folder(monkeypatch):
+    """Numba checks a cached kernel against its own file only, but conv.py's kernels
+    compile in winograd.py's: the folder is keyed by all kernel files together."""
+    from straightdope.compiler.kernels import conv
+    kernel = conv.im2col_rows.py_func
+    where = cache._TrustedLocator.from_function(kernel, conv.__file__).get_cache_path()
+    assert cache._kernel_hash()[:16] in Path(where).parts
+    read_bytes = Path.read_bytes                    # winograd.py edited, conv.py not
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read_bytes(self) + (
+        b"# edited\n" if self.name == "winograd.py" else b""))
+    monkeypatch.setattr(cache, "_KERNEL_HASH", None)
+    moved = cache._TrustedLocator.from_function(kernel, conv.__file__).get_cache_path()
+    assert moved != where and Path(moved).name == Path(where).name
 
 
 def test_cache_files_are_written_atomically(tmp_path):

@@ -138,6 +138,7 @@ class Executable:
             stages[stage] = run(self, stages)
             if key:
                 t[key] = time.perf_counter() - mark
+        t["shapes"] += self.graph.annotate_seconds      # inferred by the caller: see _shapes
         t["distinct_loops"] = len(self.generated[1])    # (steps tier; 0 in the graph tier)
         return stages, t
 

@@ -158,15 +158,21 @@ def _private_dir() -> Path:
 class _TrustedLocator(numba_caching._SourceFileBackedLocatorMixin,
                       numba_caching._CacheLocator):
     """Tells Numba where to keep the cache files of *our* functions (the kernels and
-    the generated modules): `<write dir>/numba/`, a directory checked by `folders()`,
-    never `__pycache__` next to the source or ~/.cache/numba. Numba asks each locator
-    class in turn; this one is asked first and answers only for our files, so other
-    Numba functions in the process are cached as usual."""
+    the generated modules): `<write dir>/numba/<kernel hash>/`, in a directory checked
+    by `folders()`, never `__pycache__` next to the source or ~/.cache/numba. Numba asks
+    each locator class in turn; this one is asked first and answers only for our files,
+    so other Numba functions in the process are cached as usual.
+
+    Why the kernel hash: Numba checks a cached function against its own file only, yet
+    a kernel compiles in the kernels it calls from other files (conv.py calls
+    winograd.py). After any kernel file changes, every cached kernel is stale, so the
+    folder changes with them and they compile afresh."""
 
     def __init__(self, py_func, py_file):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
-        self._cache_path = str(folders()[1] / "numba" / self.get_suitable_cache_subpath(py_file))
+        self._cache_path = str(folders()[1] / "numba" / _kernel_hash()[:16]
+                               / self.get_suitable_cache_subpath(py_file))
 
     def get_cache_path(self):
         return self._cache_path

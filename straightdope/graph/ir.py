@@ -74,6 +74,9 @@ class Graph:
     def __init__(self, nodes: list[Node], outputs: list[tuple[int, int]]):
         self.nodes = nodes
         self.outputs = list(outputs)
+        # Seconds graph.annotate took to fill in shapes and dtypes (0 if it did not):
+        # compilers report it as their "shapes" phase, since they get graphs annotated.
+        self.annotate_seconds = 0.0
 
     # ---------------------------------------------------------- construction
     @classmethod

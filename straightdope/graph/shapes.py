@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 
+import time
+
 import numpy as np
 
 from ..ops import OpError
@@ -186,6 +188,7 @@ def symbol_shapes(symbol, known: dict) -> tuple[dict, list]:
 
 def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:
     """A copy of the graph with `shapes` and `dtypes` filled in on every node."""
+    start = time.perf_counter()
     shapes = infer_shapes(graph, known)
     out = graph.copy()
     dtypes = dtypes or {}
@@ -208,6 +211,7 @@ def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:
             else:
                 _check_one_dtype(out, node)
             node.dtypes = [first] * node.num_outputs
+    out.annotate_seconds = time.perf_counter() - start
     return out
 
 
