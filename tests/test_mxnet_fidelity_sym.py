@@ -213,3 +213,21 @@ def test_debug_str_counts_the_values_kept_for_backward_only_when_a_gradient_can_
     blocked = _allocated_mb(mx.sym.stop_gradient(y).simple_bind(mx.cpu(), x=shape))
     assert no_grads == blocked == 4     # the output only
     assert with_grads == 4 + 3 * 4      # and the three products the backward reads
+
+
+# ---------------------------------------------------------------- symbol methods
+@pytest.mark.parametrize("method, args, shape", [("squeeze", (), (2, 3)),
+                                                 ("flatten", (), (2, 3)),
+                                                 ("expand_dims", (1,), (2, 1, 3, 1))])
+def test_view_methods_with_inplace_run_hybridized_as_the_plain_op(method, args, shape):
+    class View(mx.gluon.HybridBlock):
+        def forward(self, x):
+            return getattr(x, method)(*args, inplace=True)
+
+    x = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3, 1))
+    block = View()
+    imperative = block(x).asnumpy()
+    block.hybridize()
+    hybridized = block(x).asnumpy()
+    assert hybridized.shape == imperative.shape == shape
+    assert np.array_equal(hybridized, imperative)

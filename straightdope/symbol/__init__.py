@@ -90,6 +90,10 @@ for _name in ("sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "
     if _name not in globals() and _name != "astype":
         continue
     def _method(self, *args, _n=_name, **kwargs):
+        if _n in ("flatten", "expand_dims", "squeeze"):
+            # NDArray's inplace=True asks for a view sharing memory; a value in a graph
+            # has no memory of its own, so code traced with it means the plain op.
+            kwargs.pop("inplace", None)
         return globals()["Cast" if _n == "astype" else _n](self, *args, **kwargs)
     setattr(Symbol, _name, _method)
 
