@@ -616,3 +616,34 @@ def test_training_gives_the_same_loss_curve(model, executor):
     imperative, hybridized = curves
     assert imperative[-1] < imperative[0] * 0.7             # it learns
     np.testing.assert_allclose(hybridized, imperative, rtol=1e-4 if executor == "numpy" else 1e-3)
+
+
+def test_a_float16_net_hybridizes_on_the_numpy_executor_and_says_why():
+    """Numba has no float16 arithmetic: a float16 graph runs on the NumPy executor
+    (same numbers as imperative, gradients too) with a warning naming the dtype and the
+    two ways out, instead of failing inside the compiler."""
+    net = nn.HybridSequential()
+    net.add(nn.Dense(4, activation="relu"), nn.Dense(2))
+    net.initialize()
+    net.cast("float16")
+    x = nd.array(np.random.default_rng(0).random((3, 5)), dtype="float16")
+    with autograd.record():
+        expected = net(x).sum()
+    expected.backward()
+    expected_grads = [p.grad().asnumpy().copy() for p in net.collect_params().values()]
+    net.hybridize(executor="numba")
+    with pytest.warns(RuntimeWarning, match=r"float16 values and Numba has no float16 "
+                                            r"arithmetic.*net.cast\('float32'\).*"
+                                            r"executor='numpy'"):
+        with autograd.record():
+            got = net(x).sum()
+        got.backward()
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got.asnumpy(), expected.asnumpy())
+    for p, g in zip(net.collect_params().values(), expected_grads):
+        np.testing.assert_array_equal(p.grad().asnumpy(), g)
+    assert net._cached_op.stats()["forward"]["tier"] == "reference"
+    net.cast("float32")                                  # cast back: compiled again
+    out = net(x.astype("float32"))
+    assert out.dtype == np.float32
+    assert net._cached_op.stats()["forward"]["tier"] in ("graph", "steps")

@@ -231,3 +231,26 @@ def test_view_methods_with_inplace_run_hybridized_as_the_plain_op(method, args, 
     hybridized = block(x).asnumpy()
     assert hybridized.shape == imperative.shape == shape
     assert np.array_equal(hybridized, imperative)
+
+
+@pytest.mark.parametrize("ord, axis, keepdims", [(2, None, False), (1, 1, False),
+                                                 (2, (0, 1), True), (1, 0, True)])
+def test_sym_norm_and_the_norm_method_agree_with_nd_norm_and_its_gradient(ord, axis,
+                                                                          keepdims):
+    data = np.array([[3.0, -4.0, 1.0], [-6.0, 8.0, 2.0]], np.float32)
+    x = mx.sym.var("x")
+    for traced in (mx.sym.norm(x, ord=ord, axis=axis, keepdims=keepdims),
+                   x.norm(ord=ord, axis=axis, keepdims=keepdims)):
+        exe = traced.simple_bind(mx.cpu(), x=data.shape)
+        out = exe.forward(is_train=True, x=mx.nd.array(data))[0]
+        exe.backward(mx.nd.ones(out.shape))
+        xn = mx.nd.array(data)
+        xn.attach_grad()
+        with mx.autograd.record():
+            expected = mx.nd.norm(xn, ord=ord, axis=axis, keepdims=keepdims)
+        expected.backward()
+        np.testing.assert_allclose(out.asnumpy(), expected.asnumpy(), rtol=1e-6)
+        np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), xn.grad.asnumpy(),
+                                   rtol=1e-6)
+    with pytest.raises(mx.base.MXNetError, match="ord must be 1 or 2"):
+        mx.sym.norm(x, ord=3)

@@ -35,7 +35,7 @@ import numpy as np
 from .. import config
 from ..graph import AnyShape, Graph
 from . import cache
-from .codegen import generate
+from .codegen import dtypes_without_arithmetic, generate
 from .fuse import fuse
 from .lower import lower
 from .memory import plan_memory
@@ -388,6 +388,21 @@ def _finish(plan, outs, inputs):
     return results
 
 
+def _reference_for(graph: Graph, is_train: bool, dtypes: list):
+    """The NumPy executor for a graph Numba cannot compile, with a warning that says why."""
+    import warnings
+    from ..graph.interpret import ReferenceExecutable
+    names = " and ".join(dtypes)
+    warnings.warn(f"this graph has {names} values and Numba has no {names} arithmetic, so "
+                  f"it runs on the NumPy executor (the speed of imperative code). Cast the "
+                  f"net and its inputs to float32 to compile it (net.cast('float32')), or "
+                  f"hybridize(executor='numpy') to choose the NumPy executor outright.",
+                  RuntimeWarning, stacklevel=2)
+    executable = ReferenceExecutable(graph, is_train)
+    executable.tier = "reference"       # what net._cached_op.stats() shows
+    return executable
+
+
 class NumbaBackend:
     """`compile(annotated graph, ...)` -> an executable for inputs of any shape
     (`graph.AnyShape`): per input shapes, one of the executables below."""
@@ -405,6 +420,9 @@ class NumbaBackend:
                    tiered=False):
         """The executable for the input shapes `graph` is annotated with."""
         from . import loops
+        odd = dtypes_without_arithmetic(graph)
+        if odd:         # float16: run it rather than refuse it, and say so
+            return _reference_for(graph, is_train, odd)
         if loops.needs_loops(graph):     # loop nodes: compiled segments + compiled bodies
             return loops.LoopExecutable(graph, self, is_train, static_alloc)
         if tiered and tier == "auto":

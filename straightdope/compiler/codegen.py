@@ -83,6 +83,13 @@ def dtype_name(dt) -> str:
     return name
 
 
+def dtypes_without_arithmetic(graph) -> list:
+    """The dtypes of `graph`'s values that Numba cannot compute with (float16: LLVM
+    has the type, Numba's array arithmetic does not), sorted; empty if it can compile."""
+    return sorted({np.dtype(dt).name for node in graph.nodes for dt in (node.dtypes or ())
+                   if dt is not None and np.dtype(dt).name not in _NUMBA_DTYPES})
+
+
 _INT = re.compile(r"\(?-?[0-9]+\)?")
 _FLOAT = re.compile(r"\(?-?[0-9.]+(e[+\-]?[0-9]+)?\)?|np\.nan|np\.inf|\(-np\.inf\)")
 
