@@ -254,3 +254,24 @@ def test_sym_norm_and_the_norm_method_agree_with_nd_norm_and_its_gradient(ord, a
                                    rtol=1e-6)
     with pytest.raises(mx.base.MXNetError, match="ord must be 1 or 2"):
         mx.sym.norm(x, ord=3)
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (0,), ()])
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, None])
+def test_np_creation_functions_inside_hybrid_forward_trace_as_they_compute(shape, dtype):
+    """F.np.zeros(shape) has no array argument to dispatch on: while tracing (F is sym)
+    it must add a node, not make an NDArray that a Symbol cannot be added to."""
+    class Filled(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x + F.np.zeros(shape, dtype) + F.np.ones(shape, dtype) * F.np.full(
+                shape, 2, dtype) - F.np.empty(shape, dtype)
+
+    x = mx.np.array(np.arange(int(np.prod(shape))).reshape(shape), dtype=dtype)
+    block = Filled()
+    imperative = block(x)
+    block.hybridize()
+    hybridized = block(x)
+    assert hybridized.shape == imperative.shape == shape
+    assert hybridized.dtype == imperative.dtype == (dtype or np.float32)
+    assert np.array_equal(hybridized.asnumpy(), imperative.asnumpy())
+    assert np.array_equal(imperative.asnumpy(), x.asnumpy() + 2)

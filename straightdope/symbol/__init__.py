@@ -121,9 +121,10 @@ from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
 
 def __getattr__(attr):
     # F.np / F.npx inside hybrid_forward(self, F, x): the NumPy-style front ends, which
-    # dispatch on their arguments (compute on NDArrays, trace on Symbols).
+    # dispatch on their arguments (compute on NDArrays, trace on Symbols); sym.np also
+    # traces the functions that have no array argument (np.zeros(shape)).
     if attr in ("np", "npx"):
         import importlib
-        return importlib.import_module({"np": "straightdope.numpy",
+        return importlib.import_module({"np": "straightdope.symbol.numpy",
                                         "npx": "straightdope.numpy_extension"}[attr])
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

@@ -1,0 +1,34 @@
+"""`sym.np`: what `F.np` is inside `hybrid_forward(self, F, x)` while a block is traced.
+
+Functions of arrays are `straightdope.np`'s own: they look at their arguments, so
+given Symbols they add graph nodes. Functions that make an array from a shape alone
+(`zeros`, `ones`, `full`, `empty`) have no argument to look at; here they add a node,
+so that `x + F.np.zeros(shape)` traces just as it computes with `F` being `nd`.
+"""
+import numpy as _onp
+
+from .. import numpy as _np
+from .. import symbol as _sym
+
+
+def _dtype_name(dtype):
+    return "float32" if dtype is None else _onp.dtype(dtype).name   # mx.np's default
+
+
+def zeros(shape, dtype=None, order="C", ctx=None, device=None):
+    return _sym.zeros(shape, dtype=_dtype_name(dtype))
+
+
+def ones(shape, dtype=None, order="C", ctx=None, device=None):
+    return _sym.ones(shape, dtype=_dtype_name(dtype))
+
+
+def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
+    return _sym.full(shape, fill_value, dtype=_dtype_name(dtype))
+
+
+empty = zeros       # the values of np.empty are unspecified; zeros are a fine choice
+
+
+def __getattr__(name):
+    return getattr(_np, name)
