@@ -357,6 +357,47 @@ def test_dense_flatten_false_and_dtype():
     assert y.shape == (2, 4, 3) and y.dtype == np.float64 and layer.weight.shape == (3, 5)
 
 
+
+def test_a_dense_subclass_with_its_own_hybrid_forward_runs_it_imperatively():
+    # Dense.forward has an imperative fast path; a subclass's hybrid_forward must still win
+    class DoubledDense(nn.Dense):
+        def hybrid_forward(self, F, x, weight, bias=None):
+            return 2 * super().hybrid_forward(F, x, weight, bias)
+
+    plain, doubled = nn.Dense(3, in_units=4), DoubledDense(3, in_units=4)
+    plain.initialize(mx.init.One())
+    doubled.initialize(mx.init.One())
+    x = nd.array(np.arange(8.0).reshape(2, 4))
+    np.testing.assert_allclose(doubled(x).asnumpy(), 2 * plain(x).asnumpy())
+
+
+def test_hooks_on_a_dense_layers_activation_see_its_input_and_output_imperatively():
+    layer = nn.Dense(2, activation="relu", in_units=3)
+    layer.initialize(mx.init.One())
+    seen = []
+    layer.act.register_forward_hook(lambda block, inputs, output: seen.append(
+        (inputs[0].asnumpy(), output.asnumpy())))
+    y = layer(nd.array([[1.0, -3.0, 1.0]]))
+    assert len(seen) == 1
+    np.testing.assert_allclose(seen[0][0], [[-1.0, -1.0]])
+    np.testing.assert_allclose(seen[0][1], y.asnumpy())
+    np.testing.assert_allclose(y.asnumpy(), [[0.0, 0.0]])
+
+
+def test_an_imperative_dense_records_its_gradient_like_the_ops_it_runs():
+    layer = nn.Dense(2, activation="relu", in_units=3)
+    layer.initialize(mx.init.Uniform(1.0))
+    x = nd.array(np.random.RandomState(0).normal(size=(4, 3)))
+    w, b = layer.weight.data(), layer.bias.data()
+    x.attach_grad()
+    with autograd.record():
+        layer(x).sum().backward()
+    by_layer = x.grad.asnumpy().copy(), layer.weight.grad().asnumpy().copy()
+    with autograd.record():
+        nd.relu(nd.FullyConnected(x, w, b, num_hidden=2)).sum().backward()
+    np.testing.assert_allclose(by_layer[0], x.grad.asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(by_layer[1], layer.weight.grad().asnumpy(), rtol=1e-6)
+
 def test_lambda_blocks():
     assert nn.Lambda("relu")(nd.array([-1.0, 2.0])).asnumpy().tolist() == [0, 2]
     seq = nn.Sequential()

@@ -24,6 +24,7 @@ class Activation(HybridBlock):
                 f"For others use the layers nn.LeakyReLU, nn.ELU, nn.SELU, nn.GELU, "
                 f"nn.Swish.") from None
         self._act_type = activation
+        self._attrs = get_op("Activation").cached_attrs({"act_type": activation})  # parsed once
         super().__init__(**kwargs)
 
     def _alias(self):

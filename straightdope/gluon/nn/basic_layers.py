@@ -12,6 +12,8 @@ import numpy as np
 
 from ... import ndarray, symbol
 from ...ndarray import NDArray
+from ...ndarray.ndarray import run
+from ...ops import OpError, get_op
 from ..block import Block, HybridBlock
 from .activations import Activation
 
@@ -89,6 +91,9 @@ class HybridSequential(HybridBlock):
     __len__ = Sequential.__len__
 
 
+_FC, _ACTIVATION = get_op("FullyConnected"), get_op("Activation")
+
+
 class Dense(HybridBlock):
     """A fully connected layer: `activation(dot(x, weight.T) + bias)`.
 
@@ -112,6 +117,38 @@ class Dense(HybridBlock):
                                         allow_deferred_init=True) if use_bias else None
             self.act = Activation(activation, prefix=activation + "_") \
                 if activation is not None else None
+        # For forward's fast path: the op's attributes, parsed once. A subclass with its own
+        # hybrid_forward, or attributes the op refuses (refused at the first call, as
+        # before), take the general path.
+        self._plain_imperative = type(self).hybrid_forward is Dense.hybrid_forward
+        try:
+            self._fc_attrs = _FC.cached_attrs({"num_hidden": units, "no_bias": not use_bias,
+                                               "flatten": flatten})
+        except OpError:
+            self._plain_imperative = False
+
+    def forward(self, x, *args):
+        # The imperative fast path: the same registry ops that hybrid_forward calls with F=nd,
+        # with the attributes parsed once (above) instead of bound from keywords on every
+        # call, and no dict of parameters. At batch 1 that Python costs as much as the matrix
+        # product itself (benchmarks W1). Symbols (tracing), extra inputs, parameters not
+        # yet initialised (deferred shapes) and hooks take HybridBlock's general path.
+        weight = self.weight._data
+        if type(x) is not NDArray or args or weight is None or not self._plain_imperative:
+            return super().forward(x, *args)
+        if self.bias is None:
+            out = run(_FC, [x, weight], self._fc_attrs)
+        else:
+            bias = self.bias._data
+            if bias is None:
+                return super().forward(x, *args)
+            out = run(_FC, [x, weight, bias], self._fc_attrs)
+        act = self.act
+        if act is None:
+            return out
+        if act._forward_hooks or act._forward_pre_hooks:
+            return act(out)
+        return run(_ACTIVATION, [out], act._attrs)
 
     def hybrid_forward(self, F, x, weight, bias=None):
         out = F.FullyConnected(x, weight, bias, no_bias=bias is None,
