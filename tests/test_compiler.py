@@ -412,6 +412,31 @@ def test_a_change_to_any_kernel_file_moves_every_cached_kernel_to_a_new_folder(m
     assert moved != where and Path(moved).name == Path(where).name
 
 
+BLAS_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from straightdope import sym
+    from straightdope.graph import Graph, annotate, run_reference
+    from straightdope.compiler import NumbaBackend
+    x = sym.var("data")
+    g = annotate(Graph.from_symbol(sym.FullyConnected(x, num_hidden=4, name="fc"), ["data"]),
+                 {"data": (2, 3)})
+    inputs = [np.full(n.shapes[0], 0.5, np.float32) for n in g.nodes if n.is_var]
+    ok = np.allclose(NumbaBackend().compile(g).run(inputs)[0], run_reference(g, inputs)[0])
+    print("ok" if ok else "wrong", "scipy.linalg" in sys.modules)
+    import scipy.linalg
+    print(scipy.linalg.cython_blas.__name__, scipy.linalg.blas.sdot(np.ones(3, np.float32),
+                                                                  np.ones(3, np.float32)))
+""")
+
+
+def test_compiled_dot_runs_without_importing_scipy_linalg_which_still_imports_later():
+    out = subprocess.run([sys.executable, "-c", BLAS_SCRIPT], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok", "False", "scipy.linalg.cython_blas", "3.0"]
+
+
 def test_cache_files_are_written_atomically(tmp_path):
     target = tmp_path / "sub" / "x.py"
     cache.atomic_write_text(target, "a = 1\n")

@@ -168,6 +168,7 @@ class Executable:
     def compile(self):
         """The last phase: Numba compiles the source (or loads it from a cache)."""
         start = time.perf_counter()
+        cache.preload_blas()            # before any compiled np.dot runs: see there
         t, source = self.timings, self.stages["source"]
         meta, loop_sources = self.generated
         lowered = self.stages["fused"].graph

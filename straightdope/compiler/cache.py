@@ -346,6 +346,52 @@ def _fast_load(func, sig) -> bool:
     return sum(func._cache_hits.values()) > 0
 
 
+_BLAS = "scipy.linalg.cython_blas"
+
+
+class _ForgetPreloadedBlas:
+    """An import hook: when `scipy.linalg` is imported for real, it takes the preloaded
+    `cython_blas` out of `sys.modules`, so the package imports it as usual (and gets
+    the same module object: an extension is initialised once per process). It stays in
+    `sys.meta_path` (removing it while Python walks that list would skip a finder)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "scipy.linalg":
+            sys.modules.pop(_BLAS, None)
+        return None        # the usual finders do the import
+
+
+def preload_blas():
+    """Load SciPy's BLAS table without importing `scipy.linalg`.
+
+    Compiled `np.dot` calls BLAS through function pointers that Numba reads, at the
+    first call, from `scipy.linalg.cython_blas`: importing that module first runs
+    `scipy.linalg/__init__.py` (its array-API layer, `numpy.f2py`, ...), 0.2 s of a
+    cached first call. Numba only reads the extension's table of pointers, so we load
+    the extension file by itself under its own name, and step aside if scipy.linalg
+    is imported later (`_ForgetPreloadedBlas`). Nothing happens if it already was."""
+    if _BLAS in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    import importlib.machinery
+    import importlib.util
+    try:
+        import scipy
+    except ImportError:
+        return             # no SciPy: Numba says so when it compiles np.dot
+    folder = os.path.join(os.path.dirname(scipy.__file__), "linalg")
+    finder = importlib.machinery.FileFinder(folder, (importlib.machinery.ExtensionFileLoader,
+                                                     importlib.machinery.EXTENSION_SUFFIXES))
+    spec = finder.find_spec(_BLAS)
+    if spec is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[_BLAS] = module
+    if _ForgetPreloadedBlas not in sys.meta_path:
+        sys.meta_path.insert(0, _ForgetPreloadedBlas)
+
+
 @_one_thread_at_a_time
 def compile_function(func, example_args, freeze=True) -> dict:
     """Compile (or load from Numba's cache) for the argument types of `example_args`;
