@@ -47,12 +47,14 @@ def _fused(*arrays):
     """Flat views of `arrays` for the one-pass update loops, or None to use NumPy: the
     loops need C-contiguous float32/float64 arrays of one dtype (and a working Numba)."""
     global _update_kernels
-    values = [np.asarray(a) for a in arrays]
+    values = [a._data if isinstance(a, NDArray) else np.asarray(a) for a in arrays]
     dtype = values[0].dtype
-    if dtype not in (np.float32, np.float64) or any(
-            v.dtype != dtype or not v.flags.c_contiguous or not v.flags.writeable
-            for v in values):
+    if dtype != np.float32 and dtype != np.float64:
         return None
+    for v in values:
+        flags = v.flags
+        if v.dtype != dtype or not flags.c_contiguous or not flags.writeable:
+            return None
     if _update_kernels is None:
         import numba
         if numba.config.DISABLE_JIT:        # interpreted loops would be far slower than NumPy
@@ -83,6 +85,9 @@ class Optimizer:
     """
     opt_registry: dict[str, type] = {}
     default_lr = 0.01
+    # How many parameters one update_multi_precision call may take as lists (MXNet's
+    # name); 0: the Updater calls it once per parameter, with single values.
+    aggregate_num = 0
     _state_before_master = False    # MXNet's SGD and NAG order (state, master copy)
 
     def __init__(self, rescale_grad=1., param_idx2name=None, wd=0., clip_gradient=None,
@@ -255,6 +260,7 @@ class SGD(Optimizer):
     """
 
     _state_before_master = True
+    aggregate_num = math.inf        # the Updater hands over all parameters at once
 
     def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
         super().__init__(**kwargs)
@@ -266,6 +272,20 @@ class SGD(Optimizer):
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
+        self._step(index, weight, grad, state)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        """Given lists (the Updater does that, see `aggregate_num`), all parameters in one
+        call, as MXNet's `multi_sgd_update`: the update count moves once for all of them,
+        then each is updated, with no per-parameter detour through the generic code."""
+        if (not isinstance(index, (list, tuple)) or self.multi_precision
+                or type(self).update is not SGD.update):    # a subclass's own update()
+            return super().update_multi_precision(index, weight, grad, state)
+        self._update_count(index)
+        for i, w, g, st in zip(index, weight, grad, state):
+            self._step(i, w, g, st)
+
+    def _step(self, index, weight, grad, state):
         lr, wd = self._get_lr(index), self._get_wd(index)
         flat = _fused(weight, grad) if state is None else _fused(weight, grad, state)
         if flat is not None:
@@ -720,11 +740,21 @@ class Updater:
     def __call__(self, index, grad, weight):
         if not isinstance(index, (list, tuple)):
             index, grad, weight = [index], [grad], [weight]
-        for i, g, w in zip(index, grad, weight):
+        for i, w in zip(index, weight):
             if i not in self.states:
                 self.states[i] = self.optimizer.create_state_multi_precision(i, w)
                 self.states_synced[i] = True
-            self.optimizer.update_multi_precision(i, w, g, self.states[i])
+        opt = self.optimizer
+        if opt.aggregate_num > 0:                  # in lists of up to aggregate_num
+            size = int(min(opt.aggregate_num, max(len(index), 1)))
+            for s in range(0, len(index), size):
+                part = index[s:s + size]
+                opt.update_multi_precision(list(part), list(weight[s:s + size]),
+                                           list(grad[s:s + size]),
+                                           [self.states[i] for i in part])
+        else:
+            for i, g, w in zip(index, grad, weight):
+                opt.update_multi_precision(i, w, g, self.states[i])
 
     # ---------------------------------------------------------- save / load
     def get_states(self, dump_optimizer=False):

@@ -68,6 +68,7 @@ def test_adam_by_hand():
 
 @pytest.mark.parametrize("name,kw", [
     ("sgd", dict(learning_rate=0.1, wd=0.01)),
+    ("sgd", dict(learning_rate=0.1, wd=0.01, clip_gradient=0.3)),
     ("sgd", dict(learning_rate=0.1, wd=0.01, momentum=0.9, clip_gradient=0.3)),
     ("adam", dict(learning_rate=0.01, wd=0.1, clip_gradient=0.5)),
 ])
@@ -461,6 +462,48 @@ def test_trainer_sgd_step_matches_hand_update(hybridize):
         w, b = w - 0.5 * gw / 5, b - 0.5 * gb / 5      # step() averages over the batch
     np.testing.assert_allclose(net.weight.data().asnumpy(), w, rtol=1e-5)
     np.testing.assert_allclose(net.bias.data().asnumpy(), b, rtol=1e-5)
+
+
+def test_the_updater_gives_sgd_all_parameters_in_one_call_with_the_same_result():
+    """SGD takes every parameter in one update_multi_precision call (MXNet's aggregated
+    multi_sgd_update); the weights, states and update counts are those of one call per
+    parameter."""
+    rng = np.random.default_rng(5)
+    weights = [rng.standard_normal(s).astype(np.float32) for s in ((4, 3), (3,), (2, 4))]
+    grads = [rng.standard_normal(w.shape).astype(np.float32) for w in weights]
+    kw = dict(learning_rate=0.1, wd=0.01, momentum=0.9, rescale_grad=0.5)
+    seen = []
+
+    class Watched(optimizer.SGD):
+        def update_multi_precision(self, index, weight, grad, state):
+            seen.append(index)
+            super().update_multi_precision(index, weight, grad, state)
+
+    together = Watched(**kw)
+    ws = [nd.array(w) for w in weights]
+    optimizer.get_updater(together)([0, 1, 2], [nd.array(g) for g in grads], ws)
+    assert seen == [[0, 1, 2]]
+    alone = optimizer.SGD(**kw)
+    updater = optimizer.get_updater(alone)
+    for i, (w, g) in enumerate(zip(weights, grads)):
+        one = nd.array(w)
+        updater(i, nd.array(g), one)
+        np.testing.assert_allclose(ws[i].asnumpy(), one.asnumpy(), rtol=1e-6)
+    assert together._index_update_count == alone._index_update_count == {0: 1, 1: 1, 2: 1}
+
+
+def test_an_sgd_subclass_with_its_own_update_is_still_called_per_parameter():
+    calls = []
+
+    class HalfStep(optimizer.SGD):
+        def update(self, index, weight, grad, state):
+            calls.append(index)
+            weight[:] = weight - 0.5 * grad
+
+    w = [nd.ones((2,)), nd.ones((3,))]
+    optimizer.get_updater(HalfStep())([0, 1], [nd.ones((2,)), nd.ones((3,))], w)
+    assert calls == [0, 1]
+    np.testing.assert_allclose(w[1].asnumpy(), [0.5, 0.5, 0.5])
 
 
 def test_trainer_adam_with_mults_matches_hand_update():

@@ -23,10 +23,20 @@ def _clipped(g, clip):
 
 @njit(**JIT)
 def sgd(w, grad, lr, wd, rescale, clip):
-    """w = (1 - lr*wd) * w - lr * clip(rescale * grad)"""
-    decay = 1.0 - lr * wd
+    """w = (1 - lr*wd) * w - lr * clip(rescale * grad)
+
+    The arithmetic is in the weight's dtype, as MXNet's kernels do it: float32
+    weights take float32 factors, so the loop runs twice as many lanes per
+    instruction as in float64. Without clipping, lr * rescale is one factor."""
+    decay = w.dtype.type(1.0 - lr * wd)
+    if clip < 0.0:
+        step = w.dtype.type(lr * rescale)
+        for i in range(w.size):
+            w[i] = decay * w[i] - step * grad[i]
+        return
+    lr_, rescale_, clip_ = w.dtype.type(lr), w.dtype.type(rescale), w.dtype.type(clip)
     for i in range(w.size):
-        w[i] = decay * w[i] - lr * _clipped(rescale * grad[i], clip)
+        w[i] = decay * w[i] - lr_ * min(max(rescale_ * grad[i], -clip_), clip_)
 
 
 @njit(**JIT)
