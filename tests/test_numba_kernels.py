@@ -60,3 +60,30 @@ def test_dropout_shares_its_mask_along_axes():
     kept = y != 0
     assert (kept == kept[:, :1, :]).all()          # one mask value along axis 1
     assert 0 < kept.mean() < 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_through_numpys_gemm_and_through_np_dot_agree_with_numpy(dtype, monkeypatch):
+    """blas.matmul calls NumPy's own cblas gemm when it found it, np.dot when its slot
+    holds 0 (a NumPy without that BLAS); both give NumPy's products, for every transpose
+    and for operands at offsets inside larger buffers."""
+    from straightdope.compiler.kernels import blas
+    rng = np.random.default_rng(1)
+    slot = blas.GEMM_SLOTS[np.dtype(dtype).name]
+    blas_info = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    if blas_info.get("name") == "scipy-openblas" and "USE64BITINT" in str(blas_info):
+        assert slot.value != 0                  # NumPy's wheels: their BLAS is found
+    for found in (slot.value, 0):
+        monkeypatch.setattr(slot, "value", found)
+        for m, k, n, ta, tb in [(5, 7, 3, 0, 0), (5, 7, 3, 0, 1), (5, 7, 3, 1, 0),
+                                (5, 7, 3, 1, 1), (64, 33, 17, 0, 1), (1, 9, 1, 1, 0),
+                                (4, 0, 3, 0, 0)]:
+            a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+            b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+            a_buf, b_buf = np.concatenate([[9.0], a.ravel()]).astype(dtype), b.ravel()
+            c_buf = np.full(m * n + 3, np.nan, dtype)
+            blas.matmul(a_buf, 1, b_buf, 0, c_buf, 2, m, k, n, ta, tb)
+            want = (a.T if ta else a) @ (b.T if tb else b)
+            np.testing.assert_allclose(c_buf[2:2 + m * n].reshape(m, n), want,
+                                       rtol=1e-5, atol=1e-5)
+            assert np.isnan(c_buf[:2]).all() and np.isnan(c_buf[2 + m * n:]).all()

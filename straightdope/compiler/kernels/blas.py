@@ -1,16 +1,109 @@
-"""Matrix products: `np.dot` into a planned buffer (BLAS through SciPy).
+"""Matrix products: BLAS's gemm into a planned buffer.
 
-Numba's `np.dot` needs 2-D C- or F-contiguous arrays of one float dtype, so a
-transposed operand is the transpose (`.T`, F-contiguous) of a C-contiguous view,
-never a copy. FullyConnected reaches here too: the compiler lowers it to
+Which BLAS. NumPy's wheels bundle an OpenBLAS, SciPy's bundle another one, and
+Numba's `np.dot` calls SciPy's. They are not equally fast: with numpy 2.4 and
+scipy 1.17 (OpenBLAS 0.3.31 and 0.3.30), a float32 (64, 512) @ (512, 256) took
+178 us through NumPy and 208 us through Numba's `np.dot` (one thread), and the
+products are most of a training step's time. So `matmul` calls NumPy's own
+`cblas_sgemm`/`cblas_dgemm` when it finds them, and `np.dot` otherwise (a NumPy
+linked to another BLAS, e.g. conda's).
+
+How, without baking an address into cached machine code. Numba caches the
+compiled kernels on disk, and a function's address is only valid in the process
+that looked it up. So the address lives in a *slot*: an 8-byte integer that this
+module fills at import (0 when not found) and registers with LLVM under a fixed
+name. The compiled code loads the slot on every call (`_gemm_address`) and calls
+the function it points to (`_gemm`); cached code finds the slot again by its name.
+
+Layouts: every operand is a flat 1-D buffer plus an offset; a transposed operand
+is stored transposed (C order), which gemm takes as a flag, never a copy.
+FullyConnected reaches here too: the compiler lowers it to
 `dot(data, weight, transpose_b=True)` plus a bias add that it fuses.
 """
+import ctypes
+
+import numba
 import numpy as np
-from numba import njit
+from llvmlite import binding as llvm, ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..codegen import Flag
 
 JIT = dict(cache=True, nogil=True, boundscheck=False)
+
+# cblas names in NumPy's OpenBLAS, which uses 64-bit integers ("64_"); NumPy's own
+# wheels prefix them with scipy_. A 32-bit-integer BLAS is not called (np.dot then).
+_GEMM_NAMES = {"float32": ("scipy_cblas_sgemm64_", "cblas_sgemm64_"),
+               "float64": ("scipy_cblas_dgemm64_", "cblas_dgemm64_")}
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112        # cblas enum values
+
+
+def _numpy_gemm(dtype):
+    """The address of NumPy's cblas gemm for `dtype`, or 0. Looking a name up in NumPy's
+    core module also searches the libraries it links, hence its BLAS."""
+    try:
+        from numpy._core import _multiarray_umath
+        lib = ctypes.CDLL(_multiarray_umath.__file__)
+    except (ImportError, OSError):
+        return 0
+    for name in _GEMM_NAMES[dtype]:
+        if hasattr(lib, name):
+            return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    return 0
+
+
+GEMM_SLOTS = {dtype: ctypes.c_int64(_numpy_gemm(dtype)) for dtype in _GEMM_NAMES}
+for _dtype, _slot in GEMM_SLOTS.items():
+    llvm.add_symbol(f"straightdope_gemm_{_dtype}", ctypes.addressof(_slot))
+
+
+@intrinsic
+def _gemm_address(typingctx, c):
+    """The value of the gemm slot for c's dtype (0: use np.dot)."""
+    def codegen(context, builder, sig, args):
+        name = f"straightdope_gemm_{c.dtype}"
+        slot = builder.module.globals.get(name)
+        if slot is None:
+            slot = ir.GlobalVariable(builder.module, ir.IntType(64), name)
+        return builder.load(slot)
+    return types.int64(c), codegen
+
+
+@intrinsic
+def _gemm(typingctx, address, ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
+    """cblas_?gemm at `address`, row-major: c[m, n] = op(a) @ op(b), op transposing
+    where ta/tb are set; lda/ldb/ldc are the stored rows' lengths."""
+    def codegen(context, builder, sig, args):
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        real = context.get_value_type(sig.args[10].dtype)
+        function = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, real,
+                                                   real.as_pointer(), i64, real.as_pointer(),
+                                                   i64, real, real.as_pointer(), i64])
+
+        def arg(i):                 # integers as int64, arrays as their data pointer
+            if isinstance(sig.args[i], types.Array):
+                return cgutils.create_struct_proxy(sig.args[i])(context, builder,
+                                                                value=args[i]).data
+            return context.cast(builder, args[i], sig.args[i], types.int64)
+
+        def trans(i):
+            flag = builder.icmp_signed("!=", arg(i), ir.Constant(i64, 0))
+            return builder.select(flag, ir.Constant(i32, _TRANS), ir.Constant(i32, _NO_TRANS))
+
+        call = builder.inttoptr(args[0], function.as_pointer())
+        builder.call(call, [ir.Constant(i32, _ROW_MAJOR), trans(1), trans(2), arg(3), arg(4),
+                            arg(5), ir.Constant(real, 1.0), arg(6), arg(7), arg(8), arg(9),
+                            ir.Constant(real, 0.0), arg(10), arg(11)])
+        return context.get_dummy_value()
+    return types.void(address, ta, tb, m, n, k, a, lda, b, ldb, c, ldc), codegen
+
+
+if numba.config.DISABLE_JIT:
+    def _gemm_address(c):
+        """Plain Python (NUMBA_DISABLE_JIT=1) cannot run intrinsics: np.dot it is."""
+        return 0
 
 
 @njit(**JIT)
@@ -24,8 +117,14 @@ def matmul(a, ao, b, bo, c, co, m, k, n, ta, tb):
         return
     A = a[ao:ao + m * k]
     B = b[bo:bo + k * n]
-    # four branches: each np.dot call sees fixed layouts (C or F), as Numba's BLAS wants
-    if not ta and not tb:
+    # A product with one row or column (batch 1) stays with np.dot: NumPy computes
+    # those with gemv, and so np.dot's BLAS does, to the last bit (article 003 prints
+    # a hybridized and an imperative result side by side).
+    address = _gemm_address(c) if m > 1 and n > 1 else 0
+    if address != 0:
+        _gemm(address, ta, tb, m, n, k, A, m if ta else k, B, k if tb else n, C, n)
+    # np.dot wants fixed layouts (C or F) for each call: four branches
+    elif not ta and not tb:
         np.dot(A.reshape((m, k)), B.reshape((k, n)), C)
     elif not ta and tb:
         np.dot(A.reshape((m, k)), B.reshape((n, k)).T, C)
