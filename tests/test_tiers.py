@@ -61,6 +61,19 @@ def test_the_steps_tier_computes_bit_for_bit_what_the_graph_tier_computes():
             np.testing.assert_array_equal(a, b)
 
 
+def test_the_steps_tier_reshapes_and_allocates_with_numpy_and_loads_only_real_kernels():
+    """Each Numba signature costs a cache load in a new process; a reshape needs none."""
+    from straightdope.compiler.kernels import util
+    x = nd.array(np.ones((2, 4, 6, 6), np.float32))
+    for graph in traced_graphs(blocks(2), x):
+        planned = NumbaBackend().for_shapes(graph, is_train=True, tier="steps")
+        source = planned.stages["source"]
+        assert "import in_python as k_util" in source and "k_util.flat(" in source
+        kernels = [what for what, _ in planned.job() if what[0] == "kernel"]
+        assert kernels and all(module != "util" for _, module, _ in kernels)
+        assert util.in_python.flat(np.ones((2, 3))).shape == (6,)
+
+
 def test_repeated_blocks_share_their_loop_functions():
     """Compile cost per distinct piece of work: 8 blocks have no more distinct loops than 2."""
     x = nd.array(np.ones((2, 4, 6, 6), np.float32))

@@ -29,7 +29,6 @@ import threading
 import time
 from collections import OrderedDict
 
-import numba
 import numpy as np
 
 from .. import config
@@ -291,7 +290,8 @@ _CALL = re.compile(r"(?:(v[0-9_]+) = )?k_([a-z]+)\.([a-z0-9_]+)\((.*)\)")
 def _kernel_calls(source: str, inputs: list) -> list:
     """(kernel, example arguments) for every distinct kernel call in a steps-tier source,
     read back from its text: `xK` is input K, `A_<dtype>` an arena, `vN` an array made
-    by a call above, `(...)` a tuple of sizes, `np.float64(...)` a float, the rest ints."""
+    by a call above, `(...)` a tuple of sizes, `np.float64(...)` a float, the rest ints.
+    The `k_util` helpers are NumPy there (`util.in_python`), not kernels."""
     import importlib
     arrays = {f"x{k}": a for k, a in enumerate(inputs)}
     arrays.update({f"A_{d}": np.empty(0, d) for d in _arena_dtypes(source)})
@@ -320,18 +320,27 @@ def _kernel_calls(source: str, inputs: list) -> list:
                 return calls             # an array we cannot type: the rest loads lazily
             else:
                 args.append(0)
-        kernel = getattr(importlib.import_module(f"{__package__}.kernels.{module}"), func)
         if target is not None:           # flat(x) and empty(n, arena): 1-d arrays
             arrays[target] = np.empty(0, args[-1].dtype)
-        key = (module, func, tuple(str(numba.typeof(a)) for a in args))
-        if key not in seen:
+        key = (module, func, tuple(_kind(a) for a in args))
+        if module != "util" and key not in seen:
             seen.add(key)
+            kernel = getattr(importlib.import_module(f"{__package__}.kernels.{module}"), func)
             calls.append((kernel, args))
     return calls
 
 
+def _kind(arg) -> tuple:
+    """What Numba's type of an example argument depends on (cheaper than numba.typeof)."""
+    if isinstance(arg, np.ndarray):
+        return arg.dtype.str, arg.ndim
+    return type(arg).__name__, len(arg) if isinstance(arg, tuple) else 0
+
+
 def _split_args(text: str) -> list:
     """Top-level comma-separated parts of a call's argument text."""
+    if "(" not in text:
+        return [part.strip() for part in text.split(",") if part.strip()]
     parts, depth, current = [], 0, ""
     for ch in text:
         if ch == "," and depth == 0:

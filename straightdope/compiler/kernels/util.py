@@ -53,3 +53,30 @@ def copy_into(dst, src):
 @njit(**JIT)
 def copy(x, xo, y, yo, n):
     copy_into(y[yo:yo + n], x[xo:xo + n])
+
+
+class in_python:  # noqa: N801  (the steps tier's source imports it as the module k_util)
+    """The same helpers for the steps tier, whose `run_graph` is plain Python: there NumPy
+    reshapes or allocates in a fraction of a microsecond, while each Numba function is a
+    dispatcher call of a few microseconds and, in a new process, a few milliseconds to
+    load its machine code from the cache (ResNet-18's training step called seven)."""
+
+    @staticmethod
+    def flat(a):
+        return a.reshape(a.size)
+
+    @staticmethod
+    def shaped(a, shape):
+        return a.reshape(shape)
+
+    @staticmethod
+    def empty(n, proto):
+        return np.empty(n, proto.dtype)
+
+    @staticmethod
+    def fill(y, yo, n, value):
+        y[yo:yo + n] = value
+
+    @staticmethod
+    def copy(x, xo, y, yo, n):
+        y[yo:yo + n] = x[xo:xo + n]
