@@ -463,8 +463,9 @@ def run(op, inputs, attrs):
     (every `nd.` function ends here), so it stays lean."""
     arrays = [x._data for x in inputs]
     if op.name in _ONE_DTYPE_OPS:
-        for a in arrays:
-            if a.dtype != arrays[0].dtype:
+        dtype = arrays[0].dtype
+        for a in arrays:        # `is` first: equal dtypes are nearly always the same object
+            if a.dtype is not dtype and a.dtype != dtype:
                 _mixed_dtypes(op, attrs, arrays)
     try:
         if op.needs_train_flag:
