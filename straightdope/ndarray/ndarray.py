@@ -410,15 +410,22 @@ def _refuse_inplace_while_recording(target, value):
 
 def _binary(name, lhs, rhs, reflected=False):
     """`x OP y` with arrays or Python numbers, looked up in the OPERATORS table."""
-    array_op, scalar_op, rscalar_op = OPERATORS[name]
+    array_op, scalar_op, rscalar_op = _OPERATOR_OPS[name]
     if isinstance(rhs, NDArray):
-        return invoke(array_op, [rhs, lhs] if reflected else [lhs, rhs], {})
+        return run(array_op, [rhs, lhs] if reflected else [lhs, rhs], _NO_ATTRS)
     if isinstance(rhs, np.ndarray):
         other = NDArray(rhs.astype(lhs._data.dtype, copy=False))
-        return invoke(array_op, [other, lhs] if reflected else [lhs, other], {})
+        return run(array_op, [other, lhs] if reflected else [lhs, other], _NO_ATTRS)
     if isinstance(rhs, (int, float, np.number, bool)):
-        return invoke(rscalar_op if reflected else scalar_op, [lhs], {"scalar": float(rhs)})
+        op = rscalar_op if reflected else scalar_op
+        return run(op, [lhs], op.cached_attrs({"scalar": float(rhs)}))
     return NotImplemented
+
+
+# The OPERATORS table's ops looked up once: `x + y` is the most frequent call there is.
+_OPERATOR_OPS = {name: tuple(get_op(n) for n in ops) for name, ops in OPERATORS.items()}
+_NO_ATTRS = {}      # the array-array ops (broadcast_add, ...) have no attributes
+assert not any(ops[0].attrs for ops in _OPERATOR_OPS.values())
 
 
 def _install_operators():
