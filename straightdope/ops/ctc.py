@@ -9,7 +9,7 @@ long sequences do not underflow. Running it backwards too (beta) gives the gradi
 """
 import numpy as np
 
-from .registry import Bool, Choice, OpError, alias, register, scipy_special
+from .registry import Bool, Choice, OpError, alias, like_input, register, scipy_special
 
 CTC_ATTRS = {"use_data_lengths": Bool(False), "use_label_lengths": Bool(False),
              "blank_label": Choice("first", "last")}
@@ -130,7 +130,7 @@ register("_ctc_loss_grad", inputs=("out_grad", "data", "label", "data_lengths",
                                    "label_lengths"),
          attrs=dict(CTC_ATTRS),
          optional_inputs=lambda attrs: ("out_grad",) + _ctc_inputs(attrs),
-         forward=_ctc_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_ctc_grad_forward, infer_shape=like_input(1),
          doc="Gradient of CTCLoss wrt its data: softmax - the alignments' posterior.")
 for _name in ("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"):
     alias(_name, "CTCLoss")

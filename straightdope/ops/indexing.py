@@ -10,7 +10,7 @@ NumPy between compiled segments (`numpy_only`).
 """
 import numpy as np
 
-from .registry import Choice, Int, OpError, alias, register
+from .registry import Choice, Int, OpError, alias, like_input, register
 
 
 def _indices(attrs, size, indices):
@@ -59,7 +59,7 @@ register("take", inputs=("a", "indices"), attrs=dict(TAKE_ATTRS), forward=_take_
          doc="take(a, indices, axis=0, mode='clip'): the slices of `a` at `indices` along "
              "`axis` (the output has indices' axes in place of that axis).")
 register("_take_grad", inputs=("out_grad", "a", "indices"), attrs=dict(TAKE_ATTRS),
-         forward=_take_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_take_grad_forward, infer_shape=like_input(1),
          numpy_only=True, doc="Gradient of take: out_grad added back at the indices.")
 
 
@@ -95,6 +95,6 @@ register("batch_take", inputs=("a", "indices"), forward=_batch_take_forward,
          infer_shape=_batch_take_shape, gradient=_batch_take_grad, numpy_only=True,
          doc="batch_take(a, indices): a[i, indices[i]] for every row i (indices clipped).")
 register("_batch_take_grad", inputs=("out_grad", "a", "indices"),
-         forward=_batch_take_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_batch_take_grad_forward, infer_shape=like_input(1),
          numpy_only=True, doc="Gradient of batch_take: out_grad at a[i, indices[i]].")
 alias("choose_element_0index", "batch_take")      # MXNet's older name

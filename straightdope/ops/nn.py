@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .registry import Bool, Choice, Float, Int, OpError, Shape, register
+from .registry import Bool, Choice, Float, Int, OpError, Shape, like_input, register
 from .reduce import norm_axes
 
 
@@ -311,10 +311,10 @@ register("Convolution", inputs=("data", "weight", "bias"), attrs=dict(CONV_ATTRS
          doc="Convolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
              "num_group): 1-, 2- or 3-D cross-correlation (NCW, NCHW, NCDHW).")
 register("_conv_grad_data", inputs=("out_grad", "weight", "data"), attrs=dict(CONV_ATTRS),
-         forward=_conv_grad_data_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
+         forward=_conv_grad_data_forward, infer_shape=like_input(2),
          doc="Gradient of Convolution wrt its data (a transposed convolution).")
 register("_conv_grad_weight", inputs=("out_grad", "data", "weight"), attrs=dict(CONV_ATTRS),
-         forward=_conv_grad_weight_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
+         forward=_conv_grad_weight_forward, infer_shape=like_input(2),
          doc="Gradient of Convolution wrt its weight.")
 
 
@@ -386,11 +386,11 @@ register("Deconvolution", inputs=("data", "weight", "bias"), attrs=dict(DECONV_A
          doc="Deconvolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
              "adj, target_shape, num_group): the transposed convolution (1-, 2- or 3-D).")
 register("_deconv_grad_data", inputs=("out_grad", "weight", "data"), attrs=dict(DECONV_ATTRS),
-         forward=_deconv_grad_data_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
+         forward=_deconv_grad_data_forward, infer_shape=like_input(2),
          doc="Gradient of Deconvolution wrt its data (a Convolution).")
 register("_deconv_grad_weight", inputs=("out_grad", "data", "weight"),
          attrs=dict(DECONV_ATTRS), forward=_deconv_grad_weight_forward,
-         infer_shape=lambda attrs, s: (s, [s[2]]),
+         infer_shape=like_input(2),
          doc="Gradient of Deconvolution wrt its weight.")
 
 
@@ -484,7 +484,7 @@ register("Pooling", attrs=dict(POOL_ATTRS), forward=_pool_forward, infer_shape=_
          doc="Pooling(data, kernel, stride, pad, pool_type='max'|'avg'|'sum', global_pool): "
              "over 1, 2 or 3 spatial axes.")
 register("_pool_grad", inputs=("out_grad", "data", "out"), attrs=dict(POOL_ATTRS),
-         forward=_pool_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_pool_grad_forward, infer_shape=like_input(1),
          doc="Gradient of Pooling.")
 
 

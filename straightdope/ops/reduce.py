@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from .registry import Attr, Bool, Choice, Float, Int, OpError, OptShape, register, scipy_special
+from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptShape, like_input, register,
+                       scipy_special)
 
 
 def norm_axes(axis, ndim, exclude=False):
@@ -105,7 +106,7 @@ def _unreduce_forward(attrs, g, x):
 register("_unreduce", inputs=("out_grad", "data"),
          attrs={**REDUCE_ATTRS, "mean": Bool(False)},
          forward=_unreduce_forward,
-         infer_shape=lambda attrs, s: (s, [s[1]]),
+         infer_shape=like_input(1),
          doc="Spread a reduced gradient back over the shape of `data` (divided by the "
              "count when mean=True).")
 
@@ -120,7 +121,7 @@ def _sum_to_like_forward(attrs, g, like):
 
 
 register("_sum_to_like", inputs=("data", "like"), forward=_sum_to_like_forward,
-         infer_shape=lambda attrs, s: (s, [s[1]]),
+         infer_shape=like_input(1),
          gradient=lambda F, a, i, o, og: [F.broadcast_like(og[0], i[0]), None],
          doc="Sum `data` down to the shape of `like`: the gradient of broadcasting.")
 
@@ -222,7 +223,7 @@ register("pick", inputs=("data", "index"), attrs=dict(PICK_ATTRS), forward=_pick
          gradient=lambda F, a, i, o, og: [F._pick_grad(og[0], i[0], i[1], **a), None],
          doc="pick(data, index, axis=-1): data[..., index[...], ...] along `axis`.")
 register("_pick_grad", inputs=("out_grad", "data", "index"), attrs=dict(PICK_ATTRS),
-         forward=_pick_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_pick_grad_forward, infer_shape=like_input(1),
          doc="Scatter the gradient of pick back into a zero array shaped like data.")
 
 
@@ -267,7 +268,7 @@ register("_sparse_softmax_ce", inputs=("data", "label"),
 register("_sparse_softmax_ce_grad", inputs=("out_grad", "data", "label"),
          attrs={"axis": Int(-1), "keepdims": Bool(True)},
          forward=_sparse_softmax_ce_grad_forward,
-         infer_shape=lambda attrs, s: (s, [s[1]]),
+         infer_shape=like_input(1),
          doc="Gradient of _sparse_softmax_ce: (softmax(data) - one_hot(label)) * out_grad.")
 
 
@@ -326,11 +327,11 @@ register("SoftmaxOutput", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_AT
          doc="SoftmaxOutput(data, label): softmax forward; its backward is softmax - one_hot "
              "(the cross-entropy gradient), ignoring the incoming gradient like MXNet.")
 register("_softmax_output_grad", inputs=("out", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
-         forward=_softmax_output_grad_forward, infer_shape=lambda attrs, s: (s, [s[0]]),
+         forward=_softmax_output_grad_forward, infer_shape=like_input(0),
          doc="Gradient of SoftmaxOutput.")
 register("Softmax", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
          forward=_softmax_output_forward,
-         infer_shape=lambda attrs, s: (s, [s[0]]),
+         infer_shape=like_input(0),
          gradient=lambda F, a, i, o, og: [F._softmax_output_grad(o[0], i[1], **a), None],
          doc="Old name of SoftmaxOutput.")
 
@@ -360,7 +361,7 @@ register("softmax_cross_entropy", inputs=("data", "label"), forward=_softmax_ce_
          gradient=lambda F, a, i, o, og: [F._softmax_cross_entropy_grad(og[0], i[0], i[1]), None],
          doc="softmax_cross_entropy(data, label): the summed cross entropy, shape (1,).")
 register("_softmax_cross_entropy_grad", inputs=("out_grad", "data", "label"),
-         forward=_softmax_ce_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_softmax_ce_grad_forward, infer_shape=like_input(1),
          doc="Gradient of softmax_cross_entropy.")
 
 

@@ -323,6 +323,15 @@ def show_shape(shape):
     return tuple(0 if d is None else d for d in shape)
 
 
+def like_input(k: int):
+    """infer_shape of an op whose one output has the shape of input k: most gradient ops,
+    whose output is the gradient of their input k (conv's data gradient: of the data)."""
+    def infer_shape(attrs, in_shapes):
+        return in_shapes, [in_shapes[k]]
+    infer_shape.__name__ = f"like_input_{k}"
+    return infer_shape
+
+
 def register(name: str, **fields) -> Op:
     """Declare an op. Called once per op in the `ops/*.py` family files."""
     if name in OPS:

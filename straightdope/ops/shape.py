@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptInt, OptShape, Shape, alias,
-                       register, unify)
+                       like_input, register, unify)
 from .elemwise import same_shape
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8", "bool")
@@ -76,7 +76,7 @@ alias("Reshape", "reshape")
 
 register("reshape_like", inputs=("lhs", "rhs"),
          forward=lambda attrs, x, like: x.reshape(like.shape).copy(),
-         infer_shape=lambda attrs, s: (s, [s[1]]),
+         infer_shape=like_input(1),
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0]), None],
          doc="reshape_like(lhs, rhs): lhs with the shape of rhs.")
 
@@ -322,7 +322,7 @@ register("slice_axis", attrs=dict(SLICE_AXIS_ATTRS), forward=_slice_axis_forward
          gradient=lambda F, a, i, o, og: [F._slice_axis_grad(og[0], i[0], **a)],
          doc="slice_axis(data, axis, begin, end): the range [begin, end) of one axis.")
 register("_slice_axis_grad", inputs=("out_grad", "data"), attrs=dict(SLICE_AXIS_ATTRS),
-         forward=_slice_axis_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_slice_axis_grad_forward, infer_shape=like_input(1),
          doc="Gradient of slice_axis: the slice placed back into zeros.")
 
 
@@ -381,7 +381,7 @@ register("slice", attrs=dict(SLICE_ATTRS),
          gradient=lambda F, a, i, o, og: [F._slice_grad(og[0], i[0], **a)],
          doc="slice(data, begin, end, step): basic slicing, e.g. x[1:3, ::2].")
 register("_slice_grad", inputs=("out_grad", "data"), attrs=dict(SLICE_ATTRS),
-         forward=_slice_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_slice_grad_forward, infer_shape=like_input(1),
          doc="Gradient of slice.")
 
 
@@ -400,7 +400,7 @@ def _slice_assign_scalar_forward(attrs, x):
 # x[begin:end:step] = value as ops that return a new array (MXNet's _slice_assign and
 # _slice_assign_scalar, older names _crop_assign*); with out=x they write in place.
 register("_slice_assign", inputs=("lhs", "rhs"), attrs=dict(SLICE_ATTRS),
-         forward=_slice_assign_forward, infer_shape=lambda attrs, s: (s, [s[0]]), numpy_only=True,
+         forward=_slice_assign_forward, infer_shape=like_input(0), numpy_only=True,
          gradient=lambda F, a, i, o, og: [F._slice_assign_scalar(og[0], scalar=0.0, **a),
                                           F.slice(og[0], **a)],
          doc="_slice_assign(lhs, rhs, begin, end, step): lhs with that slice set to rhs.")
@@ -507,7 +507,7 @@ register("Cast", attrs={"dtype": Choice(*DTYPES)},
 alias("cast", "Cast")
 register("_cast_like", inputs=("data", "like"),
          forward=lambda attrs, x, like: x.astype(like.dtype),
-         infer_shape=lambda attrs, s: (s, [s[0]]),
+         infer_shape=like_input(0),
          doc="Cast data to the element type of `like` (Cast's gradient).")
 
 
@@ -539,7 +539,7 @@ register("Embedding", inputs=("data", "weight"), attrs=dict(EMBED_ATTRS),
          gradient=lambda F, a, i, o, og: [None, F._embedding_grad(og[0], i[0], i[1], **a)],
          doc="Embedding(data, weight, input_dim, output_dim): rows of weight picked by index.")
 register("_embedding_grad", inputs=("out_grad", "data", "weight"), attrs=dict(EMBED_ATTRS),
-         forward=_embedding_grad_forward, infer_shape=lambda attrs, s: (s, [s[2]]),
+         forward=_embedding_grad_forward, infer_shape=like_input(2),
          doc="Gradient of Embedding wrt its weight (rows summed per index).")
 alias("crop", "slice")                 # MXNet's older name
 
@@ -569,7 +569,7 @@ register("tile", numpy_only=True, attrs={"reps": Shape(required=True)},
          doc="tile(data, reps): data repeated reps[k] times along axis k (as np.tile).")
 register("_tile_grad", numpy_only=True, inputs=("out_grad", "data"),
          attrs={"reps": Shape(required=True)},
-         forward=_tile_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_tile_grad_forward, infer_shape=like_input(1),
          doc="Gradient of tile.")
 
 
@@ -601,7 +601,7 @@ register("repeat", numpy_only=True, attrs=dict(REPEAT_ATTRS),
          doc="repeat(data, repeats, axis=None): each element `repeats` times (as np.repeat; "
              "flattened first when axis is None).")
 register("_repeat_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(REPEAT_ATTRS),
-         forward=_repeat_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_repeat_grad_forward, infer_shape=like_input(1),
          doc="Gradient of repeat.")
 
 
@@ -669,7 +669,7 @@ register("pad", numpy_only=True, attrs=dict(PAD_ATTRS), forward=_pad_forward,
              "pad_width lists (before, after) for every axis, e.g. (0,0, 0,0, 1,1, 2,2).")
 alias("Pad", "pad")
 register("_pad_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(PAD_ATTRS),
-         forward=_pad_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_pad_grad_forward, infer_shape=like_input(1),
          doc="Gradient of pad.")
 
 
@@ -703,7 +703,7 @@ register("slice_like", numpy_only=True, inputs=("data", "shape_like"), attrs={"a
          doc="slice_like(data, shape_like, axes=()): the leading part of data with "
              "shape_like's lengths on `axes` (all axes when empty).")
 register("_slice_like_grad", numpy_only=True, inputs=("out_grad", "data"),
-         forward=_slice_like_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_slice_like_grad_forward, infer_shape=like_input(1),
          doc="Gradient of slice_like.")
 
 

@@ -3,7 +3,7 @@ default (MXNet's `dtype` attribute); a value's gradient goes back to where it ca
 No Numba kernels: compiled graphs run them in NumPy between compiled segments."""
 import numpy as np
 
-from .registry import Bool, Choice, Int, OptInt, register
+from .registry import Bool, Choice, Int, OptInt, like_input, register
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8")
 
@@ -50,7 +50,7 @@ register("sort", numpy_only=True, attrs=dict(SORT_ATTRS), forward=_sort_forward,
          doc="sort(data, axis=-1, is_ascend=True): the values in order along `axis` "
              "(flattened when axis is None).")
 register("_sort_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(SORT_ATTRS),
-         forward=_sort_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_sort_grad_forward, infer_shape=like_input(1),
          doc="Gradient of sort.")
 register("argsort", numpy_only=True, attrs={**SORT_ATTRS, "dtype": Choice(*DTYPES)},
          forward=lambda attrs, x: _order(attrs, x).astype(attrs["dtype"]),
@@ -116,5 +116,5 @@ register("topk", numpy_only=True, attrs=dict(TOPK_ATTRS), forward=_topk_forward,
          doc="topk(data, axis=-1, k=1, ret_typ='indices'|'value'|'both'|'mask', "
              "is_ascend=False): the k largest (or smallest) along `axis`.")
 register("_topk_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(TOPK_ATTRS),
-         forward=_topk_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]),
+         forward=_topk_grad_forward, infer_shape=like_input(1),
          doc="Gradient of topk's values.")
