@@ -169,6 +169,14 @@ for name, f in {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}.it
                                                  keepdims=a.get("keepdims", False))]))
 add(Case("sum", inputs(U((2, 3, 4))), {"axis": 1, "exclude": True},
          expected=lambda ins, a: [ins[0].sum(axis=(0, 2))]))
+for attrs in ({}, {"axis": 1}, {"ord": 1, "axis": (0, 2), "keepdims": True},
+              {"ord": 1}):
+    add(Case("norm", inputs(U((2, 3, 4), kinks=(0,))), attrs,
+             expected=lambda ins, a: [np.linalg.norm(
+                 ins[0].reshape(-1) if a.get("axis") is None else ins[0],
+                 ord=a.get("ord", 2), axis=a.get("axis"), keepdims=a.get("keepdims", False))
+                 if not isinstance(a.get("axis"), tuple) else
+                 np.abs(ins[0]).sum(axis=a["axis"], keepdims=True)]))
 
 
 def _softmax(x, axis):

@@ -253,7 +253,32 @@ def test_sym_norm_and_the_norm_method_agree_with_nd_norm_and_its_gradient(ord, a
         np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), xn.grad.asnumpy(),
                                    rtol=1e-6)
     with pytest.raises(mx.base.MXNetError, match="ord must be 1 or 2"):
-        mx.sym.norm(x, ord=3)
+        mx.sym.norm(x, ord=3).infer_shape(x=(2, 3))
+
+
+def test_norm_is_one_node_named_as_asked_and_compiles_to_a_sum_and_a_root():
+    """MXNet's norm is one op: sym.norm(x, name='n') is one node 'n' (its output
+    'n_output'), and a file naming op 'norm' loads; the compiler lowers it to a sum
+    of squares and a square root."""
+    x = mx.sym.var("x")
+    n = mx.sym.norm(x, axis=1, name="n")
+    assert n.list_outputs() == ["n_output"]
+    assert mx.sym.load_json(n.tojson()).list_outputs() == ["n_output"]
+
+    class Norms(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.norm(x, axis=1, out_dtype="float64") + F.norm(x, ord=1, axis=1,
+                                                                  out_dtype="float64")
+
+    data = mx.nd.array(np.random.default_rng(0).normal(size=(4, 5)))
+    block = Norms()
+    expected = block(data)
+    block.hybridize(executor="numba")
+    got = block(data)
+    assert got.dtype == expected.dtype == np.float64
+    np.testing.assert_allclose(got.asnumpy(), expected.asnumpy(), rtol=1e-6)
+    fused = block._cached_op.last_plan.forward.current.stages["fused"]
+    assert fused.rewrites == ["norm -> sqrt(sum(square))", "norm -> sum(abs)"]
 
 
 @pytest.mark.parametrize("shape", [(2, 3), (0,), ()])

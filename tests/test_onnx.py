@@ -204,6 +204,7 @@ def test_elementwise_and_broadcast_ops_equal_onnx_runtime(tmp_path):
             sym.zeros_like(a) + sym.ones_like(b), sym.dot(a, sym.transpose(b)),
             sym.pick(a, sym.argmax(b, axis=1), axis=1), sym.one_hot(sym.argmin(a, axis=1),
                                                                     depth=5),
+            sym.norm(a, axis=1), sym.norm(a, ord=1, axis=0, keepdims=True), sym.norm(b),
             sym.cast(a, dtype="float64")]
     group = sym.Group([sym.cast(o, dtype="float32") if k == len(outs) - 1 else o
                        for k, o in enumerate(outs)])

@@ -12,6 +12,8 @@ runs (with the reference executor) like any other graph:
   turns into a *view* (no loop, no buffer): `_sum_to_like` of equal shapes,
   `Cast` to the same dtype, `broadcast_to` a shape it already has, `Dropout` at
   inference, a `transpose` that only moves axes of length 1, `add_n` of one array.
+* `norm(x)` -> `sum(abs(x))` (ord=1) or `sqrt(sum(square(x)))` (ord=2): elementwise
+  ops and a reduction, which fuse.
 * `_unreduce(g, x)` gets `g` reshaped to the keep-dims shape, so that the fused
   loop can broadcast it like any other operand.
 
@@ -140,6 +142,16 @@ def _rewrite(b: Builder, node: Node, ins: list, is_train: bool, log: list):
         if moved == sorted(moved):
             log.append("transpose of length-1 axes -> view")
             return [b.add("reshape", [ins[0]], name, shape=out_shape)]
+    if op == "norm":
+        inner = "abs" if a["ord"] == 1 else "square"
+        y = b.add(inner, [ins[0]], f"{name}/{inner}")
+        y = b.add("sum", [y], name + "/sum", axis=a["axis"], keepdims=a["keepdims"])
+        if a["ord"] == 2:
+            y = b.add("sqrt", [y], name + "/sqrt")
+        if a["out_dtype"] is not None and np.dtype(a["out_dtype"]) != b.dtype(y):
+            y = b.add("Cast", [y], name + "/cast", dtype=a["out_dtype"])
+        log.append("norm -> " + ("sum(abs)" if a["ord"] == 1 else "sqrt(sum(square))"))
+        return [y]
     if op == "_unreduce":
         axes = norm_axes(a["axis"], len(shapes[1]), a["exclude"])
         keep = reduced_shape(shapes[1], axes, True)

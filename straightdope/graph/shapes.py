@@ -202,6 +202,8 @@ def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:
                 else np.dtype(node.attrs.get("dtype", "float32"))
             if node.op.name in ("Cast", "one_hot"):
                 first = np.dtype(node.attrs["dtype"])
+            elif node.op.name == "norm" and node.attrs["out_dtype"] is not None:
+                first = np.dtype(node.attrs["out_dtype"])
             elif node.op.name == "_cast_like":
                 src = node.inputs[1]
                 first = out.nodes[src[0]].dtypes[src[1]]

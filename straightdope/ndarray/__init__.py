@@ -22,10 +22,6 @@ from ..ops.registry import bind_call as _bind_call, leading_tensors as _leading_
 from ..serialization import load_arrays as _load_arrays, save_arrays as _save_arrays
 from .ndarray import DEFAULT_DTYPE, NDArray, invoke, run as _run
 from . import random  # noqa: F401
-from ..ops import reduce as _reduce_ops
-import sys as _sys
-
-_this_module = _sys.modules[__name__]
 
 
 def _dtype(dtype, default=DEFAULT_DTYPE):
@@ -394,11 +390,6 @@ def zeros_like(data, **kwargs):
 
 def ones_like(data, **kwargs):
     return invoke("ones_like", [data], {})
-
-
-def norm(data, ord=2, axis=None, keepdims=False, **kwargs):
-    """L1 (ord=1) or L2 (ord=2) norm over `axis` (all axes when None)."""
-    return _reduce_ops.norm(_this_module, data, ord, axis, keepdims)
 
 
 def uniform(low=0.0, high=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):

@@ -1,6 +1,4 @@
 """`np.linalg`: the norms d2l and NumPy code use, built on straightdope ops."""
-from .. import ndarray as _nd
-from ..ops import reduce as _reduce_ops
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -9,4 +7,4 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if ord not in (None, 1, 2, "fro"):
         raise ValueError(f"np.linalg.norm: ord must be None, 1, 2 or 'fro', got {ord!r}")
     from . import _world
-    return _reduce_ops.norm(_world(x), x, 1 if ord == 1 else 2, axis, keepdims)
+    return _world(x).norm(x, ord=1 if ord == 1 else 2, axis=axis, keepdims=keepdims)

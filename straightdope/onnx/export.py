@@ -568,6 +568,19 @@ def _reduce(e, node, x, out):
     e.add(_REDUCE[node.op.name], inputs, out, keepdims=int(a["keepdims"]))
 
 
+@translates("norm")
+def _norm(e, node, x, out):
+    a, rank = node.attrs, len(e.in_shape(0))
+    axes = None if a["axis"] is None else sorted(k % rank for k in a["axis"])
+    inputs = [x[0]] if axes is None else [x[0], e.ints(axes, "axes")]
+    reduce_op = "ReduceL1" if a["ord"] == 1 else "ReduceL2"
+    if a["out_dtype"] is None:
+        e.add(reduce_op, inputs, out, keepdims=int(a["keepdims"]))
+    else:
+        e.add("Cast", [e.add(reduce_op, inputs, keepdims=int(a["keepdims"]))], out,
+              to=_onnx_dtype(np.dtype(a["out_dtype"])))
+
+
 @translates("argmax", "argmin")
 def _argmax(e, node, x, out):
     """Indices come back as floats (the input's dtype), as in MXNet."""

@@ -671,6 +671,16 @@ def _reduce(b, node):
                  keepdims=keep, name=node.output[0])]
 
 
+@imports("ReduceL1", "ReduceL2")
+def _norm(b, node):
+    axes = b.axes()
+    if not axes and b.attr("noop_with_empty_axes", 0):
+        b.fail("noop_with_empty_axes=1 is not supported")
+    return [b.op("norm", b.tensor(0), ord=1 if node.op_type == "ReduceL1" else 2,
+                 axis=tuple(axes) if axes else None, keepdims=bool(b.attr("keepdims", 1)),
+                 name=node.output[0])]
+
+
 @imports("ArgMax", "ArgMin")
 def _argmax(b, node):
     if b.attr("select_last_index", 0):

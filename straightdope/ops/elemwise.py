@@ -93,7 +93,7 @@ broadcast_shapes.partial = _broadcast_partial
 UNARY = {
     "negative": (np.negative, "(-{0})", lambda F, x, y, og: -og),
     "abs": (np.abs, "abs({0})", lambda F, x, y, og: og * F.sign(x)),
-    "sign": (np.sign, "np.sign({0})", None),
+    "sign": (np.sign, "np.sign({0})", lambda F, x, y, og: og * 0.0),   # flat, as rounding
     "exp": (np.exp, "np.exp({0})", lambda F, x, y, og: og * y),
     "log": (np.log, "np.log({0})", lambda F, x, y, og: og / x),
     "sqrt": (np.sqrt, "np.sqrt({0})", lambda F, x, y, og: og / (y * 2.0)),

@@ -391,12 +391,42 @@ for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
                  f"{'largest' if _name == 'argmax' else 'smallest'} value (as a float, like MXNet).")
 
 
-def norm(F, data, ord=2, axis=None, keepdims=False, out_dtype=None, **kwargs):
-    """MXNet's `norm`, written with F ops (so nd, sym and autograd all have it):
-    ord=1 sums absolute values, ord=2 is the square root of the sum of squares
-    (the Frobenius norm when axis names two axes)."""
-    if ord == 1:
-        return F.sum(F.abs(data), axis=axis, keepdims=keepdims)
-    if ord == 2:
-        return F.sqrt(F.sum(F.square(data), axis=axis, keepdims=keepdims))
-    raise OpError(f"norm: ord must be 1 or 2 (as in MXNet), got {ord!r}")
+def _norm_order(attrs):
+    if attrs["ord"] not in (1, 2):
+        raise OpError(f"norm: ord must be 1 or 2 (as in MXNet), got {attrs['ord']}")
+    return attrs["ord"]
+
+
+def _norm_forward(attrs, x):
+    axes = norm_axes(attrs["axis"], x.ndim)
+    keep = attrs["keepdims"]
+    if _norm_order(attrs) == 1:
+        out = np.sum(np.abs(x), axis=axes, keepdims=keep)
+    else:
+        out = np.sqrt(np.sum(np.square(x), axis=axes, keepdims=keep))
+    return np.asarray(out).astype(attrs["out_dtype"] or x.dtype, copy=False)
+
+
+def _norm_shape(attrs, in_shapes):
+    _norm_order(attrs)
+    return _reduce_shape(dict(attrs, exclude=False), in_shapes)
+
+
+def _norm_grad(F, attrs, inputs, outputs, out_grads):
+    """ord=1: sign(x); ord=2: x / norm (each spread back over the reduced axes)."""
+    x, keep = inputs[0], {"axis": attrs["axis"], "keepdims": attrs["keepdims"]}
+    og = F._unreduce(out_grads[0], x, **keep)
+    if attrs["ord"] == 1:
+        return [og * F.sign(x)]
+    return [og * x / F._unreduce(outputs[0], x, **keep)]
+
+
+# One op, as in MXNet (so `sym.norm(x, name='n')` is one node named n); the compiler
+# lowers it to sum(abs(x)) or sqrt(sum(square(x))), which fuse (compiler/lower.py).
+register("norm", attrs={"ord": Int(2), "axis": OptShape(None), "keepdims": Bool(False),
+                        "out_dtype": Attr("str", None, choices=("float32", "float64",
+                                                                "float16", "int32", "int64"))},
+         forward=_norm_forward, infer_shape=_norm_shape, gradient=_norm_grad,
+         doc="norm(data, ord=2, axis=None, keepdims=False): ord=1 sums absolute values, "
+             "ord=2 is the square root of the sum of squares (the Frobenius norm when axis "
+             "names two axes).")

@@ -72,13 +72,6 @@ def full(shape, val, dtype="float32", **kwargs):
     return globals()["_full"](shape=shape, value=val, dtype=dtype, **kwargs)
 
 
-def norm(data, ord=2, axis=None, keepdims=False, **kwargs):
-    """L1 (ord=1) or L2 (ord=2) norm over `axis` (all axes when None): the same F-op
-    composition as `nd.norm`, so it traces into sum/abs/square/sqrt nodes."""
-    from ..ops import reduce as _reduce_ops
-    import sys
-    return _reduce_ops.norm(sys.modules[__name__], data, ord, axis, keepdims)
-
 
 def stack(*data, axis=0, **kwargs):
     if len(data) == 1 and isinstance(data[0], (list, tuple)):

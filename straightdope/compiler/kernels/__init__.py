@@ -18,7 +18,8 @@ from . import blas, conv, index, layout, norm, pool, random, reduce, softmax, ut
 
 MODULES = (blas, conv, index, layout, norm, pool, random, reduce, softmax)
 # ops that never reach codegen: the lowering pass rewrites them (see lower.py)
-LOWERED = {"FullyConnected": "lowered: dot(transpose_b) + fused bias add"}
+LOWERED = {"FullyConnected": "lowered: dot(transpose_b) + fused bias add",
+           "norm": "lowered: sum(abs) or sqrt(sum(square))"}
 
 EMITTERS = {}
 DIMS = {}          # op name -> rule(cg, node, k) giving an output's symbolic dims
