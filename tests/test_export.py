@@ -82,7 +82,9 @@ def test_imports_reproduce_the_outputs(exported):
     loaded.hybridize(executor="numpy")
     np.testing.assert_allclose(loaded(x).asnumpy(), y.asnumpy(), rtol=1e-6)
     single = SymbolBlock.imports(sym_file, "data", params_file, ctx=mx.cpu())
-    np.testing.assert_allclose(single(x[:1]).asnumpy(), y[:1].asnumpy(), rtol=1e-6)
+    # one row alone vs inside a batch of two: BLAS sums a float32 product in another
+    # order for another row count, so a few ulps differ (seen: 2e-6 relative)
+    np.testing.assert_allclose(single(x[:1]).asnumpy(), y[:1].asnumpy(), rtol=1e-5)
 
 
 def test_imported_network_can_be_fine_tuned(exported):

@@ -416,8 +416,9 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     return invoke("_split_v2", [ary], attrs)
 
 
-# NDArray methods that are just ops, e.g. x.sum(axis=1), x.relu(), x.exp()
-_METHODS = (
+# NDArray methods that are just ops, e.g. x.sum(axis=1), x.relu(), x.exp() (Symbol has
+# them too: symbol/__init__.py reads this list)
+FLUENT_METHODS = (
     "sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin",
     "exp", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "cbrt", "square",
     "reciprocal", "abs", "sign", "sin", "cos", "tan", "sinh", "cosh", "arcsin", "arccos",
@@ -427,7 +428,7 @@ _METHODS = (
     "rcbrt", "softmin", "argmax_channel", "shape_array", "size_array", "nansum", "nanprod",
     "flip", "sort", "argsort", "topk", "tile", "repeat", "pad", "swapaxes", "slice_like",
     "split_v2")
-for _name in _METHODS:
+for _name in FLUENT_METHODS:
     if _name not in globals():
         continue
 

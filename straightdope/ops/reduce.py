@@ -66,12 +66,24 @@ def _extreme_grad(F, attrs, inputs, outputs, out_grads):
     return [F._unreduce(out_grads[0], x, **attrs) * picked]
 
 
+def _prod_grad(F, attrs, inputs, outputs, out_grads):
+    """d prod / d x_i is the product of the others: prod / x_i (as MXNet, x_i != 0)."""
+    x = inputs[0]
+    return [F._unreduce(out_grads[0], x, **attrs) * F._unreduce(outputs[0], x, **attrs) / x]
+
+
 for _name, _fn, _grad in [("sum", np.sum, _sum_grad), ("mean", np.mean, _mean_grad),
                           ("max", np.max, _extreme_grad), ("min", np.min, _extreme_grad),
-                          ("prod", np.prod, None)]:
+                          ("prod", np.prod, _prod_grad)]:
     register(_name, attrs=dict(REDUCE_ATTRS), forward=_reducer(_fn),
              infer_shape=_reduce_shape, gradient=_grad,
              doc=f"{_name}(data, axis=None, keepdims=False, exclude=False).")
+
+
+def _nanprod_grad(F, attrs, inputs, outputs, out_grads):
+    x = inputs[0]
+    grad = _prod_grad(F, attrs, inputs, outputs, out_grads)[0]
+    return [F.where(F.broadcast_equal(x, x), grad, F.zeros_like(x))]       # 0 at NaN
 
 
 def _nansum_grad(F, attrs, inputs, outputs, out_grads):
@@ -84,7 +96,7 @@ register("nansum", numpy_only=True, attrs=dict(REDUCE_ATTRS), forward=_reducer(n
          infer_shape=_reduce_shape, gradient=_nansum_grad,
          doc="nansum(data, axis=None, keepdims=False): sum, NaNs left out.")
 register("nanprod", numpy_only=True, attrs=dict(REDUCE_ATTRS), forward=_reducer(np.nanprod),
-         infer_shape=_reduce_shape,
+         infer_shape=_reduce_shape, gradient=_nanprod_grad,
          doc="nanprod(data, axis=None, keepdims=False): product, NaNs left out.")
 register("argmax_channel", numpy_only=True,
          forward=lambda attrs, x: np.argmax(x, axis=-1).astype(x.dtype),

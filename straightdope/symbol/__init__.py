@@ -11,6 +11,7 @@ as `straightdope.nd`'s are. That is why `F.relu` works for either `F`.
 """
 from types import SimpleNamespace as _SimpleNamespace
 
+from ..ndarray import FLUENT_METHODS
 from ..ops import OPS as _OPS, OpError
 from ..ops.registry import bind_call as _bind_call
 from .symbol import Group, Node, Symbol, Variable, _create, topological, var  # noqa: F401
@@ -18,19 +19,22 @@ from .serialize import SymbolFileError, load, load_json  # noqa: F401
 from .executor import Executor, bind as _bind, simple_bind as _simple_bind  # noqa: F401
 
 
-def _make_function(op):
-    """A `sym.<op>` function: bind the call, add a node. Missing parameter inputs become
-    variables named after the node (`fc1_weight`), as in MXNet's symbol API."""
+def _make_function(op, called):
+    """A `sym.<called>` function (`called`: the op's name or an alias, e.g. flip for
+    reverse, which names the nodes it adds): bind the call, add a node. Missing parameter
+    inputs become variables named after the node (`fc1_weight`), as in MXNet's symbol API."""
+    hint = called.lstrip("_").lower()
+
     def function(*args, **kwargs):
         inputs, attrs, name = _bind_call(op, args, kwargs, lambda x: isinstance(x, Symbol))
         names = op.input_names(attrs, len(inputs))
         if any(x is None for x in inputs):
             from .. import name as _name
-            name = _name.current().get(name, op.name.lstrip("_"))
+            name = _name.current().get(name, hint)
             for k, (input_name, x) in enumerate(zip(names, inputs)):
                 if x is None:       # sym.FullyConnected(num_hidden=10) too: compose later,
                     inputs[k] = var(f"{name}_{input_name}")     # net(fc1_data=...)
-        return _create(op.name, inputs, attrs, name=name, parsed=True)
+        return _create(op.name, inputs, attrs, name=name, parsed=True, hint=hint)
     function.__name__ = op.name
     function.__qualname__ = op.name
     function.__doc__ = op.doc
@@ -38,7 +42,7 @@ def _make_function(op):
 
 
 for _name, _op in _OPS.items():
-    globals()[_name] = _make_function(_op)
+    globals()[_name] = _make_function(_op, _name)
 
 # MXNet keeps the ops whose names start with "_" in `sym._internal` too.
 _internal = _SimpleNamespace(**{_name: globals()[_name] for _name in _OPS
@@ -79,23 +83,22 @@ def stack(*data, axis=0, **kwargs):
     return globals()["concat"](*[globals()["expand_dims"](d, axis=axis) for d in data], dim=axis)
 
 
-# Symbol methods that are just ops, e.g. s.reshape((0, -1)), s.sum(axis=1)
-for _name in ("sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "exp", "expm1",
-              "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "cbrt", "square", "reciprocal",
-              "abs", "sign", "sin", "cos", "tan", "sinh", "cosh", "arcsin", "arccos", "arctan",
-              "arcsinh", "arccosh", "arctanh", "round", "rint", "floor", "ceil", "trunc", "fix",
-              "relu", "sigmoid", "tanh", "softmax", "log_softmax", "clip", "transpose",
-              "flatten", "expand_dims", "squeeze", "reshape_like", "broadcast_like",
-              "broadcast_to", "broadcast_axes", "zeros_like", "ones_like", "slice",
-              "slice_axis", "split", "pick", "take", "one_hot", "dot", "astype"):
+# Symbol methods that are just ops, e.g. s.reshape((0, -1)), s.sum(axis=1): NDArray's
+# list, plus the ones NDArray implements itself (as views or copies)
+_METHODS = FLUENT_METHODS + ("transpose", "flatten", "expand_dims", "squeeze", "reshape_like",
+                             "broadcast_like", "broadcast_to", "zeros_like", "ones_like",
+                             "astype")
+for _name in _METHODS:
     if _name not in globals() and _name != "astype":
         continue
+
     def _method(self, *args, _n=_name, **kwargs):
         if _n in ("flatten", "expand_dims", "squeeze"):
             # NDArray's inplace=True asks for a view sharing memory; a value in a graph
             # has no memory of its own, so code traced with it means the plain op.
             kwargs.pop("inplace", None)
         return globals()["Cast" if _n == "astype" else _n](self, *args, **kwargs)
+    _method.__name__ = _name
     setattr(Symbol, _name, _method)
 
 

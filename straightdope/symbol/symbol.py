@@ -429,7 +429,7 @@ def _output_type(node, types):
     return None
 
 
-def _create(op_name, inputs, attrs, name=None, parsed=False):
+def _create(op_name, inputs, attrs, name=None, parsed=False, hint=None):
     """Add one op node to the graph and return its visible output(s) as a Symbol."""
     op = get_op(op_name)
     if not parsed:
@@ -440,7 +440,7 @@ def _create(op_name, inputs, attrs, name=None, parsed=False):
             raise OpError(f"{op.name}: an input is a group of {len(x._outputs)} outputs; "
                           f"pick one with group[i]")
         entries.append(x._outputs[0])
-    node_name = _name.current().get(name, op.name.lstrip("_"))
+    node_name = _name.current().get(name, hint or op.name.lstrip("_"))
     node = Node(op, node_name, attrs, entries)
     return Symbol([(node, i) for i in range(node.num_visible())])
 
