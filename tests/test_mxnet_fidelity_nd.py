@@ -641,3 +641,25 @@ def test_grad_with_create_graph_gives_a_gradient_that_can_be_differentiated_agai
     np.testing.assert_allclose(dx.asnumpy(), 3 * values ** 2 + np.cos(values))
     dx.backward()
     np.testing.assert_allclose(x.grad.asnumpy(), 6 * values - np.sin(values))
+
+
+def test_a_bool_array_index_is_a_mask_as_in_numpy_with_its_gradient():
+    data = np.arange(9, dtype=np.int32).reshape(3, 3)
+    a = mx.np.array(data, dtype=np.int32)
+    assert a[mx.np.array(True, dtype=np.bool_)].shape == data[np.True_].shape == (1, 3, 3)
+    assert a[mx.np.array(False, dtype=np.bool_)].shape == (0, 3, 3)
+    rows = np.array([True, False, True])
+    assert a[mx.np.array(rows, dtype=np.bool_)].asnumpy().tolist() == data[rows].tolist()
+    assert a[1, mx.np.array(rows, dtype=np.bool_)].asnumpy().tolist() == data[1, rows].tolist()
+    assert a[mx.nd.array([2, 0])].asnumpy().tolist() == data[[2, 0]].tolist()   # indices
+    x = mx.nd.array(np.random.default_rng(1).random((3, 4)))
+    x.attach_grad()
+    small = x.asnumpy() < 0.5
+    with mx.autograd.record():
+        picked = x[mx.nd.array(small, dtype=np.bool_)]
+    picked.backward()
+    assert np.array_equal(picked.asnumpy(), x.asnumpy()[small])
+    assert np.array_equal(x.grad.asnumpy(), small.astype(np.float32))
+    b = mx.nd.zeros((3,))
+    b[mx.nd.array(rows, dtype=np.bool_)] = 5
+    assert b.asnumpy().tolist() == [5, 0, 5]

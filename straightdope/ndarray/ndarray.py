@@ -380,11 +380,13 @@ class NDArray:
 
 
 def _index_key(key):
-    """An index as a tuple, NDArrays in it as NumPy integer arrays."""
+    """An index as a tuple, NDArrays in it as NumPy arrays: bool ones stay masks (as in
+    NumPy: x[x > 0] with a bool array), the others become integer indices."""
     if type(key) is not tuple:
         key = (key,)
     if any(isinstance(k, NDArray) for k in key):
-        key = tuple(k._data.astype(np.int64) if isinstance(k, NDArray) else k for k in key)
+        key = tuple((k._data if k._data.dtype == np.bool_ else k._data.astype(np.int64))
+                    if isinstance(k, NDArray) else k for k in key)
     return key
 
 
