@@ -437,6 +437,37 @@ def test_compiled_dot_runs_without_importing_scipy_linalg_which_still_imports_la
     assert out.stdout.split() == ["ok", "False", "scipy.linalg.cython_blas", "3.0"]
 
 
+LINK_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from numba import njit
+    from straightdope.compiler import cache
+    from straightdope.compiler.kernels import util
+    x, y = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    loaded = cache.compile_function(util.copy, [x, 0, y, 0, 0], freeze=False)["cache_hit"]
+    library = util.copy.overloads[tuple(util.copy.signatures[0])].library
+    waiting = getattr(library, "_bitcode", None) is not None
+    util.copy(x, 1, y, 0, 3)
+
+    @njit
+    def caller(x, y, n):       # compiled now: inlines the loaded kernel's bitcode
+        util.copy(x, n - n, y, n - 2, n)
+        return y
+    print(loaded, waiting, y.tolist(), caller(x, y.copy(), 3).tolist(),
+          getattr(library, "_bitcode", None) is None)
+""")
+
+
+def test_a_kernel_loaded_from_the_cache_parses_its_bitcode_only_when_a_caller_links_it(
+        tmp_path):
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(tmp_path))
+    for _ in range(2):           # the first process compiles, the second loads
+        out = subprocess.run([sys.executable, "-c", LINK_SCRIPT], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == \
+        "True True [1.0, 2.0, 3.0, 0.0] [1.0, 0.0, 1.0, 2.0] True"
+
+
 def test_cache_files_are_written_atomically(tmp_path):
     target = tmp_path / "sub" / "x.py"
     cache.atomic_write_text(target, "a = 1\n")

@@ -45,9 +45,11 @@ import types
 import warnings
 from pathlib import Path
 
+import llvmlite.binding as ll
 import numba
 import numpy as np
 from numba.core import caching as numba_caching
+from numba.core.codegen import JITCodeLibrary
 
 from ..serialization import atomic_write
 
@@ -315,6 +317,43 @@ def is_cached(func, example_args) -> bool:
         return False
 
 
+class _LinkedOnDemand(JITCodeLibrary):
+    """Machine code loaded from Numba's cache whose LLVM bitcode is parsed only if needed.
+
+    A cache entry holds a function's machine code and its LLVM bitcode, kept so that a
+    function compiled later can inline it. Numba parses that bitcode at every load and
+    walks it for the names it defines: half the time of a load (conv2d's bitcode holds
+    every kernel it calls). A kernel called from Python (the steps tier) is never
+    inlined, so the bytes wait here until something links the library (a whole-graph
+    function calling the kernel, compiled later); the entry point's address comes from
+    the execution engine, which knows the loaded machine code."""
+    _bitcode = None            # bytes not parsed yet (None: parsed, or compiled here)
+
+    @classmethod
+    def _unserialize(cls, codegen, state):
+        name, kind, data = state
+        if kind != "object":
+            return super()._unserialize(codegen, state)
+        library = codegen.create_library(name)
+        object_code, library._bitcode = data
+        library.enable_object_caching()
+        library._set_compiled_object(object_code)
+        library._finalize_final_module()
+        return library
+
+    def _get_module_for_linking(self):
+        if self._bitcode is not None:
+            self._shared_module = ll.parse_bitcode(self._bitcode)
+            self._codegen._engine._load_defined_symbols(self._shared_module)
+            self._bitcode = None
+        return super()._get_module_for_linking()
+
+    def get_pointer_to_function(self, name):
+        if self._bitcode is None:
+            return super().get_pointer_to_function(name)
+        return self._codegen._engine.get_function_address(name)     # 0 if not defined
+
+
 def _fast_load(func, sig) -> bool:
     """Load a cached compiled function without Numba's full start-up.
 
@@ -322,27 +361,31 @@ def _fast_load(func, sig) -> bool:
     registers every typing and lowering registry (NumPy, linalg, random, typed
     containers, ...), about half a second, although loading machine code from the
     cache only needs its runtime (NRT) to be initialised. When the index already
-    holds our signature, we load with just that; a later real compile refreshes
-    fully, as usual. Returns False (nothing done) when the entry is not cached or
-    this Numba does not look as expected."""
+    holds our signature, we load with just that (and leave its bitcode unparsed:
+    `_LinkedOnDemand`); a later real compile refreshes fully, as usual. Returns False
+    (nothing done) when the entry is not cached or this Numba does not look as
+    expected."""
     try:
         from numba.core.runtime import rtsys
         cache_obj = func._cache
         ctx = func.targetctx
-        key = cache_obj._index_key(sig, ctx.codegen())
+        codegen = ctx.codegen()
+        key = cache_obj._index_key(sig, codegen)
         if key not in cache_obj._cache_file._load_index():
             return False
     except Exception:
         return False
     from numba.core.compiler_lock import global_compiler_lock
     cls = type(ctx)
-    with global_compiler_lock:        # no other thread compiles while refresh is cut short
+    with global_compiler_lock:        # no other thread compiles while we patch Numba
         full = cls.refresh
         cls.refresh = lambda self: rtsys.initialize(self)
+        codegen._library_class = _LinkedOnDemand      # for this load only
         try:
             func.compile(sig)
         finally:
             cls.refresh = full
+            del codegen._library_class
     return sum(func._cache_hits.values()) > 0
 
 
