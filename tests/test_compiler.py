@@ -446,6 +446,8 @@ LINK_SCRIPT = textwrap.dedent("""
     loaded = cache.compile_function(util.copy, [x, 0, y, 0, 0], freeze=False)["cache_hit"]
     library = util.copy.overloads[tuple(util.copy.signatures[0])].library
     waiting = getattr(library, "_bitcode", None) is not None
+    from numba.core.runtime import rtsys
+    runtime = "loaded" if getattr(rtsys.library, "_bitcode", None) else "compiled"
     util.copy(x, 1, y, 0, 3)
 
     @njit
@@ -454,18 +456,34 @@ LINK_SCRIPT = textwrap.dedent("""
         return y
     print(loaded, waiting, y.tolist(), caller(x, y.copy(), 3).tolist(),
           getattr(library, "_bitcode", None) is None)
+    print("runtime", runtime)
 """)
+
+
+def run_link_script(cache_dir):
+    out = subprocess.run([sys.executable, "-c", LINK_SCRIPT], cwd=ROOT, capture_output=True,
+                         env=dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache_dir)),
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
 
 
 def test_a_kernel_loaded_from_the_cache_parses_its_bitcode_only_when_a_caller_links_it(
         tmp_path):
-    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(tmp_path))
-    for _ in range(2):           # the first process compiles, the second loads
-        out = subprocess.run([sys.executable, "-c", LINK_SCRIPT], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[0] == \
-        "True True [1.0, 2.0, 3.0, 0.0] [1.0, 0.0, 1.0, 2.0] True"
+    run_link_script(tmp_path)                    # compiles the kernel
+    loaded = run_link_script(tmp_path)
+    assert loaded[0] == "True True [1.0, 2.0, 3.0, 0.0] [1.0, 0.0, 1.0, 2.0] True"
+
+
+def test_numbas_runtime_is_loaded_from_the_cache_and_a_damaged_copy_is_replaced(tmp_path):
+    for _ in range(2):                           # the second process saves the runtime
+        run_link_script(tmp_path)
+    assert run_link_script(tmp_path)[1] == "runtime loaded"
+    [saved] = (tmp_path / "numba").glob("runtime-*.bin")
+    saved.write_bytes(saved.read_bytes()[:-10] + b"0123456789")
+    damaged = run_link_script(tmp_path)
+    assert damaged == [damaged[0], "runtime compiled"] and damaged[0].endswith("True")
+    assert run_link_script(tmp_path)[1] == "runtime loaded"
 
 
 def test_cache_files_are_written_atomically(tmp_path):

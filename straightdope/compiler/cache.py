@@ -376,17 +376,54 @@ def _fast_load(func, sig) -> bool:
     except Exception:
         return False
     from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.runtime import nrtdynmod
     cls = type(ctx)
     with global_compiler_lock:        # no other thread compiles while we patch Numba
-        full = cls.refresh
+        full, compile_runtime = cls.refresh, nrtdynmod.compile_nrt_functions
         cls.refresh = lambda self: rtsys.initialize(self)
         codegen._library_class = _LinkedOnDemand      # for this load only
+        nrtdynmod.compile_nrt_functions = _runtime_library
         try:
             func.compile(sig)
         finally:
-            cls.refresh = full
+            cls.refresh, nrtdynmod.compile_nrt_functions = full, compile_runtime
             del codegen._library_class
     return sum(func._cache_hits.values()) > 0
+
+
+def _runtime_library(ctx):
+    """Numba's runtime functions (reference counts, atomics) from our cache.
+
+    Numba compiles its runtime's small LLVM module in every process (~25 ms, a twentieth
+    of a cached first call) and never caches it. We keep its machine code and bitcode,
+    raw bytes after a line with their SHA-256 and sizes (no pickle), in the checked
+    Numba folder, keyed by what they were compiled for (Numba, LLVM, the CPU), and load
+    them like a kernel; anything unexpected compiles them as Numba would."""
+    codegen = ctx.codegen()
+    what = f"{numba.__version__} {ll.llvm_version_info} {codegen.magic_tuple()}"
+    path = folders()[1] / "numba" / f"runtime-{_digest(what)[:16]}.bin"
+    try:
+        head, _, data = path.read_bytes().partition(b"\n")
+        digest, size = head.decode().split()
+        if hashlib.sha256(data).hexdigest() == digest:
+            return codegen.unserialize_library(
+                ("nrt", "object", (data[:int(size)], data[int(size):])))
+    except (OSError, ValueError):
+        pass
+    from numba.core.runtime.nrtdynmod import create_nrt_module
+    ir_module, library = create_nrt_module(ctx)
+    library.enable_object_caching()          # so that its machine code can be saved
+    library.add_ir_module(ir_module)
+    library.finalize()
+    _, _, (code, bitcode) = library.serialize_using_object_code()
+    data = code + bitcode
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        atomic_write(path, lambda f: f.write(
+            f"{hashlib.sha256(data).hexdigest()} {len(code)}\n".encode() + data))
+    except OSError:
+        pass                                 # used uncached, as Numba does
+    return library
 
 
 _BLAS = "scipy.linalg.cython_blas"
