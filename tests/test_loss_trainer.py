@@ -680,3 +680,30 @@ def test_trainer_with_scheduler_decays_per_step():
         trainer.step(5)
         lrs.append(trainer.learning_rate)
     np.testing.assert_allclose(lrs, [1.0, 0.1, 0.1])
+
+
+@pytest.mark.parametrize("axis,keepdims", [(-1, False), (-1, True), (1, True), (0, False)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_loss_ops_one_pass_loops_match_their_numpy_formulas(axis, keepdims, dtype,
+                                                                 monkeypatch):
+    """Imperatively, once Numba is loaded, _sparse_softmax_ce and its gradient run as
+    one loop (compiler/kernels/softmax.py); NumPy stays the definition, and both agree
+    for any class axis, with labels out of range clipped into it."""
+    import numba  # noqa: F401  (the loops are used once Numba is loaded)
+    from straightdope.ops import reduce
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((4, 3, 5)) * 4).astype(dtype)
+    label_shape = tuple(n for k, n in enumerate(x.shape) if k != axis % 3)
+    label = rng.integers(-1, x.shape[axis] + 1, label_shape).astype(np.float32)
+    attrs = {"axis": axis, "keepdims": keepdims}
+    assert reduce._compiled_ce_loops(attrs, x, label) is not None
+    loss = reduce._sparse_softmax_ce_forward(attrs, x, label)
+    og = rng.standard_normal(loss.shape).astype(dtype)
+    grad = reduce._sparse_softmax_ce_grad_forward(attrs, og, x, label)
+    monkeypatch.setattr(reduce, "_ce_loops", False)
+    want_loss = reduce._sparse_softmax_ce_forward(attrs, x, label)
+    want_grad = reduce._sparse_softmax_ce_grad_forward(attrs, og, x, label)
+    assert loss.shape == want_loss.shape and loss.dtype == want_loss.dtype == dtype
+    assert grad.shape == x.shape and grad.dtype == dtype
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-5, atol=1e-6)
