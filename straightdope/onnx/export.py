@@ -112,11 +112,37 @@ def _onnx_dtype(dtype):
 def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic_dims: dict,
                   model_name="straightdope"):
     """Build an onnx.ModelProto. `dynamic_dims` maps an input name to the set of its axes
-    that may vary at run time."""
+    that may vary at run time. Four steps: annotate the graph with shapes and dtypes,
+    then emit its inputs, its op nodes and its outputs."""
     from onnx import helper
 
-    data_names = list(in_shapes)
-    graph = Graph.from_symbol(symbol, data_names=data_names)
+    graph = Graph.from_symbol(symbol, data_names=list(in_shapes))
+    shapes, dtypes = _input_facts(graph, params, in_shapes, in_types)
+    try:
+        annotated = annotate(graph, shapes, dtypes)
+    except OpError as err:
+        raise OnnxExportError(f"cannot infer the graph's shapes for inputs {in_shapes}: "
+                              f"{err}") from None
+    varied = _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims)
+
+    e = Emitter(annotated, varied)
+    values = {}                            # (node id, output index) -> ONNX value name
+    inputs = _emit_inputs(e, values, params, dynamic_dims)
+    _emit_op_nodes(e, values)
+    outputs = _emit_outputs(e, values)
+    # A parameter no node reads (BatchNorm's gamma under fix_gamma=True) is left out.
+    read = {name for node in e.nodes for name in node.input}
+    initializers = [t for t in e.initializers if t.name in read]
+    onnx_graph = helper.make_graph(e.nodes, model_name, inputs, outputs, initializers)
+    model = helper.make_model(onnx_graph, producer_name="straightdope",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = min(model.ir_version, 10)      # what ONNX Runtime 1.20+ reads
+    return model
+
+
+def _input_facts(graph, params, in_shapes, in_types):
+    """Every variable's shape and dtype: parameters from their values, inputs as given.
+    A variable that is neither, or an input the graph does not read, is an error."""
     names = set(graph.input_names)
     missing = [n for n in graph.input_names if n not in params and n not in in_shapes]
     if missing:
@@ -130,17 +156,15 @@ def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic
     dtypes = {n: params[n].dtype for n in names if n in params}
     shapes.update(in_shapes)
     dtypes.update(in_types)
-    try:
-        annotated = annotate(graph, shapes, dtypes)
-    except OpError as err:
-        raise OnnxExportError(f"cannot infer the graph's shapes for inputs {in_shapes}: "
-                              f"{err}") from None
-    varied = _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims)
+    return shapes, dtypes
 
-    e = Emitter(annotated, varied)
-    values = {}                            # (node id, output index) -> ONNX value name
+
+def _emit_inputs(e, values, params, dynamic_dims) -> list:
+    """Parameters become initializers (constants in the file); the rest become graph
+    inputs, with a named symbolic size on each dynamic axis."""
+    from onnx import helper
     inputs = []
-    for node in annotated.nodes:
+    for node in e.graph.nodes:
         if not node.is_var:
             continue
         values[(node.id, 0)] = node.name
@@ -152,14 +176,20 @@ def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic
                     for a, d in enumerate(node.shapes[0])]
             inputs.append(helper.make_tensor_value_info(node.name,
                                                         _onnx_dtype(node.dtypes[0]), dims))
+    return inputs
+
+
+def _emit_op_nodes(e, values):
+    """Translate each op node in topological order, naming its ONNX outputs."""
+    graph = e.graph
     written = set(values.values())         # value names taken by inputs and earlier nodes
-    for node in annotated.op_nodes:
+    for node in graph.op_nodes:
         e.node = node
         translate = TRANSLATORS.get(node.op.name)
         if translate is None:
             raise OnnxExportError(_no_translation(node))
         used = node.op.visible_count(node.attrs)
-        for src, k in annotated.outputs:
+        for src, k in graph.outputs:
             if src == node.id:
                 used = max(used, k + 1)
         outs = [node.name if k == 0 else f"{node.name}_output{k}" for k in range(used)]
@@ -173,27 +203,24 @@ def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic
             values[(node.id, k)] = name
     e.node = None
 
-    outputs = []
-    seen = set()
-    for k, (src, out) in enumerate(annotated.outputs):
+
+def _emit_outputs(e, values) -> list:
+    """The graph's outputs, each under its own name (ONNX forbids an output twice or an
+    input as output: an Identity node gives it a new one)."""
+    from onnx import helper
+    graph, outputs, seen = e.graph, [], set()
+    for k, (src, out) in enumerate(graph.outputs):
         name = values[(src, out)]
-        node = annotated.nodes[src]
-        if name in seen or node.is_var:    # an output twice, or an input as output
+        node = graph.nodes[src]
+        if name in seen or node.is_var:
             name = e.add("Identity", [name], [e.fresh(f"output{k}")])
         seen.add(name)
         dims = list(node.shapes[out])
-        if varied is not None:
-            other = varied.nodes[src].shapes[out]
+        if e.varied is not None:
+            other = e.varied.nodes[src].shapes[out]
             dims = [d if d == o else f"{name}_dim{a}" for a, (d, o) in enumerate(zip(dims, other))]
         outputs.append(helper.make_tensor_value_info(name, _onnx_dtype(node.dtypes[out]), dims))
-    # A parameter no node reads (BatchNorm's gamma under fix_gamma=True) is left out.
-    read = {name for node in e.nodes for name in node.input}
-    initializers = [t for t in e.initializers if t.name in read]
-    onnx_graph = helper.make_graph(e.nodes, model_name, inputs, outputs, initializers)
-    model = helper.make_model(onnx_graph, producer_name="straightdope",
-                              opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = min(model.ir_version, 10)      # what ONNX Runtime 1.20+ reads
-    return model
+    return outputs
 
 
 def _no_translation(node) -> str:
