@@ -17,7 +17,9 @@ runs (with the reference executor) like any other graph:
 * `_unreduce(g, x)` gets `g` reshaped to the keep-dims shape, so that the fused
   loop can broadcast it like any other operand.
 
-Variables are copied in their original order: the lowered graph takes the same
+Each rule is a small function registered for its op names in `REWRITES`; a node
+without a rule, or whose rule returns None, is copied unchanged. Variables are
+copied in their original order: the lowered graph takes the same
 inputs as the traced one.
 """
 from __future__ import annotations
@@ -30,10 +32,13 @@ from ..ops.reduce import norm_axes, reduced_shape
 
 
 class Builder:
-    """Builds a new annotated graph node by node (ids are positions)."""
+    """Builds a new annotated graph node by node (ids are positions), and keeps the log
+    of the rewrites applied."""
 
-    def __init__(self):
+    def __init__(self, is_train: bool):
         self.nodes: list[Node] = []
+        self.is_train = is_train
+        self.log: list[str] = []
 
     def copy(self, node: Node, inputs: list) -> list:
         new = Node(len(self.nodes), node.name, node.op, dict(node.attrs), list(inputs),
@@ -67,98 +72,156 @@ def _view(b: Builder, x, name):
 
 def lower(graph: Graph, is_train: bool) -> tuple[Graph, list[str]]:
     """The lowered copy of an annotated graph and a log of what was rewritten."""
-    b = Builder()
+    b = Builder(is_train)
     remap: dict = {}
-    log: list[str] = []
     for node in graph.nodes:
         ins = [remap[tuple(e)] for e in node.inputs]
-        outs = _rewrite(b, node, ins, is_train, log) if not node.is_var else None
+        rule = None if node.is_var else REWRITES.get(node.op.name)
+        outs = rule(b, node, ins, [b.shape(e) for e in ins]) if rule else None
         if outs is None:
             outs = b.copy(node, ins)
         for k, entry in enumerate(outs):
             remap[(node.id, k)] = entry
     lowered = Graph(b.nodes, [remap[tuple(e)] for e in graph.outputs])
     assert lowered.input_names == graph.input_names
-    return lowered, log
+    return lowered, b.log
 
 
-def _rewrite(b: Builder, node: Node, ins: list, is_train: bool, log: list):
-    """Replacement output entries for `node`, or None to keep it as it is."""
-    name, a, op = node.name, node.attrs, node.op.name
-    shapes = [b.shape(e) for e in ins]
-    out_shape = node.shapes[0]
-    if op == "FullyConnected":
-        x = ins[0]
-        if len(shapes[0]) != 2:
-            x = b.add("Flatten" if a["flatten"] else "_flatten_leading", [x], name + "/flat")
-        y = b.add("dot", [x, ins[1]], name + "/dot", transpose_b=True)
-        if b.shape(y) != out_shape:
-            y = b.add("reshape", [y], name + "/unflat", shape=out_shape)
-        if not a["no_bias"]:
-            y = b.add("broadcast_add", [y, ins[2]], name + "/bias")
-        log.append(f"FullyConnected -> dot(transpose_b)" + (" + bias add" if not a["no_bias"] else ""))
-        return [y]
-    if op == "Convolution" and not a["no_bias"]:
-        attrs = dict(a, no_bias=True)
-        y = b.add("Convolution", ins[:2], name + "/conv", **attrs)
-        bias = b.add("reshape", [ins[2]], name + "/bias4d", shape=(1, shapes[2][0], 1, 1))
-        log.append("Convolution -> Convolution(no_bias) + bias add")
-        return [b.add("broadcast_add", [y, bias], name + "/bias")]
-    if op == "dot" and 0 in (len(shapes[0]), len(shapes[1])):
-        log.append("dot with a 0-d operand -> broadcast_mul")
-        x, w = ins
-        if len(shapes[0]) == 0 and a["transpose_b"] or len(shapes[1]) == 0 and a["transpose_a"]:
-            other = 1 if len(shapes[0]) == 0 else 0
+# ------------------------------------------------------------------ the rules
+REWRITES: dict = {}
+
+
+def rewrites(*op_names):
+    """Register a rule fn(builder, node, inputs, input_shapes) -> the replacement output
+    entries, or None to keep the node as it is."""
+    def register(fn):
+        for name in op_names:
+            REWRITES[name] = fn
+        return fn
+    return register
+
+
+@rewrites("FullyConnected")
+def _fully_connected(b, node, ins, shapes):
+    name, a = node.name, node.attrs
+    x = ins[0]
+    if len(shapes[0]) != 2:
+        x = b.add("Flatten" if a["flatten"] else "_flatten_leading", [x], name + "/flat")
+    y = b.add("dot", [x, ins[1]], name + "/dot", transpose_b=True)
+    if b.shape(y) != node.shapes[0]:
+        y = b.add("reshape", [y], name + "/unflat", shape=node.shapes[0])
+    if not a["no_bias"]:
+        y = b.add("broadcast_add", [y, ins[2]], name + "/bias")
+    b.log.append("FullyConnected -> dot(transpose_b)" + (" + bias add" if not a["no_bias"] else ""))
+    return [y]
+
+
+@rewrites("Convolution")
+def _convolution(b, node, ins, shapes):
+    name, a = node.name, node.attrs
+    if a["no_bias"]:
+        return None
+    y = b.add("Convolution", ins[:2], name + "/conv", **dict(a, no_bias=True))
+    bias = b.add("reshape", [ins[2]], name + "/bias4d", shape=(1, shapes[2][0], 1, 1))
+    b.log.append("Convolution -> Convolution(no_bias) + bias add")
+    return [b.add("broadcast_add", [y, bias], name + "/bias")]
+
+
+@rewrites("dot")
+def _dot(b, node, ins, shapes):
+    name, a = node.name, node.attrs
+    nd0, nd1 = len(shapes[0]), len(shapes[1])
+    x, w = ins
+    if 0 in (nd0, nd1):
+        b.log.append("dot with a 0-d operand -> broadcast_mul")
+        if nd0 == 0 and a["transpose_b"] or nd1 == 0 and a["transpose_a"]:
+            other = 1 if nd0 == 0 else 0
             transposed = b.add("transpose", [ins[other]], name + "/t")
             x, w = (x, transposed) if other == 1 else (transposed, w)
         return [b.add("broadcast_mul", [x, w], name)]
-    if op == "dot" and (a["transpose_a"] and len(shapes[0]) > 2
-                        or a["transpose_b"] and len(shapes[1]) > 2):
-        x, w = ins
-        if a["transpose_a"] and len(shapes[0]) > 2:
-            x = b.add("transpose", [x], name + "/ta")
-        if a["transpose_b"] and len(shapes[1]) > 2:
-            w = b.add("transpose", [w], name + "/tb")
-        log.append("dot of transposed N-d arrays -> transpose + dot")
-        return [b.add("dot", [x, w], name, transpose_a=a["transpose_a"] and len(shapes[0]) <= 2,
-                      transpose_b=a["transpose_b"] and len(shapes[1]) <= 2)]
-    if op == "_sum_to_like" and shapes[0] == shapes[1]:
-        log.append("_sum_to_like of equal shapes -> view")
-        return [_view(b, ins[0], name)]
-    if op in ("Cast", "_cast_like") and np.dtype(node.dtypes[0]) == b.dtype(ins[0]):
-        log.append(f"{op} to the same dtype -> view")
-        return [_view(b, ins[0], name)]
-    if op in ("broadcast_to", "broadcast_like") and shapes[0] == out_shape:
-        log.append(f"{op} to the same shape -> view")
-        return [_view(b, ins[0], name)]
-    if op == "add_n" and len(ins) == 1:
-        return [_view(b, ins[0], name)]
-    if op == "Dropout" and (a["p"] == 0 or not (is_train or a["mode"] == "always")):
-        log.append("Dropout at inference -> view (+ a mask of ones)")
-        return [_view(b, ins[0], name), b.add("ones_like", [ins[0]], name + "/mask")]
-    if op == "transpose":
-        perm = _perm(a["axes"], len(shapes[0]))
-        moved = [p for p in perm if shapes[0][p] != 1]
-        if moved == sorted(moved):
-            log.append("transpose of length-1 axes -> view")
-            return [b.add("reshape", [ins[0]], name, shape=out_shape)]
-    if op == "norm":
-        inner = "abs" if a["ord"] == 1 else "square"
-        y = b.add(inner, [ins[0]], f"{name}/{inner}")
-        y = b.add("sum", [y], name + "/sum", axis=a["axis"], keepdims=a["keepdims"])
-        if a["ord"] == 2:
-            y = b.add("sqrt", [y], name + "/sqrt")
-        if a["out_dtype"] is not None and np.dtype(a["out_dtype"]) != b.dtype(y):
-            y = b.add("Cast", [y], name + "/cast", dtype=a["out_dtype"])
-        log.append("norm -> " + ("sum(abs)" if a["ord"] == 1 else "sqrt(sum(square))"))
-        return [y]
-    if op == "_unreduce":
-        axes = norm_axes(a["axis"], len(shapes[1]), a["exclude"])
-        keep = reduced_shape(shapes[1], axes, True)
-        if shapes[0] != keep:
-            g = b.add("reshape", [ins[0]], name + "/keepdims", shape=keep)
-            return b.copy(node, [g, ins[1]])
-    return None
+    # BLAS transposes matrices only: an N-d operand is transposed first
+    big_a, big_b = a["transpose_a"] and nd0 > 2, a["transpose_b"] and nd1 > 2
+    if not (big_a or big_b):
+        return None
+    if big_a:
+        x = b.add("transpose", [x], name + "/ta")
+    if big_b:
+        w = b.add("transpose", [w], name + "/tb")
+    b.log.append("dot of transposed N-d arrays -> transpose + dot")
+    return [b.add("dot", [x, w], name, transpose_a=a["transpose_a"] and not big_a,
+                  transpose_b=a["transpose_b"] and not big_b)]
+
+
+@rewrites("_sum_to_like")
+def _sum_to_like(b, node, ins, shapes):
+    if shapes[0] != shapes[1]:
+        return None
+    b.log.append("_sum_to_like of equal shapes -> view")
+    return [_view(b, ins[0], node.name)]
+
+
+@rewrites("Cast", "_cast_like")
+def _cast(b, node, ins, shapes):
+    if np.dtype(node.dtypes[0]) != b.dtype(ins[0]):
+        return None
+    b.log.append(f"{node.op.name} to the same dtype -> view")
+    return [_view(b, ins[0], node.name)]
+
+
+@rewrites("broadcast_to", "broadcast_like")
+def _broadcast(b, node, ins, shapes):
+    if shapes[0] != node.shapes[0]:
+        return None
+    b.log.append(f"{node.op.name} to the same shape -> view")
+    return [_view(b, ins[0], node.name)]
+
+
+@rewrites("add_n")
+def _add_n(b, node, ins, shapes):
+    return [_view(b, ins[0], node.name)] if len(ins) == 1 else None
+
+
+@rewrites("Dropout")
+def _dropout(b, node, ins, shapes):
+    a = node.attrs
+    if a["p"] != 0 and (b.is_train or a["mode"] == "always"):
+        return None
+    b.log.append("Dropout at inference -> view (+ a mask of ones)")
+    return [_view(b, ins[0], node.name), b.add("ones_like", [ins[0]], node.name + "/mask")]
+
+
+@rewrites("transpose")
+def _transpose(b, node, ins, shapes):
+    perm = _perm(node.attrs["axes"], len(shapes[0]))
+    moved = [p for p in perm if shapes[0][p] != 1]
+    if moved != sorted(moved):
+        return None
+    b.log.append("transpose of length-1 axes -> view")
+    return [b.add("reshape", [ins[0]], node.name, shape=node.shapes[0])]
+
+
+@rewrites("norm")
+def _norm(b, node, ins, shapes):
+    name, a = node.name, node.attrs
+    inner = "abs" if a["ord"] == 1 else "square"
+    y = b.add(inner, [ins[0]], f"{name}/{inner}")
+    y = b.add("sum", [y], name + "/sum", axis=a["axis"], keepdims=a["keepdims"])
+    if a["ord"] == 2:
+        y = b.add("sqrt", [y], name + "/sqrt")
+    if a["out_dtype"] is not None and np.dtype(a["out_dtype"]) != b.dtype(y):
+        y = b.add("Cast", [y], name + "/cast", dtype=a["out_dtype"])
+    b.log.append("norm -> " + ("sum(abs)" if a["ord"] == 1 else "sqrt(sum(square))"))
+    return [y]
+
+
+@rewrites("_unreduce")
+def _unreduce(b, node, ins, shapes):
+    a = node.attrs
+    keep = reduced_shape(shapes[1], norm_axes(a["axis"], len(shapes[1]), a["exclude"]), True)
+    if shapes[0] == keep:
+        return None
+    g = b.add("reshape", [ins[0]], node.name + "/keepdims", shape=keep)
+    return b.copy(node, [g, ins[1]])
 
 
 def _perm(axes, ndim):
