@@ -186,63 +186,68 @@ class Graph:
         """Graphviz DOT source of this graph. `clusters` maps node id -> group name (fused
         groups are drawn as boxes around their nodes); `colors` maps node id -> a colour
         (e.g. one per memory buffer)."""
-        def q(text):
-            text = str(text).replace("\\", "\\\\").replace('"', '\\"')
-            return '"' + text.replace("\n", "\\n") + '"'
-
         lines = ["digraph G {", "  rankdir=BT;", '  node [fontname="Helvetica", fontsize=11];',
                  '  edge [fontname="Helvetica", fontsize=9, color="#555555"];']
         if title:
-            lines.append(f"  label={q(title)}; labelloc=t;")
+            lines.append(f"  label={_dot_quote(title)}; labelloc=t;")
         hidden = {n.id for n in self.nodes if hide_params and n.kind in ("param", "aux")}
-        outputs = {e[0] for e in self.outputs}
+        # nodes, grouped by cluster (None: outside any cluster)
         body = {}
         for n in self.nodes:
-            if n.id in hidden:
-                continue
-            if n.is_var:
-                style = {"data": 'shape=oval, style=filled, fillcolor="#cfe8ff"',
-                         "param": 'shape=oval, style=filled, fillcolor="#eeeeee", fontsize=9',
-                         "aux": 'shape=oval, style="filled,dashed", fillcolor="#eeeeee", '
-                                'fontsize=9'}[n.kind]
-                label = n.name + (f"\n{tuple(n.shapes[0])}" if n.shapes and n.shapes[0] else "")
-            else:
-                fill = (colors or {}).get(n.id, "#fff2cc")
-                style = f'shape=box, style="rounded,filled", fillcolor="{fill}"'
-                if n.id in outputs:
-                    style += ", penwidth=2.5"
-                label = n.label
-                params = self.num_params(n)
-                if params:
-                    label += f"\n{params:,} params"
-            body.setdefault((clusters or {}).get(n.id), []).append(
-                f"  n{n.id} [label={q(label)}, "
-                f"{style}, tooltip={q(n.name)}];")
+            if n.id not in hidden:
+                label, style = self._dot_label_and_style(n, colors or {})
+                body.setdefault((clusters or {}).get(n.id), []).append(
+                    f"  n{n.id} [label={_dot_quote(label)}, {style}, "
+                    f"tooltip={_dot_quote(n.name)}];")
         for index, (group, node_lines) in enumerate(body.items()):
             if group is None:
                 lines.extend(node_lines)
             else:
                 lines.append(f"  subgraph cluster_{index} {{")
-                lines.append(f'    label={q(group)}; style="dashed"; color="#cc6600";')
+                lines.append(f'    label={_dot_quote(group)}; style="dashed"; color="#cc6600";')
                 lines.extend("  " + ln for ln in node_lines)
                 lines.append("  }")
+        # edges, each labelled with the value's shape and dtype
         for n in self.nodes:
-            if n.id in hidden:
-                continue
             for s, i in n.inputs:
-                if s in hidden:
-                    continue
-                src = self.nodes[s]
-                label = ""
-                if src.shapes is not None and src.shapes[i] is not None:
-                    label = "x".join(map(str, src.shapes[i])) or "()"
-                    if src.dtypes:
-                        label += f" {np.dtype(src.dtypes[i]).name}"
-                lines.append(f"  n{s} -> n{n.id} [label={q(label)}];")
+                if n.id not in hidden and s not in hidden:
+                    label = _dot_quote(self._value_label(s, i))
+                    lines.append(f"  n{s} -> n{n.id} [label={label}];")
         for k, (s, i) in enumerate(self.outputs):
-            if s in hidden:
-                continue
-            lines.append(f'  out{k} [label="output {k}", shape=plaintext];')
-            lines.append(f"  n{s} -> out{k} [style=bold];")
+            if s not in hidden:
+                lines.append(f'  out{k} [label="output {k}", shape=plaintext];')
+                lines.append(f"  n{s} -> out{k} [style=bold];")
         lines.append("}")
         return "\n".join(lines)
+
+    def _dot_label_and_style(self, n: Node, colors: dict):
+        """A variable is an oval (data blue, parameters grey, auxiliary states dashed); an
+        op a rounded box, with a thick border if it is an output of the graph."""
+        if n.is_var:
+            style = {"data": 'shape=oval, style=filled, fillcolor="#cfe8ff"',
+                     "param": 'shape=oval, style=filled, fillcolor="#eeeeee", fontsize=9',
+                     "aux": 'shape=oval, style="filled,dashed", fillcolor="#eeeeee", '
+                            'fontsize=9'}[n.kind]
+            label = n.name + (f"\n{tuple(n.shapes[0])}" if n.shapes and n.shapes[0] else "")
+            return label, style
+        style = f'shape=box, style="rounded,filled", fillcolor="{colors.get(n.id, "#fff2cc")}"'
+        if n.id in {e[0] for e in self.outputs}:
+            style += ", penwidth=2.5"
+        params = self.num_params(n)
+        return n.label + (f"\n{params:,} params" if params else ""), style
+
+    def _value_label(self, node_id: int, output: int) -> str:
+        """'64x256 float32' once shapes are inferred, else ''."""
+        src = self.nodes[node_id]
+        if src.shapes is None or src.shapes[output] is None:
+            return ""
+        label = "x".join(map(str, src.shapes[output])) or "()"
+        if src.dtypes:
+            label += f" {np.dtype(src.dtypes[output]).name}"
+        return label
+
+
+def _dot_quote(text) -> str:
+    """A DOT string literal: backslashes and quotes escaped, newlines as \\n."""
+    text = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + text.replace("\n", "\\n") + '"'
