@@ -65,54 +65,67 @@ def gradient_symbols(outputs: list, head_grads: list, wrt: list,
 
 def differentiate(symbol: Symbol, wrt: list, is_train: bool = True,
                   extra_outputs: Symbol | None = None) -> Differentiated:
-    from .. import symbol as sym
+    """The forward and backward graphs of `symbol` for the gradients with respect to the
+    variables named in `wrt`; `extra_outputs` are computed by the forward graph too."""
     extra = extra_outputs.entries if extra_outputs is not None else []
     forward_nodes = topological(symbol.entries + extra)
-    forward_ids = {id(n) for n in forward_nodes}
     variables = {n.name: n for n in forward_nodes if n.is_var}
     wrt_symbols = [Symbol([(variables[name], 0)]) for name in wrt]
-    head_names = []
-    with _name.Prefix("_grad_"):
-        heads = []
-        for k in range(len(symbol)):
-            head = sym.var(f"_head_grad{k}")
-            head_names.append(head.name)
-            heads.append(head)
-        found = gradient_symbols(list(symbol), heads, wrt_symbols, is_train)
-        results = [g if g is not None else sym.zeros_like(v)
-                   for g, v in zip(found, wrt_symbols)]
+    head_names, gradients = _gradient_graph(symbol, wrt_symbols, is_train)
 
-    # Split: backward nodes that read forward *op* values get them as saved inputs.
-    saved_entries, saved_vars, clones = [], {}, {}
-
-    def entry_of(child, k):
-        if id(child) not in forward_ids:
-            return (clone(child), k)
-        if child.is_var:
-            return (child, k)
-        key = (id(child), k)
-        if key not in saved_vars:
-            saved_vars[key] = Node(None, f"_saved{len(saved_entries)}")
-            saved_entries.append((child, k))
-        return (saved_vars[key], 0)
-
-    def clone(node):
-        if id(node) not in clones:
-            # iterative: clone inputs first (graphs can be deep)
-            for n in topological([(node, 0)]):
-                if id(n) in clones or id(n) in forward_ids:
-                    continue
-                clones[id(n)] = Node(n.op, n.name, n.attrs,
-                                      [entry_of(c, k) for c, k in n.inputs], n.var_attrs)
-        return clones[id(node)]
-
-    backward_outputs = []
-    for g in results:
-        node, k = g.entries[0]
-        backward_outputs.append(entry_of(node, k))
+    split = _Split(forward_nodes)
+    backward_outputs = [split.entry(*g.entries[0]) for g in gradients]
     forward = Group([symbol] + ([extra_outputs] if extra_outputs is not None else [])
-                    + [Symbol([e]) for e in saved_entries])
+                    + [Symbol([e]) for e in split.saved_entries])
     return Differentiated(forward=forward, backward=Symbol(backward_outputs), wrt=list(wrt),
-                          head_names=head_names,
-                          saved_names=[saved_vars[(id(n), k)].name for n, k in saved_entries],
+                          head_names=head_names, saved_names=split.saved_names(),
                           num_outputs=len(symbol) + len(extra))
+
+
+def _gradient_graph(symbol: Symbol, wrt_symbols: list, is_train: bool):
+    """One head-gradient variable per output, and the gradient Symbols (zeros where a
+    variable does not reach the outputs), all in one graph with the forward nodes."""
+    from .. import symbol as sym
+    with _name.Prefix("_grad_"):
+        heads = [sym.var(f"_head_grad{k}") for k in range(len(symbol))]
+        found = gradient_symbols(list(symbol), heads, wrt_symbols, is_train)
+        gradients = [g if g is not None else sym.zeros_like(v)
+                     for g, v in zip(found, wrt_symbols)]
+    return [h.name for h in heads], gradients
+
+
+class _Split:
+    """Cuts the gradient graph off the forward graph: backward nodes are cloned, and
+    where one reads a forward *op* value, it reads a new variable `_savedK` instead, whose
+    value the forward graph returns (the forward's variables are read as they are)."""
+
+    def __init__(self, forward_nodes):
+        self.forward_ids = {id(n) for n in forward_nodes}
+        self.saved_entries = []            # forward values the backward reads, in order
+        self.saved_vars = {}               # (id(forward node), k) -> its `_savedK` variable
+        self.clones = {}                   # id(backward node) -> its clone
+
+    def entry(self, node, k):
+        """What a backward node reads in place of output k of `node`."""
+        if id(node) not in self.forward_ids:
+            return (self.clone(node), k)
+        if node.is_var:
+            return (node, k)
+        key = (id(node), k)
+        if key not in self.saved_vars:
+            self.saved_vars[key] = Node(None, f"_saved{len(self.saved_entries)}")
+            self.saved_entries.append((node, k))
+        return (self.saved_vars[key], 0)
+
+    def clone(self, node):
+        if id(node) not in self.clones:
+            # iterative, inputs first: graphs can be deeper than Python's recursion limit
+            for n in topological([(node, 0)]):
+                if id(n) not in self.clones and id(n) not in self.forward_ids:
+                    self.clones[id(n)] = Node(n.op, n.name, n.attrs,
+                                              [self.entry(c, k) for c, k in n.inputs],
+                                              n.var_attrs)
+        return self.clones[id(node)]
+
+    def saved_names(self) -> list:
+        return [self.saved_vars[(id(n), k)].name for n, k in self.saved_entries]
