@@ -47,24 +47,34 @@ def _fused(*arrays):
     """Flat views of `arrays` for the one-pass update loops, or None to use NumPy: the
     loops need C-contiguous float32/float64 arrays of one dtype (and a working Numba)."""
     global _update_kernels
-    values = [a._data if isinstance(a, NDArray) else np.asarray(a) for a in arrays]
-    dtype = values[0].dtype
-    if dtype != np.float32 and dtype != np.float64:
-        return None
-    for v in values:
-        flags = v.flags
-        if v.dtype != dtype or not flags.c_contiguous or not flags.writeable:
-            return None
     if _update_kernels is None:
-        import numba
-        if numba.config.DISABLE_JIT:        # interpreted loops would be far slower than NumPy
-            _update_kernels = False
-        else:
-            from .compiler.kernels import update
-            _update_kernels = update
+        _update_kernels = _load_update_kernels()
     if _update_kernels is False:
         return None
-    return [v.reshape(-1) for v in values]
+    flat = []
+    for a in arrays:
+        v = a._data if isinstance(a, NDArray) else np.asarray(a)
+        flags = v.flags
+        if not (flags.c_contiguous and flags.writeable):
+            return None
+        flat.append(v.reshape(-1))
+    dtype = flat[0].dtype
+    if dtype != np.float32 and dtype != np.float64:
+        return None
+    for v in flat:
+        if v.dtype != dtype:
+            return None
+    return flat
+
+
+def _load_update_kernels():
+    """compiler/kernels/update.py, or False when Numba runs interpreted (NUMBA_DISABLE_JIT:
+    interpreted loops would be far slower than NumPy)."""
+    import numba
+    if numba.config.DISABLE_JIT:
+        return False
+    from .compiler.kernels import update
+    return update
 
 
 def _clip_value(clip_gradient):

@@ -132,13 +132,16 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad=False):
-        indices, grads, weights = [], [], []
         # frozen ones (e.g. BatchNorm running statistics) are skipped; all are checked for
         # initialization before any is checked for a fresh gradient
         trained = [(i, param, *self._data_and_grad(param))
-                   for i, param in enumerate(self._params) if param.grad_req != 'null']
+                   for i, param in enumerate(self._params) if param._grad_req != 'null']
+        indices, grads, weights = [], [], []
+        last = self._last_grads
         for i, param, weight, grad in trained:
-            if not self._check_fresh(i, param, weight, ignore_stale_grad):
+            # fresh (the usual case) when a backward() bumped the stamp since the last update
+            if (last.get(i, 0) == weight._grad_stamp
+                    and not self._check_fresh(i, param, weight, ignore_stale_grad)):
                 continue
             indices.append(i)
             grads.append(grad)
@@ -146,9 +149,13 @@ class Trainer:
         if indices:
             self._updaters[0](indices, grads, weights)
         for i, weight in zip(indices, weights):
-            self._last_grads[i] = weight._grad_stamp
+            last[i] = weight._grad_stamp
 
-    def _data_and_grad(self, param):
+    @staticmethod
+    def _data_and_grad(param):
+        weight, grad = param._data, param._grad
+        if weight is not None and grad is not None:
+            return weight, grad
         # Parameter's own errors say what to do (initialize, or run one forward pass first
         # when shapes are deferred); keep their type and add where they happened.
         try:
