@@ -185,7 +185,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create
 
     for h, hg in zip(heads, head_grads):
         # d head / d head = 1: a plain array (nd.ones_like would be an op call, ~5 us)
-        add(h, hg if hg is not None else nd.NDArray(np.ones_like(h._data), h._ctx))
+        add(h, hg if hg is not None else nd.NDArray(np.ones(h.shape, h._data.dtype), h._ctx))
     leaves = {}
     with _scope(create_graph, train_mode):
         for node in _topological(heads):
