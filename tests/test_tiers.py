@@ -1,6 +1,7 @@
 """The two compiled tiers (whole graph, steps) and tiered execution (compiler/tiers.py)."""
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -281,3 +282,74 @@ def test_only_a_few_missing_loops_are_compiled_in_the_first_call_itself():
     assert not tiers.quick("steps", [loop] * (tiers.QUICK_LOOPS + 1))
     assert not tiers.quick("steps", [loop, kernel])          # a kernel compiles for long
     assert not tiers.quick("graph", [loop])                  # so does a whole graph
+
+
+class _FakeCompileProcess:
+    """Stands in for the background process: records which thread writes each job and
+    never answers until `finish` is set."""
+
+    def __init__(self, *args, **kwargs):
+        self.writers, self.written, self.finish = [], threading.Event(), threading.Event()
+        self.stdin = self
+
+    def write(self, line):
+        self.writers.append(threading.current_thread().name)
+
+    def flush(self):
+        if len(self.writers) == 2:
+            self.written.set()
+
+    @property
+    def stdout(self):
+        self.finish.wait()
+        return iter(())
+
+    def poll(self):
+        return None
+
+    def wait(self):
+        return 0
+
+
+def test_submitting_a_compile_job_never_writes_to_the_pipe_in_the_calling_thread(monkeypatch):
+    # the pipe holds 64 KB and the process reads a job only after compiling the last one:
+    # a write in the caller would make a hybridized call wait for every earlier compile
+    from straightdope.compiler import tiers
+    monkeypatch.setattr(tiers.subprocess, "Popen", _FakeCompileProcess)
+    compiler = tiers.BackgroundCompiler()
+    try:
+        first = compiler.submit([(("kernel", "conv", "conv2d"), [])])
+        second = compiler.submit([(("kernel", "conv", "conv2d"), [])])
+        assert compiler.process.written.wait(timeout=60)
+        assert compiler.process.writers == ["straightdope-jobs"] * 2
+        assert not first.done() and not second.done()
+        assert compiler.busy_before(second.number) and not compiler.busy_before(first.number)
+    finally:
+        compiler.process.finish.set()
+    assert first.wait(timeout=60) and "ended" in first.error
+
+
+class _RecordedTicket:
+    def __init__(self, number):
+        self.number, self.timeouts = number, []
+
+    def wait(self, timeout=None):
+        self.timeouts.append(timeout)
+        return False
+
+
+def test_a_first_call_queued_behind_other_graphs_compiles_does_not_wait_for_its_own(
+        monkeypatch):
+    from straightdope.compiler import tiers
+
+    class Busy:
+        def busy_before(self, number):
+            return number > 3                # jobs 0..3 are still being compiled
+    monkeypatch.setattr(tiers, "_COMPILER", Busy())
+    monkeypatch.setattr(tiers, "FIRST_CALL_WAIT", 600)
+    queued = [type("Executable", (), {"ticket": _RecordedTicket(n)})() for n in (7, 8)]
+    tiers.settle(queued)
+    assert [e.ticket.timeouts for e in queued] == [[0], [0]]
+    front = [type("Executable", (), {"ticket": _RecordedTicket(n)})() for n in (2, 3)]
+    tiers.settle(front)                      # first in the queue: it may finish soon
+    assert all(e.ticket.timeouts[0] > 500 for e in front)

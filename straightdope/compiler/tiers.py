@@ -12,7 +12,8 @@ runs an interpreter first and swaps in compiled code when it is done.
 2. if not, a background process (the second core) compiles the final tier's
    functions into the disk cache: the whole-graph function, or the steps tier's loops
    and kernels. The first call waits for it at most `FIRST_CALL_WAIT` seconds in all
-   (`settle`: a training step's forward and backward graphs together), then
+   (`settle`: a training step's forward and backward graphs together; not at all when
+   other graphs' jobs are still ahead in the queue), then
    runs on the *reference* tier, the NumPy interpreter of `graph/interpret.py` (about
    the speed of imperative code, nothing to compile);
 3. the first call after the background process has finished loads the compiled code
@@ -31,6 +32,7 @@ import importlib
 import itertools
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -95,6 +97,7 @@ class Ticket:
     def __init__(self):
         self._event = threading.Event()
         self.error, self.seconds, self._start = None, None, time.perf_counter()
+        self.number = None                   # its place in the background process's queue
 
     def finish(self, error=None):
         self.error, self.seconds = error, time.perf_counter() - self._start
@@ -119,21 +122,41 @@ class BackgroundCompiler:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "straightdope.compiler.tiers"], env=env, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self._tickets: dict = {}
+        self._tickets: dict = {}            # number -> Ticket, the jobs not answered yet
         self._ids = itertools.count()
         self._lock = threading.Lock()
+        # Jobs go to the process through a queue and a writer thread: the pipe holds only
+        # 64 KB, and the process reads the next job after compiling the last one, so
+        # writing in submit() would make a hybridized call wait for the whole backlog.
+        self._outbox: queue.SimpleQueue = queue.SimpleQueue()
         threading.Thread(target=self._read, daemon=True, name="straightdope-compiler").start()
+        threading.Thread(target=self._write, daemon=True, name="straightdope-jobs").start()
 
     def submit(self, job) -> Ticket:
+        """Queue a job; returns at once."""
+        if self.process.poll() is not None:
+            raise BrokenPipeError("the background compile process has ended")
         ticket = Ticket()
-        with self._lock:
-            number = next(self._ids)
-            self._tickets[number] = ticket
-            line = json.dumps({"id": number, "items": [
-                [list(what), [describe(a) for a in args]] for what, args in job]})
-            self.process.stdin.write(line + "\n")
-            self.process.stdin.flush()
+        items = [[list(what), [describe(a) for a in args]] for what, args in job]
+        with self._lock:                     # numbers in the order the process reads them
+            ticket.number = next(self._ids)
+            self._tickets[ticket.number] = ticket
+            self._outbox.put(json.dumps({"id": ticket.number, "items": items}) + "\n")
         return ticket
+
+    def busy_before(self, number) -> bool:
+        """Is a job submitted before job `number` still being compiled?"""
+        with self._lock:
+            return any(n < number for n in self._tickets)
+
+    def _write(self):
+        while True:
+            line = self._outbox.get()
+            try:
+                self.process.stdin.write(line)
+                self.process.stdin.flush()
+            except (OSError, ValueError):  # it ended: _read answers the pending tickets
+                return
 
     def _read(self):
         for line in self.process.stdout:
@@ -279,6 +302,14 @@ def settle(executables, seconds: float | None = None):
     """Wait up to `seconds` (default FIRST_CALL_WAIT) in all for the background compiles
     of these executables (a training step's forward and backward, submitted together)
     and switch those that are done; the others stay on the reference tier."""
+    tickets = [e.ticket for e in executables if getattr(e, "ticket", None) is not None]
+    if not tickets:
+        return
+    # Behind other graphs' compiles (many small nets hybridized one after the other) a
+    # wait would only add a second to each first call: run on the reference tier at once.
+    compiler, numbers = _COMPILER, [t.number for t in tickets if t.number is not None]
+    if compiler is not None and numbers and compiler.busy_before(min(numbers)):
+        seconds = 0.0
     deadline = time.perf_counter() + (FIRST_CALL_WAIT if seconds is None else seconds)
     for executable in executables:
         ticket = getattr(executable, "ticket", None)
