@@ -145,9 +145,17 @@ def _topological(heads):
     return order[::-1]           # heads first
 
 
-# Arrays whose recorded graph a backward() freed, so that a second backward() on them can
-# say so (rather than "nothing was recorded"). Weak: it keeps no array alive.
-_freed = weakref.WeakValueDictionary()
+# The heads whose recorded graph a backward() freed, so that a second backward() on one can
+# say so (rather than "nothing was recorded"): id -> weak reference (it keeps no array
+# alive). The last few are enough for that message; a plain dict of weakref.ref costs a
+# fraction of a WeakValueDictionary on every backward().
+_freed: dict = {}
+_FREED_KEPT = 64
+
+
+def _was_freed(array) -> bool:
+    ref = _freed.get(id(array))
+    return ref is not None and ref() is array
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create_graph=False,
@@ -164,7 +172,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create
     if head_grads is None:
         head_grads = [None] * len(heads)
     if all(h._tape is None for h in heads):
-        if any(_freed.get(id(h)) is h for h in heads):
+        if any(_was_freed(h) for h in heads):
             raise ValueError("backward(): this array's recorded graph was already used by an "
                              "earlier backward() and then freed. To call backward() twice on "
                              "the same graph, pass retain_graph=True to the first call; or "
@@ -214,7 +222,9 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create
         if h._grad_req != "null" and id(h) in grads:
             leaves.setdefault(id(h), h)
         if not retain_graph:
-            _freed[id(h)] = h
+            if len(_freed) >= _FREED_KEPT:
+                _freed.clear()
+            _freed[id(h)] = weakref.ref(h)
     for key, var in leaves.items():
         if key not in grads:
             continue
