@@ -57,7 +57,7 @@ def _fused(*arrays):
         flags = v.flags
         if not (flags.c_contiguous and flags.writeable):
             return None
-        flat.append(v.reshape(-1))
+        flat.append(v.ravel())          # a view: v is C-contiguous
     dtype = flat[0].dtype
     if dtype != np.float32 and dtype != np.float64:
         return None
