@@ -2,9 +2,10 @@
 
 In MXNet these switches change what a shape means: without NumPy shape semantics
 a 0 in a shape means "unknown", with them it means an axis of length 0, and -1 (or
-None for a whole shape) means unknown. straightdope keeps one array type for
-`nd`, `sym` and `np`, so the flags only change how an *unknown* shape is reported
-by `infer_shape_partial` (`()` without, `None` with) and are otherwise recorded.
+None for a whole shape) means unknown. Here `np_shape` changes how an *unknown*
+shape is reported by `infer_shape_partial` (`()` without, `None` with), and
+`np_array` makes a Block's outputs `mx.np.ndarray`s (a hybridized block returns
+them; an imperative one must, or its call raises TypeError, as in MXNet).
 """
 import functools
 import threading
@@ -71,9 +72,18 @@ def reset_np():
     set_np(False, False)
 
 
+# The methods of a decorated class (a Block) that run with the switches on, as MXNet's
+# use_np does for every method: then a block's calls and traces see is_np_array().
+_SCOPED_METHODS = ("__init__", "__call__", "forward", "hybrid_forward")
+
+
 def _decorator(setter_pairs):
     def decorate(func):
-        if isinstance(func, type):       # a class (e.g. a Block): nothing to switch
+        if isinstance(func, type):
+            for name in _SCOPED_METHODS:
+                method = getattr(func, name, None)
+                if callable(method) and not getattr(method, "_np_scoped", False):
+                    setattr(func, name, decorate(method))
             return func
 
         @functools.wraps(func)
@@ -84,6 +94,7 @@ def _decorator(setter_pairs):
             finally:
                 for setter, value in zip(setter_pairs, previous):
                     setter(value)
+        wrapped._np_scoped = True
         return wrapped
     return decorate
 

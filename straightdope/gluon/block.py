@@ -33,6 +33,7 @@ from ..ndarray import NDArray
 from ..ops import OpError
 from ..serialization import read_headers, save_arrays
 from ..symbol import Symbol
+from ..util import is_np_array
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, _indent,
                         load_by_name, tracing)
 from .utils import HookHandle
@@ -142,6 +143,24 @@ def _only_ndarrays(args):
         if type(a) is not NDArray:
             return False
     return True
+
+
+def _check_np_outputs(block, out):
+    """Under MXNet 2.0's NumPy semantics (set_np, @use_np) a block returns mx.np.ndarrays;
+    a classic NDArray among its outputs is a mistake MXNet refuses, and so do we."""
+    if isinstance(out, (list, tuple)):
+        for o in out:
+            _check_np_outputs(block, o)
+    elif isinstance(out, NDArray) and not isinstance(out, _np_ndarray()):
+        raise TypeError(f"{type(block).__name__} runs with NumPy semantics (npx.set_np() or "
+                        f"@use_np) and must return mx.np.ndarrays, but returned an "
+                        f"mx.nd.NDArray: convert it with x.as_np_ndarray(), or compute it "
+                        f"with np/npx functions")
+
+
+def _np_ndarray():
+    from ..numpy.multiarray import ndarray
+    return ndarray
 
 
 def _contains_symbol(args):
@@ -496,6 +515,8 @@ class Block:
         if self._forward_hooks:
             for hook in list(self._forward_hooks.values()):
                 hook(self, args, out)
+        if is_np_array():
+            _check_np_outputs(self, out)
         return out
 
     def _call(self, *args):
@@ -831,6 +852,9 @@ class HybridBlock(Block):
             outs = self._cached_op(flat, params)
         except ValueError as err:
             raise self._running_error(err)
+        if is_np_array():               # a block of MXNet 2.0 style returns np.ndarrays
+            for o in outs:              # (new arrays: their class changes, not their identity)
+                o.__class__ = _np_ndarray()
         if self._op_hook is not None:
             self._monitor(flat, params)
         elif self._slots is None and isinstance(self._in_format, list) and \

@@ -118,10 +118,22 @@ class NDArray:
         return invoke("_copy", [self], {})
 
     def as_np_ndarray(self):
-        """The same array: `nd` and `np` share one array type here (MXNet has two)."""
-        return self
+        """This array as an `mx.np.ndarray` (NumPy's printing, dtype and comparisons),
+        sharing its memory and its place on the autograd tape."""
+        from ..numpy.multiarray import ndarray
+        return self._as_class(ndarray)
 
-    as_nd_ndarray = as_np_ndarray
+    def as_nd_ndarray(self):
+        """This array as a classic `mx.nd.NDArray`, sharing its memory and tape."""
+        return self._as_class(NDArray)
+
+    def _as_class(self, cls):
+        if type(self) is cls:
+            return self
+        other = object.__new__(cls)
+        for name in ("_data", "_grad", "_grad_req", "_tape", "_ctx", "_grad_stamp"):
+            setattr(other, name, getattr(self, name))
+        return other
 
     def tostype(self, stype):
         """A dense copy ('default'); straightdope has no sparse storage."""
@@ -134,7 +146,7 @@ class NDArray:
         if isinstance(other, NDArray):
             other._data[...] = self._data
             return other
-        return NDArray(self._data.copy(), other)
+        return type(self)(self._data.copy(), other)
 
     def as_in_context(self, context):
         return self
@@ -143,7 +155,7 @@ class NDArray:
     to_device = as_in_context
 
     def detach(self):
-        return NDArray(self._data, self._ctx)
+        return type(self)(self._data, self._ctx)
 
     def wait_to_read(self):
         """Nothing to wait for: straightdope computes eagerly on the CPU."""
@@ -156,7 +168,7 @@ class NDArray:
         """Ask for this array's gradient; backward() writes it into `.grad`."""
         if grad_req not in ("write", "add", "null"):
             raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
-        grad = NDArray(np.zeros_like(self._data), self._ctx)
+        grad = type(self)(np.zeros_like(self._data), self._ctx)
         autograd.mark_variables([self], [grad], grad_req)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
@@ -206,7 +218,7 @@ class NDArray:
         if autograd.is_recording() and autograd.needs_grad(self):
             raise MXNetError("inplace=True makes a view that autograd cannot follow; leave "
                              "inplace out inside autograd.record()")
-        return NDArray(self._data.reshape(shape), self._ctx)
+        return type(self)(self._data.reshape(shape), self._ctx)
 
     def broadcast_to(self, shape):
         return invoke("broadcast_to", [self], {"shape": tuple(shape)})
@@ -234,7 +246,7 @@ class NDArray:
             view = view.copy()
         if _state.recording and autograd.needs_grad(self):
             return self._recorded_basic_index(key, view)
-        return NDArray(view, self._ctx)
+        return type(self)(view, self._ctx)
 
     def _recorded_basic_index(self, key, view):
         """x[key] on the tape: a `slice` op (its gradient is the registry's) reshaped to
@@ -254,15 +266,16 @@ class NDArray:
                 begin.append(k); end.append(k + 1); step.append(None)
         out = invoke("slice", [self], {"begin": tuple(begin), "end": tuple(end),
                                        "step": tuple(step)})
-        if out.shape != view.shape:
-            out = out.reshape(view.shape)
+        if out.shape != view.shape:      # reshape_like: a 0 in view.shape is a length here
+            out = invoke("reshape_like", [out, NDArray(view)], {})
         out._data = view
         return out
 
     def _gather(self, key):
         """Advanced indexing: a copy. Its gradient adds the output gradient back at the
         positions it was read from (twice for an index given twice)."""
-        out = NDArray(np.ascontiguousarray(self._data[key]), self._ctx)
+        # np.array, not np.ascontiguousarray: that one turns a 0-d result into shape (1,)
+        out = type(self)(np.array(self._data[key], order="C"), self._ctx)
         if _state.recording and autograd.needs_grad(self):
             source = self
 
@@ -276,8 +289,11 @@ class NDArray:
     def __setitem__(self, key, value):
         """x[key] = value, as in NumPy (value: a number, list, NumPy array or NDArray,
         broadcast to x[key]'s shape; writing into a view writes into its base)."""
-        if _state.recording and key is not None and key is not Ellipsis:
-            _refuse_inplace_while_recording(self, value)
+        if _state.recording:
+            if key is not None and key is not Ellipsis:
+                _refuse_inplace_while_recording(self, value)
+            elif isinstance(value, NDArray) and autograd.needs_grad(value):
+                _refuse_inplace_while_recording(value, value)   # x[...] = y loses y's tape
         key = _index_key(key)
         if isinstance(value, NDArray):
             value = value._data
@@ -490,13 +506,14 @@ def run(op, inputs, attrs):
         shapes = [a.shape for a in arrays]
         op.shapes(attrs, shapes)
         raise OpError(f"{op.name} failed on inputs of shapes {shapes}: {err}") from None
-    ctx = inputs[0]._ctx if inputs else None
+    # outputs are of the first input's class: mx.np.ndarray in, mx.np.ndarray out
+    ctx, cls = (inputs[0]._ctx, type(inputs[0])) if inputs else (None, NDArray)
     if type(results) is not tuple:          # one output: the common case, kept short
-        output = NDArray(results, ctx)
+        output = cls(results, ctx)
         if _state.recording:
             _record(op, attrs, inputs, [output], is_train)
         return output
-    outputs = [NDArray(r, ctx) for r in results]
+    outputs = [cls(r, ctx) for r in results]
     for out_index, in_index in op.aux_writeback.items():
         inputs[in_index]._data[...] = results[out_index]
     if _state.recording:

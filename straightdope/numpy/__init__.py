@@ -1,17 +1,21 @@
 """`straightdope.np`: the MXNet 2.0 / NumPy-style front end over the same registry.
 
-Each function looks at its arguments: given NDArrays it computes now (like
-`nd`), given Symbols it adds a graph node (like `sym`). That is how a 2.0-style
+Each function looks at its arguments: given arrays it computes now (like `nd`),
+given Symbols it adds a graph node (like `sym`). That is how a 2.0-style
 `forward(self, x)` written with `np.dot` can be traced by `hybridize()`.
-The arrays are the same NDArray type as `nd`'s, so both styles mix freely.
+Its arrays are `np.ndarray`s (multiarray.py): NDArrays that print, compare and
+report their dtype as NumPy does, as in MXNet.
 """
+import functools
+
 import numpy as _onp
 
 from .. import ndarray as _nd
 from .. import symbol as _sym
-from ..ndarray import NDArray as ndarray  # noqa: F401
+from ..ndarray import NDArray as _NDArray
 from ..symbol import Symbol as _Symbol
 from . import random  # noqa: F401
+from .multiarray import ndarray
 
 float16, float32, float64 = _onp.float16, _onp.float32, _onp.float64
 int8, int32, int64, uint8, bool_ = _onp.int8, _onp.int32, _onp.int64, _onp.uint8, _onp.bool_
@@ -190,7 +194,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
     return array(_onp.cumsum(a.asnumpy(), axis=axis, dtype=dtype), dtype or a.dtype)
 
 
-ndarray.cumsum = cumsum
+_NDArray.cumsum = cumsum
 
 
 def prod(a, axis=None, dtype=None, keepdims=False):
@@ -254,3 +258,40 @@ def size(a):
 
 
 from . import linalg  # noqa: E402,F401
+
+
+def _as_np(result, args=()):
+    """A function's result as mx.np.ndarray(s). A new NDArray changes its class in place
+    (it keeps its identity, which the autograd tape knows it by); an argument given back
+    unchanged is re-viewed instead, so the caller's array stays what it was."""
+    if type(result) is _NDArray:
+        if any(result is a for a in args):
+            return result.as_np_ndarray()
+        result.__class__ = ndarray
+        return result
+    if type(result) in (list, tuple):
+        return type(result)(_as_np(r, args) for r in result)
+    if type(result) is dict:
+        return {k: _as_np(v, args) for k, v in result.items()}
+    return result
+
+
+def _returning_np(function):
+    @functools.wraps(function)
+    def wrapped(*args, **kwargs):
+        return _as_np(function(*args, **kwargs), args)
+    return wrapped
+
+
+def _np_functions(namespace, module_name):
+    """Every public function of an `np` module returns mx.np.ndarrays, as in MXNet."""
+    for name, value in list(namespace.items()):
+        if not name.startswith("_") and callable(value) and not isinstance(value, type) \
+                and getattr(value, "__module__", None) == module_name \
+                and name not in ("shape", "size", "seed"):
+            namespace[name] = _returning_np(value)
+
+
+_np_functions(globals(), __name__)
+_np_functions(random.__dict__, random.__name__)
+_np_functions(linalg.__dict__, linalg.__name__)

@@ -1,8 +1,9 @@
 """`straightdope.npx`: the neural-network ops in MXNet 2.0's spelling.
 
-`npx.set_np()` exists so that MXNet 2.0 code runs unchanged. Unlike MXNet it
-switches nothing off: `nd`, `sym` and `np` share one array type here, so
-1.x-style and 2.0-style code can run side by side in one process.
+`npx.set_np()` exists so that MXNet 2.0 code runs unchanged: it makes Blocks
+return `np.ndarray`s. Unlike MXNet it switches nothing off: `np.ndarray` is an
+NDArray here, so 1.x-style and 2.0-style code can run side by side in one process.
+Like `np`'s, these functions return `np.ndarray`s.
 """
 from .. import numpy as _np
 from ..context import cpu, current_context, gpu, num_gpus  # noqa: F401
@@ -45,3 +46,6 @@ def load(file):
 
 def cpu_pinned(device_id=0):
     return cpu(device_id)
+
+
+_np._np_functions(globals(), __name__)

@@ -19,7 +19,7 @@ from .. import name as _name
 from ..base import NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
 from ..ops.elemwise import OPERATORS
-from ..util import is_np_shape
+from ..util import is_np_array, is_np_shape
 
 
 _serials = _itertools.count()
@@ -352,11 +352,15 @@ class Symbol:
         array_op, scalar_op, rscalar_op = OPERATORS[name]
         if isinstance(other, Symbol):
             args = [other, self] if reflected else [self, other]
-            return _create(array_op, args, {})
-        if isinstance(other, (int, float, np.number, bool)):
-            return _create(rscalar_op if reflected else scalar_op, [self],
-                           {"scalar": float(other)})
-        return NotImplemented
+            result = _create(array_op, args, {})
+        elif isinstance(other, (int, float, np.number, bool)):
+            result = _create(rscalar_op if reflected else scalar_op, [self],
+                             {"scalar": float(other)})
+        else:
+            return NotImplemented
+        if name in _COMPARISONS and is_np_array():   # NumPy semantics: x > y is bool
+            result = _create("Cast", [result], {"dtype": "bool"})
+        return result
 
     def __neg__(self):
         return _create("negative", [self], {})
@@ -395,6 +399,9 @@ class Symbol:
 
     def __hash__(self):
         return id(self)
+
+
+_COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
 
 
 def _install_operators():

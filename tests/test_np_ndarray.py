@@ -1,0 +1,143 @@
+"""mx.np.ndarray, the array of MXNet 2.0's NumPy interface (straightdope/numpy/multiarray.py):
+an NDArray that prints, compares, formats and reports its dtype as NumPy does."""
+import numpy as onp
+import pytest
+
+import straightdope as mx
+from straightdope import autograd, gluon, nd, np, npx
+
+
+def test_np_arrays_print_like_numpy_and_name_only_a_dtype_other_than_float32():
+    assert repr(np.array([1, 2])) == "array([1., 2.])"
+    assert repr(np.array([1, 2], dtype="int32")) == "array([1, 2], dtype=int32)"
+    assert repr(np.array([0.5], dtype="float64")) == "array([0.5], dtype=float64)"
+    assert repr(np.zeros((2,), dtype=bool)) == "array([False, False])"
+    assert str(np.array([1, 2])) == "[1. 2.]"
+    assert "<NDArray" in repr(nd.array([1, 2]))         # the classic array keeps its look
+
+
+def test_an_np_arrays_dtype_is_a_numpy_dtype_and_an_nd_arrays_a_scalar_type():
+    assert np.ones((2,), dtype="int8").dtype == onp.dtype("int8")
+    assert isinstance(np.ones((2,)).dtype, onp.dtype)
+    assert nd.ones((2,)).dtype is onp.float32
+
+
+def test_comparing_np_arrays_gives_bool_arrays_that_select_as_masks():
+    a = np.arange(12).reshape(4, 3)
+    b = np.array([1, 2, 3])
+    mask = b > 2
+    assert mask.dtype == onp.bool_ and isinstance(mask, np.ndarray)
+    assert a[:, mask].shape == (4, 1)
+    assert a[a >= 10].asnumpy().tolist() == [10.0, 11.0]
+    assert (nd.array([1, 3]) > 2).dtype is onp.float32  # classic: same dtype, 0 and 1
+
+
+def test_a_0d_np_array_formats_like_its_number_and_a_vector_refuses_a_format_spec():
+    assert f"{np.array(onp.pi):0.3g}" == "3.14"
+    assert "{}".format(np.array([0.5])) == "[0.5]"
+    with pytest.raises(TypeError, match="format spec"):
+        "{:30}".format(np.array([onp.pi]))
+
+
+def test_np_functions_return_np_arrays_and_ops_keep_their_first_inputs_class():
+    x = np.ones((2, 3))
+    for result in (np.exp(x), np.dot(x, x.T), x + 1, 2 * x, np.random.normal(size=(2,)),
+                   np.linalg.norm(x), x[0], x.reshape(3, 2), npx.relu(x)):
+        assert type(result) is np.ndarray
+    assert type(nd.ones((2,)) + 1) is nd.NDArray
+    assert all(type(p) is np.ndarray for p in np.split(x, 3, axis=1))
+
+
+def test_np_asarray_of_a_classic_array_leaves_that_array_classic():
+    x = nd.ones((2,))
+    y = np.asarray(x)
+    assert type(y) is np.ndarray and type(x) is nd.NDArray
+
+
+def test_as_np_ndarray_and_as_nd_ndarray_are_views_of_the_same_memory():
+    x = nd.zeros((3,))
+    y = x.as_np_ndarray()
+    assert type(y) is np.ndarray and y.as_np_ndarray() is y
+    y[1] = 5
+    assert x.asnumpy().tolist() == [0, 5, 0]
+    z = y.as_nd_ndarray()
+    assert type(z) is nd.NDArray
+    z[0] = 7
+    assert y.asnumpy().tolist() == [7, 5, 0]
+
+
+def test_gradients_flow_through_np_arrays_made_by_np_functions():
+    x = np.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = np.sum(np.exp(x) * x)
+    y.backward()
+    expected = onp.exp([1.0, 2.0]) * (1 + onp.array([1.0, 2.0]))
+    assert onp.allclose(x.grad.asnumpy(), expected)
+    assert type(x.grad) is np.ndarray
+
+
+def test_npx_load_gives_back_np_arrays(tmp_path):
+    npx.save(str(tmp_path / "a"), {"w": np.ones((2,))})
+    loaded = npx.load(str(tmp_path / "a"))
+    assert type(loaded["w"]) is np.ndarray
+
+
+@mx.util.use_np
+class TwoOutputs(gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        return F.np.add(x, x), x > 1
+
+
+def test_a_use_np_block_returns_np_arrays_and_bool_comparisons_hybridized_or_not():
+    net = TwoOutputs()
+    for hybridize in (False, True):
+        if hybridize:
+            net.hybridize()
+        total, greater = net(np.array([1.0, 2.0]))
+        assert type(total) is np.ndarray and type(greater) is np.ndarray
+        assert greater.dtype == onp.bool_
+        assert greater.asnumpy().tolist() == [False, True]
+
+
+def test_a_classic_block_called_with_np_arrays_returns_what_it_computes():
+    class Classic(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x.as_nd_ndarray() * 2
+
+    net = Classic()
+    assert type(net(np.ones((2,)))) is nd.NDArray
+    assert not mx.util.is_np_array()
+
+
+def test_a_block_under_numpy_semantics_refuses_to_return_a_classic_array():
+    @mx.util.use_np
+    class Mixed(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x.as_nd_ndarray() + 1, x * 2
+
+    with pytest.raises(TypeError, match="Mixed .*as_np_ndarray"):
+        Mixed()(np.ones((2,)))
+    assert not mx.util.is_np_array()          # the scope ended with the error
+
+
+def test_indexing_with_a_0d_integer_array_gives_a_0d_result():
+    x = np.arange(24).reshape(2, 3, 4)
+    picked = x[1, np.array(2, dtype="int32"), -1]
+    assert picked.shape == () and float(picked) == 23
+
+
+def test_indexing_an_empty_array_while_recording_keeps_its_zero_length_axes():
+    x = np.zeros((3, 0))
+    x.attach_grad()
+    with autograd.record():
+        y = x[2]
+    assert y.shape == (0,)
+
+
+def test_writing_an_array_that_needs_a_gradient_into_x_none_is_refused_while_recording():
+    x = np.zeros((2,))
+    y = np.ones((2,))
+    y.attach_grad()
+    with autograd.record(), pytest.raises(mx.base.MXNetError, match="Inplace operations"):
+        x[None] = y
