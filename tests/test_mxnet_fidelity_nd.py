@@ -663,3 +663,24 @@ def test_a_bool_array_index_is_a_mask_as_in_numpy_with_its_gradient():
     b = mx.nd.zeros((3,))
     b[mx.nd.array(rows, dtype=np.bool_)] = 5
     assert b.asnumpy().tolist() == [5, 0, 5]
+
+
+def test_float32_exp_and_log_are_rounded_correctly_as_mxnets_c_library_calls_are():
+    x = nd.ones((1,))
+    assert nd.exp(x).asscalar() == np.float32(np.e)           # 2.7182817, not 2.7182820
+    values = np.random.default_rng(3).uniform(0.1, 5, 1000).astype(np.float32)
+    exact_exp = np.exp(values.astype(np.float64)).astype(np.float32)
+    exact_log = np.log(values.astype(np.float64)).astype(np.float32)
+    assert (nd.exp(nd.array(values)).asnumpy() == exact_exp).all()
+    assert (nd.log(nd.array(values)).asnumpy() == exact_log).all()
+
+
+def test_the_gradient_of_exp_plus_x_at_one_is_e_plus_one_in_float32():
+    x = nd.ones((1,))
+    x.attach_grad()
+    with mx.autograd.record():
+        z = nd.elemwise_add(nd.exp(x), x)
+    dx, = mx.autograd.grad(z, [x], create_graph=True)
+    assert dx.asscalar() == np.float32(np.e) + np.float32(1)
+    dx.backward()
+    assert x.grad.asscalar() == np.float32(np.e)
