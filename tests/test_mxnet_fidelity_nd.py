@@ -316,13 +316,29 @@ def test_batch_take_picks_one_entry_per_row_in_nd_and_in_a_bound_symbol():
     scores = np.arange(12, dtype=np.float32).reshape(3, 4)
     assert nd.batch_take(nd.array(scores), nd.array([1, 2, 3])).asnumpy().tolist() == [1, 6, 11]
     x, idx = mx.sym.var("x"), mx.sym.var("idx")
-    exe = mx.sym.batch_take(x, idx).simple_bind(mx.cpu(), x=(3, 4), idx=(3,),
+    exe = mx.sym.batch_take(x, idx).simple_bind(mx.cpu(), x=(3, 4), idx=(3,), grad_req="null",
                                                 type_dict={"idx": np.int32})
     assert exe.arg_dict["idx"].dtype == np.int32
-    exe.forward(is_train=True, x=nd.array(scores), idx=nd.array([1, 2, 3]))
-    exe.backward(nd.ones(3))
+    exe.forward(x=nd.array(scores), idx=nd.array([1, 2, 3]))
     assert exe.outputs[0].asnumpy().tolist() == [1, 6, 11]
-    assert exe.grad_dict["x"].asnumpy().tolist() == [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+
+
+def test_batch_take_has_no_gradient_as_in_mxnet_so_binding_for_one_is_refused():
+    x, idx = mx.sym.var("x"), mx.sym.var("idx")
+    taken = mx.sym.batch_take(x, idx)
+    with pytest.raises(mx.base.MXNetError, match="batch_take has no gradient"):
+        taken.simple_bind(mx.cpu(), x=(3, 4), idx=(3,), type_dict={"idx": np.int32})
+    # behind stop_gradient nothing needs its gradient: binding and backward work
+    exe = mx.sym.stop_gradient(taken).simple_bind(mx.cpu(), x=(3, 4), idx=(3,))
+    exe.forward(is_train=True)
+    exe.backward(nd.ones(3))
+    assert exe.grad_dict["x"].asnumpy().tolist() == [[0] * 4] * 3
+    scores = nd.ones((2, 3))
+    scores.attach_grad()
+    with mx.autograd.record():
+        picked = nd.batch_take(scores, nd.array([0, 2]))
+    with pytest.raises(mx.base.MXNetError, match="batch_take has no gradient"):
+        picked.backward()
 
 
 def test_symbols_have_the_same_op_methods_as_ndarrays():

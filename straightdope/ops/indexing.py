@@ -4,8 +4,8 @@
     nd.batch_take(scores, labels)                   # scores[i, labels[i]] for each i
 
 Indices are floats or ints; out-of-range ones are clipped ('clip') or wrap around
-('wrap'), as in MXNet. The gradient scatters the output gradient back, adding where
-an index repeats. These ops have no Numba kernel yet: compiled graphs run them with
+('wrap'), as in MXNet. take's gradient scatters the output gradient back, adding where
+an index repeats; batch_take has none, as in MXNet (pick is its differentiable twin). These ops have no Numba kernel yet: compiled graphs run them with
 NumPy between compiled segments (`numpy_only`).
 """
 import numpy as np
@@ -79,22 +79,10 @@ def _batch_take_shape(attrs, in_shapes):
     return [a, indices if indices is not None else (a[0],)], [(a[0],)]
 
 
-def _batch_take_grad_forward(attrs, og, a, indices):
-    grad = np.zeros((a.shape[0], int(np.prod(a.shape[1:]))), og.dtype)
-    idx = np.clip(indices.astype(np.int64).reshape(-1), 0, grad.shape[1] - 1)
-    grad[np.arange(grad.shape[0]), idx] = og.reshape(-1)
-    return grad.reshape(a.shape)
-
-
-def _batch_take_grad(F, attrs, inputs, outputs, out_grads):
-    a, indices = inputs
-    return [F._batch_take_grad(out_grads[0], a, indices), None]
-
-
+# No gradient, as in MXNet (where batch_take is deprecated in favour of pick, which has
+# one): a gradient through it is refused, imperatively and when an executor is bound.
 register("batch_take", inputs=("a", "indices"), forward=_batch_take_forward,
-         infer_shape=_batch_take_shape, gradient=_batch_take_grad, numpy_only=True,
-         doc="batch_take(a, indices): a[i, indices[i]] for every row i (indices clipped).")
-register("_batch_take_grad", inputs=("out_grad", "a", "indices"),
-         forward=_batch_take_grad_forward, infer_shape=like_input(1),
-         numpy_only=True, doc="Gradient of batch_take: out_grad at a[i, indices[i]].")
+         infer_shape=_batch_take_shape, numpy_only=True,
+         doc="batch_take(a, indices): a[i, indices[i]] for every row i (indices clipped); "
+             "no gradient (use pick for one).")
 alias("choose_element_0index", "batch_take")      # MXNet's older name

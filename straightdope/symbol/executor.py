@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
+from ..graph.autodiff import differentiate
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -69,6 +70,9 @@ class Executor:
         self.grad_dict = {name: grads.get(name) for name in self.arg_dict}
         self.aux_dict = {name: aux[name] for name in symbol.list_auxiliary_states()}
         self._reqs = reqs
+        wrt = [name for name in self.arg_dict if reqs[name] != "null"]
+        if wrt:         # as MXNet, refuse at bind time a gradient that cannot be computed
+            differentiate(symbol, wrt)
         self._cached = CachedOp(symbol, data_names=[])
         values = {**self.arg_dict, **self.aux_dict}
         _, out_shapes, _ = symbol.infer_shape(**{n: a.shape for n, a in values.items()})
