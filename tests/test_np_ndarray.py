@@ -39,12 +39,13 @@ def test_a_0d_np_array_formats_like_its_number_and_a_vector_refuses_a_format_spe
         "{:30}".format(np.array([onp.pi]))
 
 
-def test_np_functions_return_np_arrays_and_ops_keep_their_first_inputs_class():
+def test_np_functions_return_np_arrays_and_ops_given_one_return_np_arrays():
     x = np.ones((2, 3))
     for result in (np.exp(x), np.dot(x, x.T), x + 1, 2 * x, np.random.normal(size=(2,)),
                    np.linalg.norm(x), x[0], x.reshape(3, 2), npx.relu(x)):
         assert type(result) is np.ndarray
     assert type(nd.ones((2,)) + 1) is nd.NDArray
+    assert type(nd.ones((2, 3)) * x) is np.ndarray      # whichever side the np array is on
     assert all(type(p) is np.ndarray for p in np.split(x, 3, axis=1))
 
 
@@ -106,19 +107,47 @@ def test_a_classic_block_called_with_np_arrays_returns_what_it_computes():
             return x.as_nd_ndarray() * 2
 
     net = Classic()
-    assert type(net(np.ones((2,)))) is nd.NDArray
-    assert not mx.util.is_np_array()
+    for hybridize in (False, True):
+        if hybridize:
+            net.hybridize()
+        assert type(net(np.ones((2,)))) is nd.NDArray
 
 
-def test_a_block_under_numpy_semantics_refuses_to_return_a_classic_array():
-    @mx.util.use_np
+def test_a_block_returning_np_and_classic_arrays_together_is_refused_hybridized_or_not():
     class Mixed(gluon.HybridBlock):
         def hybrid_forward(self, F, x):
             return x.as_nd_ndarray() + 1, x * 2
 
-    with pytest.raises(TypeError, match="Mixed .*as_np_ndarray"):
-        Mixed()(np.ones((2,)))
-    assert not mx.util.is_np_array()          # the scope ended with the error
+    net = Mixed()
+    for hybridize in (False, True):
+        if hybridize:
+            net.hybridize()
+        with pytest.raises(TypeError, match="Mixed returns both"):
+            net(np.ones((2,)))
+
+
+def test_nd_style_blocks_keep_working_after_set_np_unlike_mxnet():
+    class Classic(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.relu(x), x > 0              # a classic comparison stays float
+
+    npx.set_np()
+    try:
+        net = Classic()
+        for hybridize in (False, True):
+            if hybridize:
+                net.hybridize()
+            out, positive = net(nd.array([-1.0, 2.0]))
+            assert type(out) is nd.NDArray and positive.dtype is onp.float32
+    finally:
+        npx.reset_np()
+
+
+def test_a_traced_np_comparison_is_a_bool_np_symbol_and_a_classic_one_is_not():
+    x = mx.sym.var("x")
+    assert type(x.as_np_ndarray() > 1) is mx.sym.NpSymbol
+    assert (x.as_np_ndarray() > 1).infer_type(x="float32")[1] == [onp.bool_]
+    assert (x > 1).infer_type(x="float32")[1] == [onp.float32]
 
 
 def test_indexing_with_a_0d_integer_array_gives_a_0d_result():

@@ -33,7 +33,6 @@ from ..ndarray import NDArray
 from ..ops import OpError
 from ..serialization import read_headers, save_arrays
 from ..symbol import Symbol
-from ..util import is_np_array
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, _indent,
                         load_by_name, tracing)
 from .utils import HookHandle
@@ -145,17 +144,28 @@ def _only_ndarrays(args):
     return True
 
 
-def _check_np_outputs(block, out):
-    """Under MXNet 2.0's NumPy semantics (set_np, @use_np) a block returns mx.np.ndarrays;
-    a classic NDArray among its outputs is a mistake MXNet refuses, and so do we."""
-    if isinstance(out, (list, tuple)):
-        for o in out:
-            _check_np_outputs(block, o)
-    elif isinstance(out, NDArray) and not isinstance(out, _np_ndarray()):
-        raise TypeError(f"{type(block).__name__} runs with NumPy semantics (npx.set_np() or "
-                        f"@use_np) and must return mx.np.ndarrays, but returned an "
-                        f"mx.nd.NDArray: convert it with x.as_np_ndarray(), or compute it "
-                        f"with np/npx functions")
+def _check_one_array_kind(block, out):
+    """A block returns mx.np.ndarrays or classic NDArrays, not both (MXNet refuses the mix
+    too). Unlike MXNet, classic outputs are fine under npx.set_np(): nd-style code keeps
+    working there."""
+    if isinstance(out, (list, tuple)) and len(out) > 1:
+        kinds = set()
+
+        def collect(value):
+            if isinstance(value, (list, tuple)):
+                for v in value:
+                    collect(v)
+            elif isinstance(value, NDArray):
+                kinds.add(type(value))
+        collect(out)
+        if len(kinds) > 1:
+            raise _mixed_kinds(block)
+
+
+def _mixed_kinds(block):
+    return TypeError(f"{type(block).__name__} returns both mx.np.ndarrays and classic "
+                     f"mx.nd.NDArrays; return one kind: convert with x.as_np_ndarray() "
+                     f"(or x.as_nd_ndarray())")
 
 
 def _np_ndarray():
@@ -515,8 +525,7 @@ class Block:
         if self._forward_hooks:
             for hook in list(self._forward_hooks.values()):
                 hook(self, args, out)
-        if is_np_array():
-            _check_np_outputs(self, out)
+        _check_one_array_kind(self, out)
         return out
 
     def _call(self, *args):
@@ -661,6 +670,7 @@ class HybridBlock(Block):
         self._slots = None              # per graph input: index of the call argument, or
                                         # the Parameter (set once a cached call succeeded)
         self._in_format = self._out_format = None
+        self._np_outputs = False            # traced on mx.np.ndarrays (see _trace)
         self.trace_count = 0            # times forward ran on Symbols to build the cache
         self._op_hook = None            # (callback, monitor_all) from register_op_hook
 
@@ -802,8 +812,15 @@ class HybridBlock(Block):
         flat, in_format = _flatten(args, "input")
         names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
         inputs = [symbol.var(n) for n in names]
-        out = self._call_symbolic(*_regroup(inputs, in_format)[0])
+        # mx.np.ndarrays in: the block sees np Symbols (their comparisons are bool)
+        seen = [v.as_np_ndarray() if isinstance(a, _np_ndarray()) else v
+                for v, a in zip(inputs, flat)]
+        out = self._call_symbolic(*_regroup(seen, in_format)[0])
         outs, out_format = _flatten(out, "output")
+        kinds = [type(o) is symbol.NpSymbol for o in outs]
+        if any(kinds) and not all(kinds):
+            raise _mixed_kinds(self)
+        self._np_outputs = bool(kinds) and all(kinds)    # then they run as np.ndarrays
         out = outs[0] if len(outs) == 1 else symbol.Group(outs)
         return inputs, out, in_format, out_format
 
@@ -852,7 +869,7 @@ class HybridBlock(Block):
             outs = self._cached_op(flat, params)
         except ValueError as err:
             raise self._running_error(err)
-        if is_np_array():               # a block of MXNet 2.0 style returns np.ndarrays
+        if self._np_outputs:            # traced on np Symbols: return np.ndarrays
             for o in outs:              # (new arrays: their class changes, not their identity)
                 o.__class__ = _np_ndarray()
         if self._op_hook is not None:

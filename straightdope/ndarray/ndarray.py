@@ -475,6 +475,14 @@ def _mixed_dtypes(op, attrs, arrays):
                   f"cast the network with net.cast(dtype).")
 
 
+def _output_class(inputs):
+    """mx.np.ndarray if any input is one (w * x with x from np is np), else NDArray."""
+    for x in inputs:
+        if type(x) is not NDArray:
+            return type(x)
+    return NDArray
+
+
 def invoke(op, inputs, attrs, parsed=False):
     """Run one op (an Op or its name) now: NumPy forward, running-stat updates, and a tape
     node when recording. `attrs` as the user gave them, or already parsed."""
@@ -506,8 +514,7 @@ def run(op, inputs, attrs):
         shapes = [a.shape for a in arrays]
         op.shapes(attrs, shapes)
         raise OpError(f"{op.name} failed on inputs of shapes {shapes}: {err}") from None
-    # outputs are of the first input's class: mx.np.ndarray in, mx.np.ndarray out
-    ctx, cls = (inputs[0]._ctx, type(inputs[0])) if inputs else (None, NDArray)
+    ctx, cls = (inputs[0]._ctx, _output_class(inputs)) if inputs else (None, NDArray)
     if type(results) is not tuple:          # one output: the common case, kept short
         output = cls(results, ctx)
         if _state.recording:

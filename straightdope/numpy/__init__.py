@@ -269,6 +269,8 @@ def _as_np(result, args=()):
             return result.as_np_ndarray()
         result.__class__ = ndarray
         return result
+    if type(result) is _Symbol:          # traced: an np Symbol
+        return result.as_np_ndarray()
     if type(result) in (list, tuple):
         return type(result)(_as_np(r, args) for r in result)
     if type(result) is dict:

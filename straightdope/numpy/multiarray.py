@@ -8,7 +8,7 @@ NumPy array where the two front ends differ in MXNet:
 - comparisons give bool arrays, so `x[x > 0]` is a mask, as in NumPy;
 - `format()` takes a format spec only for a 0-d array.
 
-Every op keeps the class of its first input, so computing on `np.ndarray`s gives
+An op given any `np.ndarray` returns `np.ndarray`s, so computing with them gives
 `np.ndarray`s; `as_nd_ndarray()` and `as_np_ndarray()` switch between the two views.
 """
 import numpy as _onp

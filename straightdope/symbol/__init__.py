@@ -14,7 +14,7 @@ from types import SimpleNamespace as _SimpleNamespace
 from ..ndarray import FLUENT_METHODS
 from ..ops import OPS as _OPS, OpError
 from ..ops.registry import bind_call as _bind_call
-from .symbol import Group, Node, Symbol, Variable, _create, topological, var  # noqa: F401
+from .symbol import Group, Node, NpSymbol, Symbol, Variable, _create, topological, var  # noqa: F401
 from .serialize import SymbolFileError, load, load_json  # noqa: F401
 from .executor import Executor, bind as _bind, simple_bind as _simple_bind  # noqa: F401
 

@@ -4,11 +4,13 @@ Functions of arrays are `straightdope.np`'s own: they look at their arguments, s
 given Symbols they add graph nodes. Functions that make an array from a shape alone
 (`zeros`, `ones`, `full`, `empty`) have no argument to look at; here they add a node,
 so that `x + F.np.zeros(shape)` traces just as it computes with `F` being `nd`.
+Like `np`'s arrays, these Symbols are np ones (`NpSymbol`, MXNet's `_Symbol`).
 """
 import numpy as _onp
 
 from .. import numpy as _np
 from .. import symbol as _sym
+from .symbol import NpSymbol as _Symbol  # noqa: F401  (MXNet's name)
 
 
 def _dtype_name(dtype):
@@ -16,15 +18,15 @@ def _dtype_name(dtype):
 
 
 def zeros(shape, dtype=None, order="C", ctx=None, device=None):
-    return _sym.zeros(shape, dtype=_dtype_name(dtype))
+    return _sym.zeros(shape, dtype=_dtype_name(dtype)).as_np_ndarray()
 
 
 def ones(shape, dtype=None, order="C", ctx=None, device=None):
-    return _sym.ones(shape, dtype=_dtype_name(dtype))
+    return _sym.ones(shape, dtype=_dtype_name(dtype)).as_np_ndarray()
 
 
 def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
-    return _sym.full(shape, fill_value, dtype=_dtype_name(dtype))
+    return _sym.full(shape, fill_value, dtype=_dtype_name(dtype)).as_np_ndarray()
 
 
 empty = zeros       # the values of np.empty are unspecified; zeros are a fine choice

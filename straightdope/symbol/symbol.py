@@ -19,7 +19,7 @@ from .. import name as _name
 from ..base import NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
 from ..ops.elemwise import OPERATORS
-from ..util import is_np_array, is_np_shape
+from ..util import is_np_shape
 
 
 _serials = _itertools.count()
@@ -227,13 +227,16 @@ class Symbol:
                 self.name, f"indexing with {index!r}",
                 "x[i] on a Symbol selects output i of a group. To slice values use "
                 "F.slice_axis(x, axis, begin, end) or F.slice(x, begin, end).")
-        return Symbol([self._outputs[index]])
+        return type(self)([self._outputs[index]])
 
     def as_np_ndarray(self):
-        """The same Symbol: `sym` and `np` trace into one kind of graph here."""
-        return self
+        """The same outputs as an `np` Symbol (MXNet's `sym.np._Symbol`): what a block
+        traced with mx.np.ndarrays computes on; it gives mx.np.ndarrays when run."""
+        return self if type(self) is NpSymbol else NpSymbol(self._outputs)
 
-    as_nd_ndarray = as_np_ndarray
+    def as_nd_ndarray(self):
+        """The same outputs as a classic Symbol."""
+        return self if type(self) is Symbol else Symbol(self._outputs)
 
     def __copy__(self):
         return Symbol(list(self._outputs))
@@ -358,7 +361,7 @@ class Symbol:
                              {"scalar": float(other)})
         else:
             return NotImplemented
-        if name in _COMPARISONS and is_np_array():   # NumPy semantics: x > y is bool
+        if name in _COMPARISONS and type(result) is NpSymbol:   # NumPy's: x > y is bool
             result = _create("Cast", [result], {"dtype": "bool"})
         return result
 
@@ -402,6 +405,13 @@ class Symbol:
 
 
 _COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
+
+
+class NpSymbol(Symbol):
+    """A Symbol of MXNet 2.0's NumPy interface (MXNet's `sym.np._Symbol`): the same graph
+    nodes; comparisons are bool, and a hybridized block returns its values as
+    mx.np.ndarrays. A block traced with mx.np.ndarrays sees its inputs as these."""
+    __slots__ = ()
 
 
 def _install_operators():
@@ -449,7 +459,9 @@ def _create(op_name, inputs, attrs, name=None, parsed=False, hint=None):
         entries.append(x._outputs[0])
     node_name = _name.current().get(name, hint or op.name.lstrip("_"))
     node = Node(op, node_name, attrs, entries)
-    return Symbol([(node, i) for i in range(node.num_visible())])
+    # an np Symbol in, an np Symbol out (as mx.np.ndarray for arrays)
+    kind = NpSymbol if any(type(x) is NpSymbol for x in inputs) else Symbol
+    return kind([(node, i) for i in range(node.num_visible())])
 
 
 def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,

@@ -60,11 +60,14 @@ def stack_samples(data):
 
 
 def to_ndarray(batch):
-    """Wrap a NumPy batch (or a tuple of them) as NDArray(s), keeping each dtype."""
+    """Wrap a NumPy batch (or a tuple of them) as NDArray(s), keeping each dtype
+    (mx.np.ndarrays under npx.set_np(), as in MXNet)."""
     from ... import ndarray as nd  # lazy: the core imports gluon, gluon imports data
+    from ...util import is_np_array
     if isinstance(batch, tuple):
         return tuple(to_ndarray(b) for b in batch)
-    return nd.array(batch, dtype=batch.dtype)
+    array = nd.array(batch, dtype=batch.dtype)
+    return array.as_np_ndarray() if is_np_array() else array     # MXNet 2.0 style: np
 
 
 def _relabel(batch, context):
