@@ -4,8 +4,9 @@ In MXNet these switches change what a shape means: without NumPy shape semantics
 a 0 in a shape means "unknown", with them it means an axis of length 0, and -1 (or
 None for a whole shape) means unknown. Here `np_shape` changes how an *unknown*
 shape is reported by `infer_shape_partial` (`()` without, `None` with), and
-`np_array` makes a Block's outputs `mx.np.ndarray`s (a hybridized block returns
-them; an imperative one must, or its call raises TypeError, as in MXNet).
+`np_array` makes DataLoader batches `mx.np.ndarray`s. What else MXNet ties to the
+flags comes from the types here: `mx.np.ndarray` and np Symbols carry NumPy's
+semantics, so classic and NumPy-style code run side by side in one process.
 """
 import functools
 import threading
