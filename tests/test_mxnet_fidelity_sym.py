@@ -300,3 +300,69 @@ def test_np_creation_functions_inside_hybrid_forward_trace_as_they_compute(shape
     assert hybridized.dtype == imperative.dtype == (dtype or np.float32)
     assert np.array_equal(hybridized.asnumpy(), imperative.asnumpy())
     assert np.array_equal(imperative.asnumpy(), x.asnumpy() + 2)
+
+
+# ------------------------------------------------ the fused RNN op (ops/rnn.py)
+def _flat_parameters(layer, num_layers, directions):
+    """A gluon.rnn layer's parameters as the one vector the fused op reads (MXNet's order:
+    all weights, then all biases; per layer, direction, i2h then h2h)."""
+    params = layer.collect_params()
+    order = [f"{d}{i}_{g}_{kind}" for kind in ("weight", "bias") for i in range(num_layers)
+             for d in "lr"[:directions] for g in ("i2h", "h2h")]
+    by_suffix = {name: p for name, p in params.items()}
+    vectors = [next(p for n, p in by_suffix.items() if n.endswith(o)).data().reshape(-1)
+               for o in order]
+    return mx.nd.concat(*vectors, dim=0)
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
+def test_the_fused_rnn_op_computes_what_the_gluon_rnn_layers_compute(mode):
+    from straightdope.gluon import rnn
+    layers = {"lstm": rnn.LSTM, "gru": rnn.GRU,
+              "rnn_tanh": lambda *a, **k: rnn.RNN(*a, activation="tanh", **k),
+              "rnn_relu": rnn.RNN}
+    layer = layers[mode](5, num_layers=2, bidirectional=True, input_size=3)
+    layer.initialize(mx.init.Uniform(0.5))
+    rng = np.random.default_rng(0)
+    x = mx.nd.array(rng.normal(size=(4, 2, 3)))
+    states = [mx.nd.array(rng.normal(size=s.shape)) for s in layer.begin_state(2)]
+    expected, expected_states = layer(x, states)
+    out = mx.nd.RNN(x, _flat_parameters(layer, 2, 2), *states, state_size=5, num_layers=2,
+                    bidirectional=True, mode=mode, state_outputs=True)
+    assert len(out) == 1 + len(states)
+    np.testing.assert_allclose(out[0].asnumpy(), expected.asnumpy(), rtol=1e-5, atol=1e-6)
+    for got, want in zip(out[1:], expected_states):
+        np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_the_fused_rnn_op_infers_its_parameter_vector_and_state_shapes():
+    s = mx.sym.RNN(mx.sym.var("data"), mx.sym.var("param"), mx.sym.var("h0"),
+                   mx.sym.var("c0"), state_size=10, num_layers=2, bidirectional=True,
+                   state_outputs=True, mode="lstm", name="lstm")
+    assert s.list_outputs() == ["lstm_output", "lstm_state", "lstm_statecell"]
+    args, outs, _ = s.infer_shape(data=(7, 3, 4))
+    # layer 0: 2 directions x 4 gates x 10 x (4 + 10 + 2); layer 1 reads 20 features
+    assert args == [(7, 3, 4), (2 * 40 * 16 + 2 * 40 * 32,), (4, 3, 10), (4, 3, 10)]
+    assert outs == [(7, 3, 20), (4, 3, 10), (4, 3, 10)]
+    with pytest.raises(mx.base.MXNetError, match="'state' must have shape"):
+        s.infer_shape(data=(7, 3, 4), h0=(2, 3, 10))
+
+
+def test_the_fused_rnn_op_has_no_gradient_and_says_so():
+    x = mx.nd.ones((2, 1, 1))
+    params = mx.nd.ones((4,))        # rnn_tanh, 1 layer, hidden 1: 1 * (1 + 1 + 2)
+    params.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.RNN(x, params, mx.nd.zeros((1, 1, 1)), state_size=1, num_layers=1,
+                        mode="rnn_tanh")
+    with pytest.raises(mx.base.MXNetError, match="RNN has no gradient"):
+        out.backward()
+
+
+def test_gen_atomic_symbol_is_the_last_op_alone_on_new_variables():
+    s = mx.sym.RNN(mx.sym.var("x"), mx.sym.var("p"), mx.sym.var("h"), state_size=2,
+                   num_layers=1, mode="gru", state_outputs=True, name="gru")
+    atomic = s._gen_atomic_symbol()
+    assert atomic.list_arguments() == ["data", "parameters", "state"]
+    assert atomic.list_outputs() == ["gru_output", "gru_state"]
+    assert (mx.sym.var("a") * 2)._gen_atomic_symbol().list_arguments() == ["data"]

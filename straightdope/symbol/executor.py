@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
-from ..graph.autodiff import differentiate
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -57,6 +56,32 @@ def _by_name(names, arrays, what):
     return dict(zip(names, arrays))
 
 
+def _check_differentiable(symbol, wrt):
+    """Refuse at bind time, as MXNet does, a gradient that backward() could not compute:
+    an op without a gradient rule between the outputs and an argument that wants one
+    (unless a BlockGrad/stop_gradient cuts the way first)."""
+    reaches = {}                # node -> does a wanted argument feed it?
+
+    def feeds(node):
+        if node not in reaches:
+            reaches[node] = node.name in wrt if node.is_var else \
+                any(feeds(child) for child, _ in node.inputs)
+        return reaches[node]
+
+    seen, todo = set(), [node for node, _ in symbol.entries]
+    while todo:
+        node = todo.pop()
+        if node in seen or node.is_var or node.op.name == "BlockGrad" or not feeds(node):
+            continue
+        seen.add(node)
+        if node.op.gradient is None:
+            raise MXNetError(f"{node.op.name} has no gradient: it cannot sit between a loss "
+                             f"and an argument bound with grad_req='write' ('{node.name}' "
+                             f"reads one). Bind those arguments with grad_req='null', or "
+                             f"wrap the op's input in BlockGrad/stop_gradient")
+        todo.extend(child for child, _ in node.inputs)
+
+
 class Executor:
     """A Symbol with its arrays. Build one with `symbol.simple_bind(...)` or
     `symbol.bind(...)`; the attributes are MXNet's (`arg_dict`, `grad_dict`, `outputs`...)."""
@@ -70,9 +95,7 @@ class Executor:
         self.grad_dict = {name: grads.get(name) for name in self.arg_dict}
         self.aux_dict = {name: aux[name] for name in symbol.list_auxiliary_states()}
         self._reqs = reqs
-        wrt = [name for name in self.arg_dict if reqs[name] != "null"]
-        if wrt:         # as MXNet, refuse at bind time a gradient that cannot be computed
-            differentiate(symbol, wrt)
+        _check_differentiable(symbol, {name for name in self.arg_dict if reqs[name] != "null"})
         self._cached = CachedOp(symbol, data_names=[])
         values = {**self.arg_dict, **self.aux_dict}
         _, out_shapes, _ = symbol.infer_shape(**{n: a.shape for n, a in values.items()})

@@ -16,7 +16,7 @@ import itertools as _itertools
 import numpy as np
 
 from .. import name as _name
-from ..base import NotImplementedForSymbol, postorder
+from ..base import MXNetError, NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
 from ..ops.elemwise import OPERATORS
 from ..util import is_np_shape
@@ -60,7 +60,7 @@ class Node:
         if self.op is None:
             return self.name
         names = self.op.output_names
-        if self.num_outputs() == len(names):
+        if 1 < self.num_outputs() <= len(names) or self.num_outputs() == len(names):
             return f"{self.name}_{names[index]}"
         return f"{self.name}_output{index}" if self.num_outputs() > 1 else f"{self.name}_output"
 
@@ -237,6 +237,16 @@ class Symbol:
     def as_nd_ndarray(self):
         """The same outputs as a classic Symbol."""
         return self if type(self) is Symbol else Symbol(self._outputs)
+
+    def _gen_atomic_symbol(self):
+        """This Symbol's last op alone, on new variables named after its inputs (MXNet's
+        MXGenAtomicSymbolFromSymbol; all of its outputs, hidden ones too)."""
+        node = self._outputs[0][0]
+        if node.is_var:
+            raise MXNetError(f"_gen_atomic_symbol: '{node.name}' is a variable, not an op")
+        names = node.op.input_names(node.attrs, len(node.inputs))
+        atomic = Node(node.op, node.name, node.attrs, [(Node(None, n), 0) for n in names])
+        return type(self)([(atomic, i) for i in range(atomic.num_outputs())])
 
     def __copy__(self):
         return Symbol(list(self._outputs))
