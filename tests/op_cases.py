@@ -409,6 +409,14 @@ add(Case("take", inputs(U((2, 5)), lambda rng: np.array([4.0, 7.0, -1.0])),
 add(Case("batch_take", inputs(U((3, 4)), labels((3,), 4)), wrt=(),
          expected=lambda ins, a: [ins[0][np.arange(3), ins[1].astype(int)]]))
 
+# the fused RNN op (forward only): lstm, 1 layer, hidden 2 on 2 features = 4*2*(2+2+2)
+# parameters; gru, 2 layers, both directions = 2*3*2*(2+2+2) + 2*3*2*(4+2+2)
+add(Case("RNN", inputs(U((3, 2, 2), -1, 1), U((48,), -1, 1), U((1, 2, 2)), U((1, 2, 2))),
+         {"state_size": 2, "num_layers": 1, "mode": "lstm", "state_outputs": True}, wrt=()))
+add(Case("RNN", inputs(U((3, 2, 2), -1, 1), U((168,), -1, 1), U((4, 2, 2))),
+         {"state_size": 2, "num_layers": 2, "mode": "gru", "bidirectional": True}, wrt=(),
+         label="RNN-gru-bidirectional"))
+
 # elemwise_*: broadcast_* arithmetic without broadcasting (equal shapes)
 for name, f in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)):
     add(Case(f"elemwise_{name}", inputs(U((2, 3)), U((2, 3))), wrt=(0, 1),
