@@ -475,14 +475,6 @@ def _mixed_dtypes(op, attrs, arrays):
                   f"cast the network with net.cast(dtype).")
 
 
-def _output_class(inputs):
-    """mx.np.ndarray if any input is one (w * x with x from np is np), else NDArray."""
-    for x in inputs:
-        if type(x) is not NDArray:
-            return type(x)
-    return NDArray
-
-
 def invoke(op, inputs, attrs, parsed=False):
     """Run one op (an Op or its name) now: NumPy forward, running-stat updates, and a tape
     node when recording. `attrs` as the user gave them, or already parsed."""
@@ -514,7 +506,12 @@ def run(op, inputs, attrs):
         shapes = [a.shape for a in arrays]
         op.shapes(attrs, shapes)
         raise OpError(f"{op.name} failed on inputs of shapes {shapes}: {err}") from None
-    ctx, cls = (inputs[0]._ctx, _output_class(inputs)) if inputs else (None, NDArray)
+    ctx = inputs[0]._ctx if inputs else None
+    cls = NDArray                   # mx.np.ndarray if any input is one (inlined: hot path)
+    for x in inputs:
+        if type(x) is not NDArray:
+            cls = type(x)
+            break
     if type(results) is not tuple:          # one output: the common case, kept short
         output = cls(results, ctx)
         if _state.recording:
