@@ -477,10 +477,24 @@ def test_an_invalid_attribute_in_a_symbol_file_is_refused_when_loading(attrs):
         sym.load_json(json.dumps(doc))
 
 
-@pytest.mark.parametrize("units", [0, -5, 2.5])
-def test_dense_and_conv2d_refuse_non_positive_sizes_when_built(units):
+@pytest.mark.parametrize("units", [-5, 2.5])
+def test_dense_refuses_negative_or_fractional_units_when_built(units):
     with pytest.raises(ValueError, match=r"Dense\(units=.*positive integer"):
         nn.Dense(units)
+
+
+def test_a_dense_layer_with_zero_units_builds_as_in_mxnet_and_is_refused_when_used():
+    layers = [nn.Dense(i * 10) for i in range(3)]       # MXNet code builds lists like this
+    assert [layer._units for layer in layers] == [0, 10, 20]
+    for in_units in (0, 4):                              # deferred shape, and a known one
+        layer = nn.Dense(0, in_units=in_units)
+        layer.initialize()
+        with pytest.raises(ValueError, match=r"Dense '.*' was built with units=0.*positive"):
+            layer(nd.ones((2, 4)))
+
+
+@pytest.mark.parametrize("units", [0, -5, 2.5])
+def test_conv2d_refuses_non_positive_channels_when_built(units):
     with pytest.raises(ValueError, match=r"Conv2D\(channels=.*positive integer"):
         nn.Conv2D(units, 3)
     with pytest.raises(OpError, match="num_filter' must be at least 1|must be an integer"):

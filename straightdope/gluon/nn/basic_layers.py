@@ -105,7 +105,9 @@ class Dense(HybridBlock):
     def __init__(self, units, activation=None, use_bias=True, flatten=True, dtype="float32",
                  weight_initializer=None, bias_initializer="zeros", in_units=0, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units < 1:
+        # units=0 is accepted here, as MXNet accepts it (a list of Dense(i * 10) layers
+        # builds), and refused when the layer is used (_check_units)
+        if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units < 0:
             raise ValueError(f"Dense(units={units!r}): units, the number of outputs, must be "
                              f"a positive integer")
         self._units, self._in_units, self._flatten = units, in_units, flatten
@@ -150,7 +152,13 @@ class Dense(HybridBlock):
             return act(out)
         return run(_ACTIVATION, [out], act._attrs)
 
+    def _check_units(self):
+        if not self._units:
+            raise ValueError(f"{self._describe()} was built with units=0: it has no outputs; give "
+                             f"units, the number of outputs, a positive integer")
+
     def hybrid_forward(self, F, x, weight, bias=None):
+        self._check_units()
         out = F.FullyConnected(x, weight, bias, no_bias=bias is None,
                                num_hidden=self._units, flatten=self._flatten, name="fwd")
         if self.act is None:
@@ -160,6 +168,7 @@ class Dense(HybridBlock):
         return self.act(out)
 
     def infer_shape(self, x, *args):
+        self._check_units()
         in_units = int(np.prod(x.shape[1:])) if self._flatten else x.shape[-1]
         self.weight.shape = (self._units, in_units)
 
