@@ -107,7 +107,8 @@ class TapeNode:
         self.backward_fn = backward_fn      # list of output grads -> list of input grads
         self.label = label
         self.fresh_grads = fresh_grads
-        self.op = op                        # (registry Op, attrs) of an op's node: get_symbol
+        self.op = op                        # for get_symbol: (registry Op, attrs) of an op's
+        #                                     node, or a hybridized block's Symbol to inline
 
     def __repr__(self):
         return f"<TapeNode {self.label}: {len(self.inputs)} in, {len(self.outputs)} out>"
@@ -290,7 +291,9 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
 
 def get_symbol(x):
     """The recorded computation of `x` as a Symbol: the arrays it started from become
-    variables (var0, var1, ... in the order they are met), each recorded op a node."""
+    variables (var0, var1, ... in the order they are met), each recorded op a node. A
+    hybridized block's call is one `_CachedOp` node, or its ops one by one when it has at
+    most `inline_limit` of them (hybridize(inline_limit=...), 2 by default), as in MXNet."""
     from . import symbol as sym
     from .symbol.symbol import _create
     if x._tape is None:
@@ -310,12 +313,18 @@ def get_symbol(x):
 
     for node in reversed(_topological([x])):        # inputs before the nodes using them
         if node.op is None:
-            raise ValueError(f"get_symbol(): the recorded step {node.label} is not one op "
-                             f"(a hybridized block or a custom Function); get its graph "
-                             f"from the block instead (export, or its Symbol)")
+            raise ValueError(f"get_symbol(): the recorded step {node.label} is not an op "
+                             f"(a custom autograd.Function runs Python code); get the graph "
+                             f"without it, or write that step with F ops in a HybridBlock")
+        inputs = [symbol_of(a) for a in node.inputs]
+        if isinstance(node.op, sym.Symbol):         # a small hybridized graph: inlined
+            graph = node.op
+            made[id(node)] = graph.substitute(dict(zip(graph.list_inputs(), inputs)))
+            if len(node.outputs) > 1:
+                made[id(node)] = list(made[id(node)])
+            continue
         op, attrs = node.op
-        made[id(node)] = _create(op.name, [symbol_of(a) for a in node.inputs], attrs,
-                                 parsed=True)
+        made[id(node)] = _create(op.name, inputs, attrs, parsed=True)
         if len(node.outputs) > 1 and len(made[id(node)]) == 1:
             made[id(node)] = [made[id(node)]]
     return symbol_of(x)

@@ -19,6 +19,7 @@ import numpy as np
 from . import autograd, config
 from .ndarray import NDArray
 from .graph import Graph, ReferenceBackend, annotate, differentiate
+from .ops import get_op
 from .symbol.symbol import Group, Symbol
 
 
@@ -53,7 +54,7 @@ class Plan:
 
 class CachedOp:
     def __init__(self, symbol: Symbol, data_names, backend=None, static_alloc=False,
-                 static_shape=False, compile=None):
+                 static_shape=False, compile=None, inline_limit=2):
         self.symbol = symbol
         self.compile_mode = config.compile_mode(compile)
         self.data_names = list(data_names)
@@ -77,10 +78,21 @@ class CachedOp:
         # its variables in this same walk order).
         self.input_names = self.full.list_inputs()
         self._update_index = [self.input_names.index(name) for _, name in self._updates]
+        self.recorded_as = self._recorded_as(inline_limit)
         self.plans: dict = {}
         self._compiling = threading.Lock()   # threads meeting a new signature compile it once
         self.calls = 0
         self.last_plan: Plan | None = None
+
+    def _recorded_as(self, inline_limit):
+        """What autograd.get_symbol shows for a recorded call (MXNet's inline_limit): this
+        graph, whose ops it inlines, when it has at most `inline_limit` ops; else one
+        `_CachedOp` node holding it (its inputs in `input_names` order)."""
+        n_ops = sum(1 for node in self.symbol.walk() if node.op is not None)
+        if n_ops <= inline_limit or self.symbol.list_inputs() != self.input_names:
+            return self.symbol
+        op = get_op("_CachedOp")
+        return op, op.parse_attrs({"num_outputs": len(self.symbol), "subgraphs": (self.symbol,)})
 
     @property
     def compiles(self) -> int:
@@ -183,7 +195,8 @@ class CachedOp:
             saved = results[n_main:]
             autograd.record_node(arrays, outputs, self._backward_fn(plan, arrays, saved),
                                  "CachedOp",
-                                 fresh_grads=getattr(plan.backward, "fresh_outputs", False))
+                                 fresh_grads=getattr(plan.backward, "fresh_outputs", False),
+                                 op=self.recorded_as)
 
     def _new_plan(self, key, data, is_train, wrt):
         start = time.perf_counter()

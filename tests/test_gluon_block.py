@@ -581,3 +581,47 @@ def test_initializers_that_json_cannot_hold_still_trace():
     assert "__init__" not in layer.weight.var().list_attr()      # dropped, not a crash
     named = nn.Dense(2, in_units=2, weight_initializer="xavier")
     assert named.weight.var().attr("__init__") == "xavier"
+
+
+def _recorded_mlp_call(inline_limit):
+    mx.random.seed(0)
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(4, activation="relu"), gluon.nn.Dense(3))   # 3 ops
+    net.initialize()
+    x = nd.array(np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32))
+    net.hybridize(inline_limit=inline_limit)
+    with autograd.record():
+        y = net(x) * 2
+    return net, x, y
+
+
+def test_get_symbol_inlines_a_hybridized_block_up_to_inline_limit_ops_else_shows_one_node():
+    import json
+    ops = {}
+    for limit in (3, 2, 0):
+        _, _, y = _recorded_mlp_call(limit)
+        ops[limit] = [n["op"] for n in json.loads(autograd.get_symbol(y).tojson())["nodes"]
+                      if n["op"] != "null"]
+    assert ops[3] == ["FullyConnected", "Activation", "FullyConnected", "_mul_scalar"]
+    assert ops[2] == ops[0] == ["_CachedOp", "_mul_scalar"]      # 3 ops > the limit
+
+
+def test_the_symbol_of_a_recorded_hybridized_call_gives_its_values_and_gradients():
+    net, x, y = _recorded_mlp_call(0)
+    graph = autograd.get_symbol(y)
+    arrays = [x] + [p.data() for p in net.collect_params().values()]
+    names = graph.list_inputs()
+    assert names == ["var0", "var1", "var2", "var3", "var4"]
+    assert graph.infer_shape(var0=(2, 5))[1] == [(2, 3)]
+    executor = graph.bind(mx.cpu(), dict(zip(names, arrays)),
+                          args_grad={n: nd.zeros(a.shape) for n, a in zip(names, arrays)})
+    out = executor.forward(is_train=True)[0]
+    np.testing.assert_allclose(out.asnumpy(), y.asnumpy(), rtol=1e-6)
+    executor.backward(nd.ones(out.shape))
+    y.backward()
+    first_weight = net[0].weight
+    np.testing.assert_allclose(executor.grad_dict["var1"].asnumpy(),
+                               first_weight.grad().asnumpy(), rtol=1e-5, atol=1e-6)
+    again = mx.sym.load_json(graph.tojson())         # the subgraph travels in the JSON
+    np.testing.assert_allclose(again.eval(**dict(zip(names, arrays)))[0].asnumpy(),
+                               y.asnumpy(), rtol=1e-6)

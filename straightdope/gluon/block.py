@@ -40,8 +40,7 @@ from .utils import HookHandle
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
 # MXNet's hybridize() flags that change nothing here (there is no engine to tune).
-_IGNORED_FLAGS = ("inline_limit", "forward_bulk_size", "backward_bulk_size",
-                  "partition_if_dynamic")
+_IGNORED_FLAGS = ("forward_bulk_size", "backward_bulk_size", "partition_if_dynamic")
 
 
 # --------------------------------------------------------------- naming
@@ -690,7 +689,7 @@ class HybridBlock(Block):
         super()._clear_cached_op()
 
     def hybridize(self, active=True, static_alloc=False, static_shape=False, executor=None,
-                  compile=None, **kwargs):
+                  compile=None, inline_limit=2, **kwargs):
         """Ask for tracing and compiling at the next call (this only sets flags).
 
         executor: 'numba' or 'numpy' (default: $STRAIGHTDOPE_EXECUTOR, else numba).
@@ -701,11 +700,14 @@ class HybridBlock(Block):
         process compiles, then switch; straight to the compiled code when it is cached)
         or 'sync' (compile in the first call, then run); default
         $STRAIGHTDOPE_COMPILE, else 'tiered'.
+        inline_limit: a graph of at most this many ops shows as its ops in
+        autograd.get_symbol(), a larger one as one _CachedOp node (as MXNet).
         """
         unknown = set(kwargs) - set(_IGNORED_FLAGS)
         if unknown:
             raise TypeError(f"hybridize() got unknown argument(s) {sorted(unknown)}; it takes "
-                            f"active, static_alloc, static_shape, executor, compile")
+                            f"active, static_alloc, static_shape, executor, compile, "
+                            f"inline_limit")
         if static_shape and not static_alloc:
             raise ValueError(f"{self._describe()}: hybridize(static_shape=True) needs "
                              f"static_alloc=True too, as in MXNet: call "
@@ -717,7 +719,7 @@ class HybridBlock(Block):
             config.compile_mode(compile)
         self._active = active
         self._flags = dict(static_alloc=static_alloc, static_shape=static_shape,
-                           executor=executor, compile=compile)
+                           executor=executor, compile=compile, inline_limit=inline_limit)
         self._clear_cached_op()
         if active and (self._forward_hooks or self._forward_pre_hooks):
             warnings.warn(f'"{self.name}" is being hybridized while it still has forward '
@@ -725,7 +727,8 @@ class HybridBlock(Block):
                           f'HybridBlock, its hooks will not run (the parent runs one graph).',
                           stacklevel=2)
         super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape,
-                          executor=executor, compile=compile, **kwargs)
+                          executor=executor, compile=compile, inline_limit=inline_limit,
+                          **kwargs)
 
     def cast(self, dtype):
         self._clear_cached_op()
@@ -846,7 +849,8 @@ class HybridBlock(Block):
         self._cached_op = CachedOp(out, data_names, backend=self._flags.get("executor"),
                                    static_alloc=self._flags.get("static_alloc", False),
                                    static_shape=self._flags.get("static_shape", False),
-                                   compile=self._flags.get("compile"))
+                                   compile=self._flags.get("compile"),
+                                   inline_limit=self._flags.get("inline_limit", 2))
 
     def _call_cached_op(self, *args):
         if self._cached_op is None:

@@ -2,6 +2,7 @@
 from .registry import OPS, Op, OpError, get_op, list_ops, register  # noqa: F401
 from . import elemwise, reduce, shape, nn, ctc  # noqa: F401  (each family registers its ops)
 from . import control_flow  # noqa: F401  (foreach, while_loop, cond)
+from . import cached_graph  # noqa: F401  (_CachedOp: a hybridized block as one node)
 from . import optimizer_updates, indexing  # noqa: F401  (sgd_update, ..., take, batch_take)
 from . import sorting  # noqa: F401  (sort, argsort, topk)
 from . import linalg  # noqa: F401  (linalg.gelqf)
