@@ -91,8 +91,8 @@ class CachedOp:
         n_ops = sum(1 for node in self.symbol.walk() if node.op is not None)
         if n_ops <= inline_limit or self.symbol.list_inputs() != self.input_names:
             return self.symbol
-        op = get_op("_CachedOp")
-        return op, op.parse_attrs({"num_outputs": len(self.symbol), "subgraphs": (self.symbol,)})
+        op, graph = get_op("_CachedOp"), Symbol(self.symbol.entries)  # np or not
+        return op, op.parse_attrs({"num_outputs": len(graph), "subgraphs": (graph,)})
 
     @property
     def compiles(self) -> int:
