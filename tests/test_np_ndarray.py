@@ -170,3 +170,22 @@ def test_writing_an_array_that_needs_a_gradient_into_x_none_is_refused_while_rec
     y.attach_grad()
     with autograd.record(), pytest.raises(mx.base.MXNetError, match="Inplace operations"):
         x[None] = y
+
+
+def test_a_hybridized_block_called_with_np_arrays_runs_the_fast_path_and_gives_gradients():
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Dense(4, activation="relu"), gluon.nn.Dense(2))
+    net.initialize()
+    x = np.random.normal(size=(3, 5))
+    expected = net(x)
+    net.hybridize()
+    net(x)
+    assert net._slots is not None                # the call-slot path, as for nd arrays
+    x.attach_grad()
+    with autograd.record():
+        out = net(x)
+        loss = (out * out).sum()
+    loss.backward()
+    assert type(out) is np.ndarray and type(loss) is np.ndarray
+    assert onp.allclose(out.asnumpy(), expected.asnumpy(), atol=1e-6)
+    assert onp.abs(x.grad.asnumpy()).sum() > 0

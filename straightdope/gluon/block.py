@@ -30,6 +30,7 @@ from .. import config
 from ..cached_op import CachedOp
 from ..context import check_context
 from ..ndarray import NDArray
+from ..numpy.multiarray import ndarray as _NpArray      # mx.np.ndarray: takes the same paths
 from ..ops import OpError
 from ..serialization import read_headers, save_arrays
 from ..symbol import Symbol
@@ -100,7 +101,7 @@ class HybridInputError(TypeError, ValueError):
 
 def _flatten(args, kind):
     """(flat list of arrays/symbols, format to rebuild the nesting with _regroup)."""
-    if type(args) is tuple and all(type(a) is NDArray for a in args):
+    if type(args) is tuple and _only_ndarrays(args):
         return list(args), [0] * len(args)      # the common case: no nesting
     if isinstance(args, NDArray):
         return [args], 0
@@ -138,7 +139,7 @@ def _regroup(args, fmt):
 
 def _only_ndarrays(args):
     for a in args:
-        if type(a) is not NDArray:
+        if type(a) is not NDArray and type(a) is not _NpArray:
             return False
     return True
 
@@ -167,13 +168,15 @@ def _mixed_kinds(block):
                      f"(or x.as_nd_ndarray())")
 
 
-def _np_ndarray():
-    from ..numpy.multiarray import ndarray
-    return ndarray
+def _as_np_outputs(outs):
+    """A graph traced on np Symbols gives mx.np.ndarrays. The cached op's outputs are new
+    arrays: their class changes, not their identity (which the autograd tape knows)."""
+    for o in outs:
+        o.__class__ = _NpArray
 
 
 def _contains_symbol(args):
-    if type(args) is tuple and all(type(a) is NDArray for a in args):
+    if type(args) is tuple and _only_ndarrays(args):
         return False                    # the common imperative call, answered quickly
     if isinstance(args, Symbol):
         return True
@@ -739,14 +742,17 @@ class HybridBlock(Block):
         # The two calls that happen millions of times, without detours: NDArrays in, no
         # hooks. (Everything else, and the first calls, go through Block.__call__.)
         for a in args:                      # _only_ndarrays(args), inlined
-            if type(a) is not NDArray:
+            if type(a) is not NDArray and type(a) is not _NpArray:
                 return super().__call__(*args)
         if not (self._forward_pre_hooks or self._forward_hooks):
             if not self._active or _imperative.on:                     # imperative
                 try:
-                    return self.forward(*args)
+                    out = self.forward(*args)
                 except DeferredInitializationError as err:   # first call: shapes unknown
-                    return self._finish_deferred_init_and_forward(err, *args)
+                    out = self._finish_deferred_init_and_forward(err, *args)
+                if type(out) is tuple:
+                    _check_one_array_kind(self, out)
+                return out
             slots = self._slots
             if slots is not None and len(args) == len(self._in_format):
                 # Compiled: the call's arrays and the parameters' arrays, in the graph's
@@ -757,6 +763,8 @@ class HybridBlock(Block):
                                                  for s in slots])
                 except ValueError as err:
                     raise self._running_error(err)
+                if self._np_outputs:
+                    _as_np_outputs(outs)
                 return outs[0] if self._out_format == 0 else \
                     _regroup(outs, self._out_format)[0]
         return super().__call__(*args)
@@ -816,7 +824,7 @@ class HybridBlock(Block):
         names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
         inputs = [symbol.var(n) for n in names]
         # mx.np.ndarrays in: the block sees np Symbols (their comparisons are bool)
-        seen = [v.as_np_ndarray() if isinstance(a, _np_ndarray()) else v
+        seen = [v.as_np_ndarray() if isinstance(a, _NpArray) else v
                 for v, a in zip(inputs, flat)]
         out = self._call_symbolic(*_regroup(seen, in_format)[0])
         outs, out_format = _flatten(out, "output")
@@ -874,8 +882,7 @@ class HybridBlock(Block):
         except ValueError as err:
             raise self._running_error(err)
         if self._np_outputs:            # traced on np Symbols: return np.ndarrays
-            for o in outs:              # (new arrays: their class changes, not their identity)
-                o.__class__ = _np_ndarray()
+            _as_np_outputs(outs)
         if self._op_hook is not None:
             self._monitor(flat, params)
         elif self._slots is None and isinstance(self._in_format, list) and \

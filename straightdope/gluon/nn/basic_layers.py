@@ -13,6 +13,7 @@ import numpy as np
 from ... import ndarray, symbol
 from ...ndarray import NDArray
 from ...ndarray.ndarray import run
+from ...numpy.multiarray import ndarray as _NpArray   # mx.np.ndarray: the same fast path
 from ...ops import OpError, get_op
 from ..block import Block, HybridBlock
 from .activations import Activation
@@ -136,7 +137,8 @@ class Dense(HybridBlock):
         # product itself (benchmarks W1). Symbols (tracing), extra inputs, parameters not
         # yet initialised (deferred shapes) and hooks take HybridBlock's general path.
         weight = self.weight._data
-        if type(x) is not NDArray or args or weight is None or not self._plain_imperative:
+        if (type(x) is not NDArray and type(x) is not _NpArray) or args or weight is None \
+                or not self._plain_imperative:
             return super().forward(x, *args)
         if self.bias is None:
             out = run(_FC, [x, weight], self._fc_attrs)
