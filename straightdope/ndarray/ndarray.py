@@ -168,7 +168,8 @@ class NDArray:
         """Ask for this array's gradient; backward() writes it into `.grad`."""
         if grad_req not in ("write", "add", "null"):
             raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
-        grad = type(self)(np.zeros_like(self._data), self._ctx)
+        # np.zeros (calloc): the pages are touched when a gradient is written, not here
+        grad = type(self)(np.zeros(self.shape, self._data.dtype), self._ctx)
         autograd.mark_variables([self], [grad], grad_req)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
