@@ -189,3 +189,15 @@ def test_a_hybridized_block_called_with_np_arrays_runs_the_fast_path_and_gives_g
     assert type(out) is np.ndarray and type(loss) is np.ndarray
     assert onp.allclose(out.asnumpy(), expected.asnumpy(), atol=1e-6)
     assert onp.abs(x.grad.asnumpy()).sum() > 0
+
+
+def test_an_lstm_called_with_np_arrays_returns_np_arrays_hybridized_or_not():
+    from straightdope.gluon import rnn
+    layer = rnn.LSTM(4, input_size=3)
+    layer.initialize()
+    x = np.ones((5, 2, 3))
+    imperative = layer(x)
+    layer.hybridize()
+    hybridized = layer(x)                # its loop is a foreach node over np Symbols
+    assert type(imperative) is np.ndarray and type(hybridized) is np.ndarray
+    assert onp.allclose(imperative.asnumpy(), hybridized.asnumpy(), atol=1e-6)

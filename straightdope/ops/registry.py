@@ -49,8 +49,8 @@ class Attr:
             raise OpError(f"{op_name}: attribute '{attr_name}' {why}, got {value!r}")
 
         if self.kind == "subgraphs":
-            if not isinstance(value, (tuple, list)) or not all(
-                    type(g).__name__ == "Symbol" for g in value):
+            if not isinstance(value, (tuple, list)) or not all(   # Symbol, NpSymbol
+                    any(t.__name__ == "Symbol" for t in type(g).__mro__) for g in value):
                 bad("must be a tuple of Symbols (the graphs the op runs)")
             return tuple(value)
         if self.kind == "str" and self.choices and isinstance(value, type):

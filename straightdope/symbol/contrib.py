@@ -15,7 +15,7 @@ from __future__ import annotations
 from .. import name as _name
 from ..ops import OpError, get_op
 from ..ops.control_flow import as_list, check_count, check_max_iterations
-from .symbol import Node, Symbol, topological, var
+from .symbol import Node, NpSymbol, Symbol, topological, var
 
 
 def _as_list(x, what):
@@ -108,7 +108,8 @@ def foreach(body, data, init_states, name="foreach", _drop_unused=False):
 def _node(op_name, name, inputs, attrs):
     op = get_op(op_name)
     node = Node(op, name, op.parse_attrs(attrs), [s.entries[0] for s in inputs])
-    return [Symbol([(node, i)]) for i in range(node.num_visible())]
+    kind = NpSymbol if any(type(s) is NpSymbol for s in inputs) else Symbol   # np in, np out
+    return [kind([(node, i)]) for i in range(node.num_visible())]
 
 
 def _gather(inputs, index, graph, outside, fixed=None):
