@@ -700,3 +700,31 @@ def test_the_gradient_of_exp_plus_x_at_one_is_e_plus_one_in_float32():
     assert dx.asscalar() == np.float32(np.e) + np.float32(1)
     dx.backward()
     assert x.grad.asscalar() == np.float32(np.e)
+
+
+@pytest.mark.parametrize("executor", ["numba", "numpy"])
+def test_where_with_a_one_d_condition_picks_whole_rows_as_in_mxnet(executor):
+    cond = nd.array([1, 0, 1])
+    x = nd.arange(6).reshape((3, 2))
+    y = -x
+    expected = np.array([[0, 1], [-2, -3], [4, 5]], dtype=np.float32)
+    np.testing.assert_array_equal(nd.where(cond, x, y).asnumpy(), expected)
+    # the gradient goes to x on the picked rows and to y on the others
+    x.attach_grad()
+    with mx.autograd.record():
+        out = nd.where(cond, x, y)
+    out.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [[1, 1], [0, 0], [1, 1]])
+    # hybridized, the fused loop must not broadcast (3,) against the last axis
+    net = mx.gluon.nn.HybridLambda(lambda F, c, a, b: F.where(c, a, b) * 2)
+    net.hybridize(executor=executor, compile="sync")
+    np.testing.assert_array_equal(net(cond, x, y).asnumpy(), 2 * expected)
+
+
+def test_where_refuses_a_condition_that_is_neither_x_s_shape_nor_its_rows():
+    x = nd.ones((3, 2))
+    with pytest.raises(mx.base.MXNetError, match=r"\(3,\) to pick whole rows"):
+        nd.where(nd.array([1, 0]), x, x)
+    with pytest.raises(mx.base.MXNetError, match="where"):
+        (mx.sym.where(mx.sym.var("c"), mx.sym.var("x"), mx.sym.var("y"))
+         .infer_shape(c=(2,), x=(3, 2), y=(3, 2)))

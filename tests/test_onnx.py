@@ -224,6 +224,20 @@ def test_elementwise_and_broadcast_ops_equal_onnx_runtime(tmp_path):
         np.testing.assert_allclose(theirs.asnumpy(), ours, rtol=RTOL, atol=ATOL)
 
 
+def test_a_where_that_picks_rows_by_a_one_d_condition_exports_as_onnx_runtime_runs_it(tmp_path):
+    a, b = sym.var("a"), sym.var("b")
+    out = sym.where(sym.sum(a, axis=1) > 0, a, b)
+    path = str(tmp_path / "where.onnx")
+    sdonnx.export_model(out, {}, [(4, 5), (4, 5)], np.float32, path)
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(4, 5)).astype("float32"), rng.normal(size=(4, 5)).astype("float32")
+    expected = np.where(x.sum(axis=1, keepdims=True) > 0, x, y)
+    (theirs,) = session(path).run(None, {"a": x, "b": y})
+    np.testing.assert_allclose(theirs, expected, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(out.eval(a=nd.array(x), b=nd.array(y))[0].asnumpy(), expected,
+                               rtol=RTOL, atol=ATOL)
+
+
 def test_the_file_passes_the_checker_at_the_declared_opset_with_a_symbolic_batch(tmp_path):
     net = vision.get_model("lenet")
     net.initialize()

@@ -14,6 +14,8 @@ runs (with the reference executor) like any other graph:
   inference, a `transpose` that only moves axes of length 1, `add_n` of one array.
 * `norm(x)` -> `sum(abs(x))` (ord=1) or `sqrt(sum(square(x)))` (ord=2): elementwise
   ops and a reduction, which fuse.
+* `where(cond, x, y)` with a 1-D `cond` that picks rows gets `cond` reshaped to
+  `(N, 1, ..., 1)`, so that the fused loop broadcasts it along the rows.
 * `_unreduce(g, x)` gets `g` reshaped to the keep-dims shape, so that the fused
   loop can broadcast it like any other operand.
 
@@ -28,6 +30,7 @@ import numpy as np
 
 from ..graph import Graph, Node
 from ..ops import get_op
+from ..ops.elemwise import row_condition_shape, selects_rows
 from ..ops.reduce import norm_axes, reduced_shape
 
 
@@ -212,6 +215,18 @@ def _norm(b, node, ins, shapes):
         y = b.add("Cast", [y], name + "/cast", dtype=a["out_dtype"])
     b.log.append("norm -> " + ("sum(abs)" if a["ord"] == 1 else "sqrt(sum(square))"))
     return [y]
+
+
+@rewrites("where")
+def _where(b, node, ins, shapes):
+    # a fused loop broadcasts NumPy's way (trailing axes): a row-selecting condition
+    # (N,) is first viewed as (N, 1, ..., 1)
+    if not selects_rows(shapes[0], shapes[1]):
+        return None
+    cond = b.add("reshape", [ins[0]], node.name + "/rows",
+                 shape=row_condition_shape(shapes[1]))
+    b.log.append("where with a row condition -> reshape + where")
+    return b.copy(node, [cond, ins[1], ins[2]])
 
 
 @rewrites("_unreduce")

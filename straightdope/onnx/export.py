@@ -13,6 +13,7 @@ import numpy as np
 from ..graph.ir import Graph
 from ..graph.shapes import annotate
 from ..ops import OpError
+from ..ops.elemwise import row_condition_shape, selects_rows
 
 OPSET = 21     # ONNX opset written (Gelu needs 20; ONNX Runtime 1.20+ and ORT Web run it)
 
@@ -356,6 +357,8 @@ def _clip(e, node, x, out):
 @translates("where")
 def _where(e, node, x, out):
     flag = e.add("Cast", [x[0]], to=_onnx_dtype(bool))
+    if selects_rows(e.in_shape(0), e.in_shape(1)):       # ONNX broadcasts trailing axes
+        flag = e.add("Reshape", [flag, e.ints(row_condition_shape(e.in_shape(1)))])
     e.add("Where", [flag, x[1], x[2]], out)
 
 

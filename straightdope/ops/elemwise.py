@@ -427,12 +427,26 @@ for _name, (_fn, _sym) in COMPARE.items():
 
 
 # ------------------------------------------------------------------- where
+def selects_rows(cond, x) -> bool:
+    """MXNet's second form of `where`: a 1-D condition as long as x's first axis picks
+    whole rows (x[i] or y[i]) instead of broadcasting against x's last axis."""
+    return len(cond) == 1 and len(x) > 1
+
+
+def row_condition_shape(x) -> tuple:
+    """The shape a row-selecting condition (N,) is viewed as: (N, 1, ..., 1)."""
+    return (x[0],) + (1,) * (len(x) - 1)
+
+
 def _where_shape(attrs, in_shapes):
     cond, x, y = in_shapes
     if not _known(cond, x, y):
         return in_shapes, [x if x is not None else y]
-    if x != y or cond != x:
-        raise OpError(f"where: condition {cond}, x {x} and y {y} must have the same shape")
+    if x != y or cond != x and not (selects_rows(cond, x) and cond[0] == x[0]):
+        raise OpError(f"where: condition {cond}, x {x} and y {y}: x and y must have the "
+                      f"same shape, and the condition either that shape too or ({x[0]},) "
+                      f"to pick whole rows" if x else
+                      f"where: condition {cond}, x {x} and y {y} must have the same shape")
     return in_shapes, [x]
 
 
@@ -441,6 +455,10 @@ def _where_partial(attrs, in_shapes, out_shapes):
     cond, x, y = in_shapes
     if not is_complete(cond):
         return in_shapes, out_shapes
+    ranks = {len(s) for s in (x, y, out_shapes[0]) if s is not None}
+    if len(cond) == 1 and ranks and max(ranks) > 1:     # row selection
+        s = unify(x, y, out_shapes[0])
+        return [cond, s, s], [s]
     s = unify(x, y, out_shapes[0], cond)
     return [cond, s, s], [s]
 
@@ -448,14 +466,21 @@ def _where_partial(attrs, in_shapes, out_shapes):
 _where_shape.partial = _where_partial
 
 
+def _where_forward(attrs, c, x, y):
+    if selects_rows(c.shape, x.shape):
+        c = c.reshape(row_condition_shape(x.shape))
+    return np.where(c != 0, x, y).astype(x.dtype, copy=False)
+
+
 register("where", inputs=("condition", "x", "y"),
-         forward=lambda attrs, c, x, y: np.where(c != 0, x, y).astype(x.dtype, copy=False),
+         forward=_where_forward,
          infer_shape=_where_shape,
          gradient=lambda F, a, i, o, og: [None, F.where(i[0], og[0], F.zeros_like(og[0])),
                                           F.where(i[0], F.zeros_like(og[0]), og[0])],
          scalar_expr="({1} if {0} != 0 else {2})", elementwise=True,
-         doc="where(condition, x, y): x where condition is non-zero, else y. The graph-safe "
-             "replacement for a Python `if` on a tensor.")
+         doc="where(condition, x, y): x where condition is non-zero, else y; a 1-D condition "
+             "as long as x's first axis picks whole rows. The graph-safe replacement for a "
+             "Python `if` on a tensor.")
 
 
 def _add_n_shape(attrs, in_shapes):
