@@ -367,3 +367,17 @@ def test_gen_atomic_symbol_is_the_last_op_alone_on_new_variables():
     assert atomic.list_arguments() == ["data", "parameters", "state"]
     assert atomic.list_outputs() == ["gru_output", "gru_state"]
     assert (mx.sym.var("a") * 2)._gen_atomic_symbol().list_arguments() == ["data"]
+
+
+def test_binding_a_graph_deeper_than_pythons_recursion_limit_checks_its_gradients(monkeypatch):
+    monkeypatch.setenv("STRAIGHTDOPE_EXECUTOR", "numpy")     # no compile of 3000 ops
+    x = mx.sym.var("x")
+    y = x
+    for _ in range(3000):
+        y = y * 1.0 + 1.0
+    exe = y.simple_bind(mx.cpu(), x=(2,))
+    exe.arg_dict["x"][:] = 1.0
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((2,)))
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), [3001.0, 3001.0])
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), [1.0, 1.0])

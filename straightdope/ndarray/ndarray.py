@@ -131,8 +131,9 @@ class NDArray:
         if type(self) is cls:
             return self
         other = object.__new__(cls)
-        for name in ("_data", "_grad", "_grad_req", "_tape", "_ctx", "_grad_stamp"):
-            setattr(other, name, getattr(self, name))
+        for name in NDArray.__slots__:
+            if name != "__weakref__" and hasattr(self, name):
+                setattr(other, name, getattr(self, name))
         return other
 
     def tostype(self, stype):

@@ -443,10 +443,9 @@ def _where_shape(attrs, in_shapes):
     if not _known(cond, x, y):
         return in_shapes, [x if x is not None else y]
     if x != y or cond != x and not (selects_rows(cond, x) and cond[0] == x[0]):
+        rows = f", or ({x[0]},) to pick whole rows" if len(x) > 1 else ""
         raise OpError(f"where: condition {cond}, x {x} and y {y}: x and y must have the "
-                      f"same shape, and the condition either that shape too or ({x[0]},) "
-                      f"to pick whole rows" if x else
-                      f"where: condition {cond}, x {x} and y {y} must have the same shape")
+                      f"same shape, and the condition that shape too{rows}")
     return in_shapes, [x]
 
 
@@ -456,10 +455,8 @@ def _where_partial(attrs, in_shapes, out_shapes):
     if not is_complete(cond):
         return in_shapes, out_shapes
     ranks = {len(s) for s in (x, y, out_shapes[0]) if s is not None}
-    if len(cond) == 1 and ranks and max(ranks) > 1:     # row selection
-        s = unify(x, y, out_shapes[0])
-        return [cond, s, s], [s]
-    s = unify(x, y, out_shapes[0], cond)
+    picks_rows = len(cond) == 1 and ranks and max(ranks) > 1
+    s = unify(x, y, out_shapes[0]) if picks_rows else unify(x, y, out_shapes[0], cond)
     return [cond, s, s], [s]
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import MXNetError
+from .symbol import topological
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -60,18 +61,15 @@ def _check_differentiable(symbol, wrt):
     """Refuse at bind time, as MXNet does, a gradient that backward() could not compute:
     an op without a gradient rule between the outputs and an argument that wants one
     (unless a BlockGrad/stop_gradient cuts the way first)."""
-    reaches = {}                # node -> does a wanted argument feed it?
-
-    def feeds(node):
-        if node not in reaches:
-            reaches[node] = node.name in wrt if node.is_var else \
-                any(feeds(child) for child, _ in node.inputs)
-        return reaches[node]
+    reaches = set()             # the nodes a wanted argument feeds (inputs come first)
+    for node in topological(symbol.entries):
+        if node.name in wrt if node.is_var else any(c in reaches for c, _ in node.inputs):
+            reaches.add(node)
 
     seen, todo = set(), [node for node, _ in symbol.entries]
     while todo:
         node = todo.pop()
-        if node in seen or node.is_var or node.op.name == "BlockGrad" or not feeds(node):
+        if node in seen or node.is_var or node.op.name == "BlockGrad" or node not in reaches:
             continue
         seen.add(node)
         if node.op.gradient is None:
