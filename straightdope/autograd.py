@@ -120,7 +120,10 @@ def needs_grad(array) -> bool:
 
 def record_node(inputs, outputs, backward_fn, label, fresh_grads=False, op=None):
     """Put a node on the tape when any input needs a gradient. Returns the node or None."""
-    if not any(needs_grad(x) for x in inputs):
+    for x in inputs:                    # any(needs_grad(x) ...), without a generator
+        if x._grad_req != "null" or x._tape is not None:
+            break
+    else:
         return None
     node = TapeNode(inputs, outputs, backward_fn, label, fresh_grads, op)
     for k, out in enumerate(outputs):
@@ -166,78 +169,88 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create
     create_graph=True records the backward pass itself (the gradient rules are nd ops),
     so the gradients can be differentiated again: see grad(). `_collect`: arrays whose
     gradients grad() wants back as they are (with their own recorded graph)."""
-    nd = _nd()
     if not isinstance(heads, (list, tuple)):
         heads = [heads]
         head_grads = [head_grads] if head_grads is not None else None
-    if head_grads is None:
-        head_grads = [None] * len(heads)
-    if all(h._tape is None for h in heads):
-        if any(_was_freed(h) for h in heads):
-            raise ValueError("backward(): this array's recorded graph was already used by an "
-                             "earlier backward() and then freed. To call backward() twice on "
-                             "the same graph, pass retain_graph=True to the first call; or "
-                             "record the computation again.")
-        raise ValueError("backward(): nothing was recorded for this array. Compute the loss "
-                         "inside `with autograd.record():` and call attach_grad() on the "
-                         "arrays (or initialize the Parameters) you want gradients for.")
-    grads: dict[int, object] = {}       # id(array) -> accumulated gradient
-    keep = {}                           # id -> array, so ids stay valid
-    fresh = {}                          # id -> gradient array nobody else holds (see below)
-
-    def add(array, g):
-        if g is None:
-            return
-        key = id(array)
-        keep[key] = array
-        grads[key] = g if key not in grads else grads[key] + g
-
-    for h, hg in zip(heads, head_grads):
+    _check_recorded(heads)
+    # id(array) -> [array, its gradient summed so far, is that gradient an array that
+    # nobody else holds]. An array's entry is complete once every node it feeds has
+    # run, which the topological order guarantees before its own node runs.
+    summed: dict = {}
+    for h, hg in zip(heads, head_grads or [None] * len(heads)):
         # d head / d head = 1: a plain array (nd.ones_like would be an op call, ~5 us)
-        add(h, hg if hg is not None else nd.NDArray(np.ones(h.shape, h._data.dtype), h._ctx))
-    leaves = {}
+        _add(summed, h, hg if hg is not None else _nd().NDArray(np.ones(h.shape, h._data.dtype),
+                                                               h._ctx), False)
     with _scope(create_graph, train_mode):
         for node in _topological(heads):
-            out_grads = [grads.pop(id(o), None) for o in node.outputs]
-            if all(g is None for g in out_grads):
-                continue
-            out_grads = [g if g is not None else nd.zeros_like(o)
-                         for g, o in zip(out_grads, node.outputs)]
-            in_grads = node.backward_fn(out_grads)
-            for x, g in zip(node.inputs, in_grads):
-                if g is None or not needs_grad(x):
-                    continue
-                if x._tape is not None:
-                    add(x, g)
-                else:
-                    leaves.setdefault(id(x), x)
-                    add(x, g)
-                    if node.fresh_grads and grads[id(x)] is g:
-                        fresh[id(g)] = g
-            if not retain_graph:
-                for o in node.outputs:
-                    o._tape = None
+            _run_backward(node, summed, retain_graph)
     if _collect is not None:
-        return [grads.get(id(v)) for v in _collect]
+        return [summed[id(v)][1] if id(v) in summed else None for v in _collect]
+    if not retain_graph:
+        _remember_freed(heads)
+    _write_leaf_grads(summed)
+
+
+def _check_recorded(heads):
     for h in heads:
-        if h._grad_req != "null" and id(h) in grads:
-            leaves.setdefault(id(h), h)
-        if not retain_graph:
-            if len(_freed) >= _FREED_KEPT:
-                _freed.clear()
-            _freed[id(h)] = weakref.ref(h)
-    for key, var in leaves.items():
-        if key not in grads:
+        if h._tape is not None:
+            return
+    if any(_was_freed(h) for h in heads):
+        raise ValueError("backward(): this array's recorded graph was already used by an "
+                         "earlier backward() and then freed. To call backward() twice on "
+                         "the same graph, pass retain_graph=True to the first call; or "
+                         "record the computation again.")
+    raise ValueError("backward(): nothing was recorded for this array. Compute the loss "
+                     "inside `with autograd.record():` and call attach_grad() on the "
+                     "arrays (or initialize the Parameters) you want gradients for.")
+
+
+def _add(summed, array, grad, fresh):
+    entry = summed.get(id(array))
+    if entry is None:
+        summed[id(array)] = [array, grad, fresh]
+    else:                               # a second path to this array: sum (a new array)
+        entry[1], entry[2] = entry[1] + grad, False
+
+
+def _run_backward(node, summed, retain_graph):
+    """One tape node: its outputs' gradients (taken out of `summed`) -> its inputs'."""
+    out_grads = []
+    for o in node.outputs:
+        entry = summed.pop(id(o), None)
+        out_grads.append(None if entry is None else entry[1])
+    if not all(g is None for g in out_grads):
+        out_grads = [g if g is not None else _nd().zeros_like(o)
+                     for g, o in zip(out_grads, node.outputs)]
+        fresh = node.fresh_grads
+        for x, g in zip(node.inputs, node.backward_fn(out_grads)):
+            if g is not None and (x._grad_req != "null" or x._tape is not None):
+                _add(summed, x, g, fresh and x._tape is None)
+    if not retain_graph:
+        for o in node.outputs:
+            o._tape = None
+
+
+def _remember_freed(heads):
+    for h in heads:
+        if len(_freed) >= _FREED_KEPT:
+            _freed.clear()
+        _freed[id(h)] = weakref.ref(h)
+
+
+def _write_leaf_grads(summed):
+    """What is left in `summed` are the leaves: write (or add) their gradients."""
+    for var, g, fresh in summed.values():
+        if var._grad is None or var._grad_req == "null":
             continue
-        g = grads[key]
-        if var._grad is None:
-            continue
-        data = g._data if g.shape == var.shape else g._data.reshape(var.shape)
+        data = g._data
+        if data.shape != var._data.shape:
+            data = data.reshape(var._data.shape)
         var._grad_stamp += 1           # lets a Trainer tell fresh gradients from stale ones
         if var._grad_req == "add":
             var._grad._data += data
         elif var._grad_req == "write":
-            if fresh.get(id(g)) is g and data.dtype == var._grad._data.dtype:
+            if fresh and data.dtype == var._grad._data.dtype:
                 # A new array from a compiled graph, this leaf's only gradient: the grad
                 # NDArray takes it over instead of copying it (a training step of the
                 # W4 MLP copied ~660 KB here). `.grad` stays the same NDArray object.

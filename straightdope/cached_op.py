@@ -45,6 +45,7 @@ class Plan:
         self.forward, self.backward, self.diff = forward, backward, diff
         self.shapes, self.dtypes, self.is_train, self.wrt, self.seconds = {}, {}, False, None, 0.0
         self.backward_feeds = None      # per backward input: ("head"|"saved"|"input", k)
+        self.backward_take = None       # the same as positions in heads + saved + inputs
         self.wrt_index = None           # per backward output: its index in input_names
 
     def __repr__(self):
@@ -131,6 +132,9 @@ class CachedOp:
             plan = Plan(self.backend.compile(forward, is_train=is_train, **kw),
                         self.backend.compile(backward, is_train=is_train, **kw), diff)
             plan.backward_feeds = self._backward_feeds(diff, backward.input_names)
+            start = {"head": 0, "saved": len(diff.head_names),
+                     "input": len(diff.head_names) + len(diff.saved_names)}
+            plan.backward_take = [start[kind] + k for kind, k in plan.backward_feeds]
             plan.wrt_index = [self.input_names.index(n) for n in diff.wrt]
         if kw.get("tiered"):             # a quick compile is waited for (compiler/tiers.py)
             from .compiler import tiers
@@ -165,8 +169,8 @@ class CachedOp:
         is_train = autograd._state.training
         wrt = None
         if autograd._state.recording:
-            wrt = tuple([n for n, a in zip(self.input_names, arrays) if autograd.needs_grad(a)])
-            wrt = wrt or None
+            wrt = tuple([n for n, a in zip(self.input_names, arrays)
+                         if a._grad_req != "null" or a._tape is not None]) or None  # needs_grad
         try:
             data = [a._data for a in arrays]
         except AttributeError:
@@ -192,7 +196,7 @@ class CachedOp:
         for index, value in zip(self._update_index, results[self.num_visible:n_main]):
             arrays[index]._data[...] = value
         if wrt is not None:
-            saved = results[n_main:]
+            saved = list(results[n_main:])
             autograd.record_node(arrays, outputs, self._backward_fn(plan, arrays, saved),
                                  "CachedOp",
                                  fresh_grads=getattr(plan.backward, "fresh_outputs", False),
@@ -210,9 +214,8 @@ class CachedOp:
 
     def _backward_fn(self, plan, arrays, saved):
         def backward(out_grads):
-            sources = {"head": [g._data for g in out_grads], "saved": saved,
-                       "input": [a._data for a in arrays]}
-            values = [sources[kind][k] for kind, k in plan.backward_feeds]
+            pool = [g._data for g in out_grads] + saved + [a._data for a in arrays]
+            values = [pool[k] for k in plan.backward_take]
             grads = [None] * len(arrays)
             for k, grad in zip(plan.wrt_index, plan.backward.run(values)):
                 grads[k] = NDArray(grad)

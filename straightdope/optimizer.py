@@ -51,20 +51,15 @@ def _fused(*arrays):
         _update_kernels = _load_update_kernels()
     if _update_kernels is False:
         return None
-    flat = []
+    flat, kind = [], None
     for a in arrays:
         v = a._data if isinstance(a, NDArray) else np.asarray(a)
         flags = v.flags
-        if not (flags.c_contiguous and flags.writeable):
+        if not (flags.c_contiguous and flags.writeable) or kind not in (None, v.dtype.char):
             return None
+        kind = v.dtype.char
         flat.append(v.ravel())          # a view: v is C-contiguous
-    dtype = flat[0].dtype
-    if dtype != np.float32 and dtype != np.float64:
-        return None
-    for v in flat:
-        if v.dtype != dtype:
-            return None
-    return flat
+    return flat if kind in ("f", "d") else None     # float32, float64
 
 
 def _load_update_kernels():
@@ -217,24 +212,30 @@ class Optimizer:
             self.num_update = max(count, self.num_update)
 
     def _get_lr(self, index):
-        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
-        if index in self.param_dict:
-            return lr * self.param_dict[index].lr_mult
-        if index in self.lr_mult:
-            return lr * self.lr_mult[index]
-        if index in self.idx2name:
-            return lr * self.lr_mult.get(self.idx2name[index], 1.0)
-        return lr
+        return self._get_lrs([index])[0]
 
     def _get_wd(self, index):
-        wd = self.wd
-        if index in self.param_dict:
-            return wd * self.param_dict[index].wd_mult
-        if index in self.wd_mult:
-            return wd * self.wd_mult[index]
-        if index in self.idx2name:
-            return wd * self.wd_mult.get(self.idx2name[index], 1.0)
-        return wd
+        return self._get_wds([index])[0]
+
+    def _get_lrs(self, indices):
+        """The learning rates of these parameters: the scheduler's (asked once) or the
+        fixed rate, times each parameter's multiplier."""
+        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        return [lr * self._multiplier(i, "lr_mult", self.lr_mult) for i in indices]
+
+    def _get_wds(self, indices):
+        return [self.wd * self._multiplier(i, "wd_mult", self.wd_mult) for i in indices]
+
+    def _multiplier(self, index, attr, by_key):
+        """A Parameter's own lr_mult/wd_mult, else one set on the optimizer for the index,
+        else for the parameter's name, else 1."""
+        param = self.param_dict.get(index)
+        if param is not None:
+            return getattr(param, attr)
+        if index in by_key:
+            return by_key[index]
+        name = self.idx2name.get(index)
+        return 1.0 if name is None else by_key.get(name, 1.0)
 
     def _grad(self, grad, weight=None, wd=0.0):
         """rescale -> (+ wd * weight, for optimizers that decay before clipping) -> clip."""
@@ -282,21 +283,22 @@ class SGD(Optimizer):
 
     def update(self, index, weight, grad, state):
         self._update_count(index)
-        self._step(index, weight, grad, state)
+        self._step(weight, grad, state, self._get_lr(index), self._get_wd(index))
 
     def update_multi_precision(self, index, weight, grad, state):
         """Given lists (the Updater does that, see `aggregate_num`), all parameters in one
         call, as MXNet's `multi_sgd_update`: the update count moves once for all of them,
-        then each is updated, with no per-parameter detour through the generic code."""
+        the learning rates are looked up together, then each is updated, with no
+        per-parameter detour through the generic code."""
         if (not isinstance(index, (list, tuple)) or self.multi_precision
                 or type(self).update is not SGD.update):    # a subclass's own update()
             return super().update_multi_precision(index, weight, grad, state)
         self._update_count(index)
-        for i, w, g, st in zip(index, weight, grad, state):
-            self._step(i, w, g, st)
+        for w, g, st, lr, wd in zip(weight, grad, state, self._get_lrs(index),
+                                    self._get_wds(index)):
+            self._step(w, g, st, lr, wd)
 
-    def _step(self, index, weight, grad, state):
-        lr, wd = self._get_lr(index), self._get_wd(index)
+    def _step(self, weight, grad, state, lr, wd):
         flat = _fused(weight, grad) if state is None else _fused(weight, grad, state)
         if flat is not None:
             clip = _clip_value(self.clip_gradient)

@@ -506,6 +506,31 @@ def test_an_sgd_subclass_with_its_own_update_is_still_called_per_parameter():
     np.testing.assert_allclose(w[1].asnumpy(), [0.5, 0.5, 0.5])
 
 
+def test_sgd_updates_all_parameters_at_once_each_with_its_own_multipliers():
+    """SGD's aggregated update (MXNet's multi_sgd_update) asks the scheduler once per
+    step and still applies every Parameter's own lr_mult and wd_mult."""
+    asked = []
+
+    class Constant(lr_scheduler.LRScheduler):
+        def __call__(self, num_update):
+            asked.append(num_update)
+            return 0.1
+
+    net = dense_net()
+    net.bias.lr_mult = 0.0
+    net.weight.wd_mult = 2.0
+    trainer = gluon.Trainer(net.collect_params(), 'sgd',
+                            {'lr_scheduler': Constant(), 'wd': 0.01})
+    w = W_INIT.astype(np.float64)
+    for step in (1, 2):
+        backward_l2(net)
+        trainer.step(5)
+        w = w - 0.1 * (l2_grads(w, B_INIT)[0] / 5 + 0.02 * w)
+    np.testing.assert_allclose(net.weight.data().asnumpy(), w, rtol=1e-5)
+    np.testing.assert_array_equal(net.bias.data().asnumpy(), B_INIT)
+    assert asked == [1, 2]
+
+
 def test_trainer_adam_with_mults_matches_hand_update():
     net = dense_net()
     net.bias.lr_mult = 0.0            # a frozen-by-learning-rate bias
