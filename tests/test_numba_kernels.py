@@ -87,3 +87,49 @@ def test_matmul_through_numpys_gemm_and_through_np_dot_agree_with_numpy(dtype, m
             np.testing.assert_allclose(c_buf[2:2 + m * n].reshape(m, n), want,
                                        rtol=1e-5, atol=1e-5)
             assert np.isnan(c_buf[:2]).all() and np.isnan(c_buf[2 + m * n:]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nt_products_computed_swapped_agree_with_numpy_inside_and_outside_the_rule(dtype):
+    """blas.matmul computes some NT products (FullyConnected's x @ w.T) as (w @ x.T).T
+    through a scratch array and a tiled transpose: the products agree with NumPy's,
+    whether the rule picks that form or not, forced either way, for operands and
+    results at offsets inside larger buffers and shapes that fill no whole tile."""
+    from straightdope.compiler.kernels import blas
+    rng = np.random.default_rng(2)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    for m, k, n in [(64, 512, 256), (8, 256, 192), (16, 257, 200), (64, 256, 128),
+                    (63, 256, 256), (8, 512, 128), (4, 300, 300), (5, 7, 3), (13, 17, 29),
+                    (2, 9, 3), (1, 9, 5)]:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = rng.standard_normal((n, k)).astype(dtype)
+        a_buf = np.concatenate([[9.0, 9.0, 9.0], a.ravel()]).astype(dtype)
+        b_buf = np.concatenate([[9.0], b.ravel()]).astype(dtype)
+        for call in (lambda c: blas.matmul(a_buf, 3, b_buf, 1, c, 2, m, k, n, 0, 1),
+                     lambda c: blas.matmul_with(a_buf, 3, b_buf, 1, c, 2, m, k, n, 0, 1, True),
+                     lambda c: blas.matmul_with(a_buf, 3, b_buf, 1, c, 2, m, k, n, 0, 1, False)):
+            c_buf = np.full(m * n + 5, np.nan, dtype)
+            call(c_buf)
+            np.testing.assert_allclose(c_buf[2:2 + m * n].reshape(m, n), a @ b.T, **tol)
+            assert np.isnan(c_buf[:2]).all() and np.isnan(c_buf[2 + m * n:]).all()
+
+
+def test_the_rule_swaps_float32_nt_products_of_a_batch_of_8_to_64_against_a_wide_result():
+    """swapped_is_faster: the region where the swapped form measured clearly faster
+    (benchmarks/gemm.py), nothing else; W2/W4's first layer (batch 64, 512 -> 256) is in."""
+    from straightdope.compiler.kernels.blas import swapped_is_faster
+    inside = [(64, 256, 512), (8, 192, 256), (16, 1024, 256), (32, 256, 1024),
+              (56, 224, 300), (64, 4096, 4096)]
+    outside = [(1, 256, 512),             # batch 1: np.dot, bit-identical to NumPy's gemv
+               (4, 1024, 512),            # m below 8
+               (63, 256, 512),            # m not a multiple of 8
+               (128, 512, 512),           # m above 64
+               (64, 128, 256),            # W2/W4's second layer: C not 4 times wider than tall
+               (8, 128, 512),             # n below 192
+               (64, 2, 128),              # the last layer
+               (64, 256, 128)]            # k below 256
+    for m, n, k in inside:
+        assert swapped_is_faster(m, n, k, 4), (m, n, k)
+        assert not swapped_is_faster(m, n, k, 8), (m, n, k)      # float64: never
+    for m, n, k in outside:
+        assert not swapped_is_faster(m, n, k, 4), (m, n, k)

@@ -19,6 +19,16 @@ Layouts: every operand is a flat 1-D buffer plus an offset; a transposed operand
 is stored transposed (C order), which gemm takes as a flag, never a copy.
 FullyConnected reaches here too: the compiler lowers it to
 `dot(data, weight, transpose_b=True)` plus a bias add that it fuses.
+
+A batch-sized product, swapped. That "NT" product C = A B^T has m = the batch,
+and OpenBLAS (0.3.31, AVX-512, one thread) is slower at it than at the swapped
+product S = B A^T, shape (n, m), also NT: for float32 (64, 256) from k = 512, ~225 us
+against ~185 us, plus ~5 us to transpose S into C (`transpose_into`). Over a grid
+(`python -m benchmarks.gemm --grid`) the swapped form took 0.5-0.9x the time for m
+from 8 to 64 in steps of 8, n >= max(192, 4m) and k >= 256, and lost or tied
+elsewhere: small n or k, m >= 96, m just below a multiple of 16 (47, 62, 63:
+0.92-1.0), m = 2 or 4 (mostly), and float64 (no consistent gain). That region, a
+fixed rule, is `swapped_is_faster`; `python -m benchmarks.gemm` re-checks it.
 """
 import ctypes
 
@@ -107,8 +117,41 @@ if numba.config.DISABLE_JIT:
 
 
 @njit(**JIT)
+def swapped_is_faster(m, n, k, itemsize):
+    """Whether matmul computes the NT product C = A B^T (m, n) as (B A^T)^T: float32,
+    a batch m of 8 to 64 in steps of 8, C at least 4 times wider than tall (and 192
+    wide), k at least 256. Measured, see the module docstring; no timing at run time."""
+    return (itemsize == 4 and 8 <= m <= 64 and m % 8 == 0 and n >= max(192, 4 * m)
+            and k >= 256)
+
+
+@njit(**JIT)
+def transpose_into(S, C):
+    """C = S.T, by 8 x 8 tiles, then the edges element by element. A tile's constant
+    bounds let LLVM unroll it: ~5 us for a float32 (256, 64) here, against ~12 us for a
+    plain double loop and for NumPy's copy of a transposed view."""
+    rows, cols = S.shape
+    i_end, j_end = cols - cols % 8, rows - rows % 8
+    for i0 in range(0, i_end, 8):
+        for j0 in range(0, j_end, 8):
+            for i in range(8):
+                for j in range(8):
+                    C[i0 + i, j0 + j] = S[j0 + j, i0 + i]
+    for i in range(cols):
+        for j in range(j_end if i < i_end else 0, rows):
+            C[i, j] = S[j, i]
+
+
+@njit(**JIT)
 def matmul(a, ao, b, bo, c, co, m, k, n, ta, tb):
     """c[m, n] = op(a) @ op(b); a is stored (m, k), or (k, m) if ta; b (k, n), or (n, k) if tb."""
+    swap = not ta and tb != 0 and swapped_is_faster(m, n, k, c.itemsize)
+    matmul_with(a, ao, b, bo, c, co, m, k, n, ta, tb, swap)
+
+
+@njit(**JIT)
+def matmul_with(a, ao, b, bo, c, co, m, k, n, ta, tb, swap):
+    """matmul, told whether to compute an NT product swapped (benchmarks/gemm.py times both)."""
     C = c[co:co + m * n].reshape((m, n))
     if m == 0 or n == 0:
         return
@@ -121,7 +164,11 @@ def matmul(a, ao, b, bo, c, co, m, k, n, ta, tb):
     # those with gemv, and so np.dot's BLAS does, to the last bit (article 003 prints
     # a hybridized and an imperative result side by side).
     address = _gemm_address(c) if m > 1 and n > 1 else 0
-    if address != 0:
+    if address != 0 and swap and not ta and tb:
+        S = np.empty((n, m), c.dtype)               # S = B A^T, then C = S^T
+        _gemm(address, 0, 1, n, m, k, B, k, A, k, S, m)
+        transpose_into(S, C)
+    elif address != 0:
         _gemm(address, ta, tb, m, n, k, A, m if ta else k, B, k if tb else n, C, n)
     # np.dot wants fixed layouts (C or F) for each call: four branches
     elif not ta and not tb:
