@@ -219,13 +219,16 @@ def _run_backward(node, summed, retain_graph):
     for o in node.outputs:
         entry = summed.pop(id(o), None)
         out_grads.append(None if entry is None else entry[1])
-    if not all(g is None for g in out_grads):
-        out_grads = [g if g is not None else _nd().zeros_like(o)
-                     for g, o in zip(out_grads, node.outputs)]
-        fresh = node.fresh_grads
-        for x, g in zip(node.inputs, node.backward_fn(out_grads)):
-            if g is not None and (x._grad_req != "null" or x._tape is not None):
-                _add(summed, x, g, fresh and x._tape is None)
+    if all(g is None for g in out_grads):
+        # Reached only through a branch without gradient (BlockGrad, argmax): the node
+        # stays recorded, so a later backward() from another head can still go through it.
+        return
+    out_grads = [g if g is not None else _nd().zeros_like(o)
+                 for g, o in zip(out_grads, node.outputs)]
+    fresh = node.fresh_grads
+    for x, g in zip(node.inputs, node.backward_fn(out_grads)):
+        if g is not None and (x._grad_req != "null" or x._tape is not None):
+            _add(summed, x, g, fresh and x._tape is None)
     if not retain_graph:
         for o in node.outputs:
             o._tape = None

@@ -188,6 +188,22 @@ def test_a_second_backward_says_the_graph_was_freed_and_how_to_keep_it():
     np.testing.assert_allclose(x.grad.asnumpy(), [2.0, 4.0])
 
 
+def test_a_branch_that_got_no_gradient_stays_recorded_for_a_later_backward():
+    """backward() frees what it went through; a node it reached only through BlockGrad
+    got no gradient, so it stays recorded: a second loss through it still differentiates
+    (instead of treating it as a constant and leaving x.grad as it was)."""
+    x = nd.array([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = x * 2
+        z = (nd.BlockGrad(y) * x).sum()
+        w = (y * y).sum()
+    z.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [2.0, 4.0])      # d/dx of stop(2x) * x
+    w.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), [8.0, 16.0])     # d/dx of 4x^2
+
+
 def test_batchnorm_updates_running_stats_only_in_training():
     x = nd.array(np.random.default_rng(0).normal(3.0, 2.0, (64, 2)))
     gamma, beta = nd.ones((2,)), nd.zeros((2,))
