@@ -120,10 +120,7 @@ def needs_grad(array) -> bool:
 
 def record_node(inputs, outputs, backward_fn, label, fresh_grads=False, op=None):
     """Put a node on the tape when any input needs a gradient. Returns the node or None."""
-    for x in inputs:                    # any(needs_grad(x) ...), without a generator
-        if x._grad_req != "null" or x._tape is not None:
-            break
-    else:
+    if not any(needs_grad(x) for x in inputs):
         return None
     node = TapeNode(inputs, outputs, backward_fn, label, fresh_grads, op)
     for k, out in enumerate(outputs):

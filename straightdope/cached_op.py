@@ -44,8 +44,7 @@ class Plan:
     def __init__(self, forward, backward=None, diff=None):
         self.forward, self.backward, self.diff = forward, backward, diff
         self.shapes, self.dtypes, self.is_train, self.wrt, self.seconds = {}, {}, False, None, 0.0
-        self.backward_feeds = None      # per backward input: ("head"|"saved"|"input", k)
-        self.backward_take = None       # the same as positions in heads + saved + inputs
+        self.backward_take = None       # per backward input: where in heads + saved + inputs
         self.wrt_index = None           # per backward output: its index in input_names
 
     def __repr__(self):
@@ -131,22 +130,20 @@ class CachedOp:
                 per_call)
             plan = Plan(self.backend.compile(forward, is_train=is_train, **kw),
                         self.backend.compile(backward, is_train=is_train, **kw), diff)
-            plan.backward_feeds = self._backward_feeds(diff, backward.input_names)
-            start = {"head": 0, "saved": len(diff.head_names),
-                     "input": len(diff.head_names) + len(diff.saved_names)}
-            plan.backward_take = [start[kind] + k for kind, k in plan.backward_feeds]
+            plan.backward_take = self._backward_take(diff, backward.input_names)
             plan.wrt_index = [self.input_names.index(n) for n in diff.wrt]
         if kw.get("tiered"):             # a quick compile is waited for (compiler/tiers.py)
             from .compiler import tiers
             tiers.settle([ex.current for ex in (plan.forward, plan.backward) if ex])
         return plan
 
-    def _backward_feeds(self, diff, names) -> list:
-        """Where each input of the backward graph comes from, in its order."""
+    def _backward_take(self, diff, names) -> list:
+        """Where each input of the backward graph comes from, in its order: a position
+        in the list output gradients + saved values + this op's inputs."""
         heads, saved = diff.head_names, diff.saved_names
-        return [("head", heads.index(n)) if n in heads else
-                ("saved", saved.index(n)) if n in saved else
-                ("input", self.input_names.index(n)) for n in names]
+        return [heads.index(n) if n in heads else
+                len(heads) + saved.index(n) if n in saved else
+                len(heads) + len(saved) + self.input_names.index(n) for n in names]
 
     # ------------------------------------------------------------- calling
     def __call__(self, data, params: dict):
@@ -170,7 +167,7 @@ class CachedOp:
         wrt = None
         if autograd._state.recording:
             wrt = tuple([n for n, a in zip(self.input_names, arrays)
-                         if a._grad_req != "null" or a._tape is not None]) or None  # needs_grad
+                         if autograd.needs_grad(a)]) or None
         try:
             data = [a._data for a in arrays]
         except AttributeError:

@@ -92,9 +92,9 @@ def test_matmul_through_numpys_gemm_and_through_np_dot_agree_with_numpy(dtype, m
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_nt_products_computed_swapped_agree_with_numpy_inside_and_outside_the_rule(dtype):
     """blas.matmul computes some NT products (FullyConnected's x @ w.T) as (w @ x.T).T
-    through a scratch array and a tiled transpose: the products agree with NumPy's,
+    through a scratch array and a transpose: the products agree with NumPy's,
     whether the rule picks that form or not, forced either way, for operands and
-    results at offsets inside larger buffers and shapes that fill no whole tile."""
+    results at offsets inside larger buffers, and odd shapes."""
     from straightdope.compiler.kernels import blas
     rng = np.random.default_rng(2)
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)

@@ -23,7 +23,7 @@ FullyConnected reaches here too: the compiler lowers it to
 A batch-sized product, swapped. That "NT" product C = A B^T has m = the batch,
 and OpenBLAS (0.3.31, AVX-512, one thread) is slower at it than at the swapped
 product S = B A^T, shape (n, m), also NT: for float32 (64, 256) from k = 512, ~225 us
-against ~185 us, plus ~5 us to transpose S into C (`transpose_into`). Over a grid
+against ~185 us, plus ~12 us to transpose S into C (`transpose_into`). Over a grid
 (`python -m benchmarks.gemm --grid`) the swapped form took 0.5-0.9x the time for m
 from 8 to 64 in steps of 8, n >= max(192, 4m) and k >= 256, and lost or tied
 elsewhere: small n or k, m >= 96, m just below a multiple of 16 (47, 62, 63:
@@ -127,18 +127,12 @@ def swapped_is_faster(m, n, k, itemsize):
 
 @njit(**JIT)
 def transpose_into(S, C):
-    """C = S.T, by 8 x 8 tiles, then the edges element by element. A tile's constant
-    bounds let LLVM unroll it: ~5 us for a float32 (256, 64) here, against ~12 us for a
-    plain double loop and for NumPy's copy of a transposed view."""
+    """C = S.T, row by row of S: the reads are contiguous, the writes strided. An 8 x 8
+    tiled loop took ~5 us instead of ~12 for (256, 64), but LLVM unrolls its tiles in
+    every compiled graph that calls matmul: +0.2 s on a small MLP's first call."""
     rows, cols = S.shape
-    i_end, j_end = cols - cols % 8, rows - rows % 8
-    for i0 in range(0, i_end, 8):
-        for j0 in range(0, j_end, 8):
-            for i in range(8):
-                for j in range(8):
-                    C[i0 + i, j0 + j] = S[j0 + j, i0 + i]
-    for i in range(cols):
-        for j in range(j_end if i < i_end else 0, rows):
+    for j in range(rows):
+        for i in range(cols):
             C[i, j] = S[j, i]
 
 
