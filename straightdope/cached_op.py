@@ -23,13 +23,15 @@ from .ops import get_op
 from .symbol.symbol import Group, Symbol
 
 
-def get_backend(name: str | None = None):
-    """The executor backend: `name`, else $STRAIGHTDOPE_EXECUTOR, else numba."""
+def get_backend(name: str | None = None, compile_mode: str = "sync"):
+    """The executor backend: `name`, else $STRAIGHTDOPE_EXECUTOR, else numba; for numba
+    with compile_mode 'tiered', the reference tier first while it compiles
+    (compiler/tiers.py, which imports Numba only once compiled code is there)."""
     if config.executor(name) == "numba":
-        try:
-            from .compiler import NumbaBackend
-        except ImportError:        # the compiler package is optional while it is being built
-            return ReferenceBackend()
+        if compile_mode == "tiered":
+            from .compiler.tiers import TieredBackend
+            return TieredBackend()
+        from .compiler import NumbaBackend
         return NumbaBackend()
     return ReferenceBackend()
 
@@ -59,7 +61,7 @@ class CachedOp:
         self.compile_mode = config.compile_mode(compile)
         self.data_names = list(data_names)
         self.backend = backend if backend is not None and not isinstance(backend, str) \
-            else get_backend(backend)
+            else get_backend(backend, self.compile_mode)
         if static_shape and not static_alloc:
             raise ValueError("static_shape=True needs static_alloc=True (as in MXNet)")
         self.static_alloc, self.static_shape = static_alloc, static_shape
@@ -108,11 +110,6 @@ class CachedOp:
 
     def _compile(self, shapes, dtypes, is_train, wrt) -> Plan:
         kw = dict(static_alloc=self.static_alloc, static_shape=self.static_shape)
-        if getattr(self.backend, "name", None) == "numba":
-            kw["tiered"] = self.compile_mode == "tiered"
-            if kw["tiered"]:
-                from .compiler import tiers
-                tiers.start()       # it imports Numba while we differentiate and plan
         if wrt is None:
             graph = self._graph(self.full, shapes, dtypes)
             plan = Plan(self.backend.compile(graph, is_train=is_train, **kw))
@@ -132,9 +129,6 @@ class CachedOp:
                         self.backend.compile(backward, is_train=is_train, **kw), diff)
             plan.backward_take = self._backward_take(diff, backward.input_names)
             plan.wrt_index = [self.input_names.index(n) for n in diff.wrt]
-        if kw.get("tiered"):             # a quick compile is waited for (compiler/tiers.py)
-            from .compiler import tiers
-            tiers.settle([ex.current for ex in (plan.forward, plan.backward) if ex])
         return plan
 
     def _backward_take(self, diff, names) -> list:

@@ -137,15 +137,7 @@ class Scaled(gluon.HybridBlock):
         return self.out(self.dense(x) * self.scale)
 
 
-@pytest.fixture
-def no_first_call_wait(monkeypatch):
-    """The first tiered call does not wait for the background compile at all."""
-    from straightdope.compiler import tiers
-    monkeypatch.setattr(tiers, "FIRST_CALL_WAIT", 0)
-
-
-def test_tiered_hybridize_starts_on_the_reference_tier_switches_and_keeps_results(
-        no_first_call_wait):
+def test_tiered_hybridize_starts_on_the_reference_tier_switches_and_keeps_results():
     mx.random.seed(0)
     net = Scaled()
     net.initialize()
@@ -169,7 +161,7 @@ def test_tiered_hybridize_starts_on_the_reference_tier_switches_and_keeps_result
     np.testing.assert_allclose(second, want, rtol=1e-5, atol=1e-6)
 
 
-def test_a_tiered_training_step_gives_the_gradients_of_a_synchronous_one(no_first_call_wait):
+def test_a_tiered_training_step_gives_the_gradients_of_a_synchronous_one():
     x = nd.array(np.random.default_rng(3).standard_normal((2, 4, 6, 6)).astype(np.float32))
     grads = {}
     for mode in ("sync", "tiered"):
@@ -212,7 +204,7 @@ def test_a_tiered_first_call_runs_compiled_code_at_once_when_it_is_cached():
 def test_a_failed_background_compile_keeps_the_reference_tier_and_says_why(monkeypatch):
     from straightdope.compiler import tiers
 
-    def failing(job):
+    def failing(description, key):
         ticket = tiers.Ticket()
         ticket.finish("CodegenError: made up for this test")
         return ticket
@@ -246,7 +238,7 @@ def test_an_unknown_compile_mode_is_refused_with_the_choices():
         net.hybridize(compile="fast")
 
 
-def test_the_trace_inspector_shows_which_tier_ran_and_a_pending_switch(no_first_call_wait):
+def test_the_trace_inspector_shows_which_tier_ran_and_a_pending_switch():
     from widgets import TraceInspector
     net = Scaled()
     net.initialize()
@@ -261,95 +253,3 @@ def test_the_trace_inspector_shows_which_tier_ran_and_a_pending_switch(no_first_
     assert "tier: graph" in inspector.hybridized_html.value
 
 
-def test_a_tiered_first_call_waits_a_little_for_a_quick_compile(monkeypatch):
-    from straightdope.compiler import tiers
-    monkeypatch.setattr(tiers, "FIRST_CALL_WAIT", 600)
-    net = Scaled()
-    net.initialize()
-    net.hybridize(compile="tiered")
-    net(nd.ones((2, 5)))
-    stats = net._cached_op.stats()["forward"]
-    assert stats["tier"] == "graph" and not stats["pending"]
-    assert [tier for _, tier, _ in stats["switches"]] == ["graph"]
-
-
-def test_only_a_few_missing_loops_are_compiled_in_the_first_call_itself():
-    from straightdope.compiler import tiers
-    loop = (("module", "def loop(): pass", "loop"), [])
-    kernel = (("kernel", "conv", "conv2d"), [])
-    assert tiers.quick("graph", []) and tiers.quick("steps", [])
-    assert tiers.quick("steps", [loop] * tiers.QUICK_LOOPS)
-    assert not tiers.quick("steps", [loop] * (tiers.QUICK_LOOPS + 1))
-    assert not tiers.quick("steps", [loop, kernel])          # a kernel compiles for long
-    assert not tiers.quick("graph", [loop])                  # so does a whole graph
-
-
-class _FakeCompileProcess:
-    """Stands in for the background process: records which thread writes each job and
-    never answers until `finish` is set."""
-
-    def __init__(self, *args, **kwargs):
-        self.writers, self.written, self.finish = [], threading.Event(), threading.Event()
-        self.stdin = self
-
-    def write(self, line):
-        self.writers.append(threading.current_thread().name)
-
-    def flush(self):
-        if len(self.writers) == 2:
-            self.written.set()
-
-    @property
-    def stdout(self):
-        self.finish.wait()
-        return iter(())
-
-    def poll(self):
-        return None
-
-    def wait(self):
-        return 0
-
-
-def test_submitting_a_compile_job_never_writes_to_the_pipe_in_the_calling_thread(monkeypatch):
-    # the pipe holds 64 KB and the process reads a job only after compiling the last one:
-    # a write in the caller would make a hybridized call wait for every earlier compile
-    from straightdope.compiler import tiers
-    monkeypatch.setattr(tiers.subprocess, "Popen", _FakeCompileProcess)
-    compiler = tiers.BackgroundCompiler()
-    try:
-        first = compiler.submit([(("kernel", "conv", "conv2d"), [])])
-        second = compiler.submit([(("kernel", "conv", "conv2d"), [])])
-        assert compiler.process.written.wait(timeout=60)
-        assert compiler.process.writers == ["straightdope-jobs"] * 2
-        assert not first.done() and not second.done()
-        assert compiler.busy_before(second.number) and not compiler.busy_before(first.number)
-    finally:
-        compiler.process.finish.set()
-    assert first.wait(timeout=60) and "ended" in first.error
-
-
-class _RecordedTicket:
-    def __init__(self, number):
-        self.number, self.timeouts = number, []
-
-    def wait(self, timeout=None):
-        self.timeouts.append(timeout)
-        return False
-
-
-def test_a_first_call_queued_behind_other_graphs_compiles_does_not_wait_for_its_own(
-        monkeypatch):
-    from straightdope.compiler import tiers
-
-    class Busy:
-        def busy_before(self, number):
-            return number > 3                # jobs 0..3 are still being compiled
-    monkeypatch.setattr(tiers, "_COMPILER", Busy())
-    monkeypatch.setattr(tiers, "FIRST_CALL_WAIT", 600)
-    queued = [type("Executable", (), {"ticket": _RecordedTicket(n)})() for n in (7, 8)]
-    tiers.settle(queued)
-    assert [e.ticket.timeouts for e in queued] == [[0], [0]]
-    front = [type("Executable", (), {"ticket": _RecordedTicket(n)})() for n in (2, 3)]
-    tiers.settle(front)                      # first in the queue: it may finish soon
-    assert all(e.ticket.timeouts[0] > 500 for e in front)

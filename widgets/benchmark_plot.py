@@ -101,11 +101,14 @@ def measure(net, x, repeats, backward=False, stop=None, hybridize_kwargs=None):
             if stopped():
                 break
             seconds = _timed(net, x, backward)
+            # the tier this call ran on, read before yielding: the switch to compiled
+            # code happens in another thread, at any time (compiler/tiers.py)
+            tier = tier_of(net) if mode == "hybridized" else None
             data[mode].append(seconds)
             yield mode, seconds
             if mode == "hybridized":
-                data["tiers"].append(tier_of(net))
-                yield "tier", data["tiers"][-1]
+                data["tiers"].append(tier)
+                yield "tier", tier
     yield "done", data
 
 

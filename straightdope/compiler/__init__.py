@@ -13,30 +13,24 @@
                Python, one function per distinct loop ("steps" tier, for large graphs)
 * `tiers.py`   hybridize(compile="tiered"), the default: the NumPy reference tier while a
                background process compiles the final tier into the caches, then a switch
+               (it imports none of the rest, nor Numba, until compiled code is there)
 * `loops.py`   graphs with loops: compiled segments, and loop bodies compiled once
 * `kernels/`   precompiled Numba kernels for everything that is not a fused loop
 
 `STRAIGHTDOPE_DEBUG=1` prints the compile times of every graph, `=2` also the
 fused steps and the memory plan, `=3` also the generated source.
 """
-from .backend import STAGES, Executable, NumbaBackend  # noqa: F401
-from .codegen import CodegenError  # noqa: F401
-from . import kernels as _kernels
-from . import loops as _loops
-
-_kernels.install()
-_loops.install()
+# Importing this package imports neither Numba nor the kernels: `tiers` must stay light
+# (a first tiered call never pays Numba's import). The names below load `backend` (and
+# with it Numba and the kernels) when first used.
+_FROM_BACKEND = ("STAGES", "Executable", "NumbaBackend")
 
 
-def _seed_numba(seed_state):
-    from .kernels import random as _random
-    _random.seed(seed_state)
-
-
-def _register_seed_hook():
-    from .. import random as _sd_random
-    if _seed_numba not in _sd_random._SEED_HOOKS:
-        _sd_random._SEED_HOOKS.append(_seed_numba)
-
-
-_register_seed_hook()
+def __getattr__(name):
+    if name in _FROM_BACKEND:
+        from . import backend
+        return getattr(backend, name)
+    if name == "CodegenError":
+        from .codegen import CodegenError
+        return CodegenError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

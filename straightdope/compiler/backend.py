@@ -38,6 +38,24 @@ from .codegen import dtypes_without_arithmetic, generate
 from .fuse import fuse
 from .lower import lower
 from .memory import plan_memory
+from . import kernels, loops
+
+kernels.install()          # the registry learns how each op compiles (op.numba_kernel)
+loops.install()
+
+
+def _seed_numba(seed_state):
+    kernels.random.seed(seed_state)
+
+
+def _register_seed_hook():
+    """`mx.random.seed(s)` seeds Numba's generator too (compiled Dropout)."""
+    from .. import random as _sd_random
+    if _seed_numba not in _sd_random._SEED_HOOKS:
+        _sd_random._SEED_HOOKS.append(_seed_numba)
+
+
+_register_seed_hook()
 
 
 # ------------------------------------------------ the passes: (executable, stages so far)
@@ -155,6 +173,11 @@ class Executable:
                 items.append((("module", text, "loop"), _loop_examples(dtypes)))
         return items
 
+    def missing(self) -> list:
+        """The items of `job()` that are not compiled in the caches yet."""
+        from .tiers import missing
+        return missing(self.job())
+
     def _inputs(self) -> list:
         return [np.empty((0,) * len(s), dt) for s, dt in zip(self._in_shapes,
                                                                self._input_dtypes)]
@@ -196,6 +219,9 @@ class Executable:
         self.meta, self.loops = meta, loops    # loops: the steps tier's functions (else None)
         self.out_plan = _output_plan(lowered)  # None when outputs need no fixing up
         self.fn = fn
+        if self.tier == choose_tier(self.graph):     # what a tiered first call looks for
+            from . import tiers
+            tiers.mark_ready(tiers.job_key(tiers.describe(self.graph, self.is_train)))
         self._debug()
 
     def _compile_steps(self, source, loop_sources):
@@ -419,15 +445,13 @@ class NumbaBackend:
     name = "numba"
 
     def compile(self, graph: Graph, is_train: bool = False, static_alloc: bool = False,
-                static_shape: bool = False, tier: str = "auto", tiered: bool = False):
+                static_shape: bool = False, tier: str = "auto"):
         """tier: 'graph', 'steps' or 'auto' (by the graph's size: `choose_tier`).
-        tiered: run the reference tier until a background process has compiled the
-        final tier (`tiers.TieredExecutable`)."""
+        (`tiers.TieredBackend` is the same with the reference tier first.)"""
         return AnyShape(graph, lambda shaped: self.for_shapes(shaped, is_train, static_alloc,
-                                                              tier, tiered), static_shape)
+                                                              tier), static_shape)
 
-    def for_shapes(self, graph: Graph, is_train=False, static_alloc=False, tier="auto",
-                   tiered=False):
+    def for_shapes(self, graph: Graph, is_train=False, static_alloc=False, tier="auto"):
         """The executable for the input shapes `graph` is annotated with."""
         from . import loops
         odd = dtypes_without_arithmetic(graph)
@@ -435,7 +459,4 @@ class NumbaBackend:
             return _reference_for(graph, is_train, odd)
         if loops.needs_loops(graph):     # loop nodes: compiled segments + compiled bodies
             return loops.LoopExecutable(graph, self, is_train, static_alloc)
-        if tiered and tier == "auto":
-            from .tiers import TieredExecutable
-            return TieredExecutable(graph, is_train, static_alloc)
         return Executable(graph, is_train, static_alloc, tier)

@@ -1,34 +1,40 @@
-"""Tiered execution: answer the first call at once, switch to compiled code when it is ready.
+"""Tiered execution: answer from the first call, switch to compiled code when it is ready.
 
 A JIT in a browser or a JVM does not make the first call wait for its best code: it
 runs an interpreter first and swaps in compiled code when it is done.
-`hybridize(compile="tiered")` (the default) does the same:
+`hybridize(compile="tiered")` (the default) does the same, in three steps:
 
-1. the first call runs the passes (shapes, fusion, memory plan, source: a few
-   milliseconds per op, and any error the compiler would raise is raised now) and
-   asks: is everything Numba has to compile for the final tier already in the caches
-   (a new process with a warm disk cache), or is only a few of the steps tier's loops
-   missing (its kernels are compiled)? Then the compiled tier is made in the call;
-2. if not, a background process (the second core) compiles the final tier's
-   functions into the disk cache: the whole-graph function, or the steps tier's loops
-   and kernels. The first call waits for it at most `FIRST_CALL_WAIT` seconds in all
-   (`settle`: a training step's forward and backward graphs together; not at all when
-   other graphs' jobs are still ahead in the queue), then
-   runs on the *reference* tier, the NumPy interpreter of `graph/interpret.py` (about
-   the speed of imperative code, nothing to compile);
-3. the first call after the background process has finished loads the compiled code
-   from the cache (milliseconds to a fraction of a second); every later call runs it.
+1. **The first call never compiles.** It asks the disk cache whether this very graph
+   (same ops, shapes, dtypes, library and Numba versions: `job_key`) was compiled
+   before, by any process. If so, it loads that machine code and runs it (compiled
+   code from the first call). If not, it runs the *reference* tier, the NumPy
+   interpreter of `graph/interpret.py` (a list of NumPy calls, leaner than the same
+   net run imperatively), and hands the graph to a background process.
+2. **A compile process** (one per Python process, on another core, at low priority)
+   runs the compiler's passes and Numba on that graph, writes the machine code into the
+   disk cache (`cache.py`) and marks the graph as done (`ready/<key>`). It outlives
+   its parent: a short script that exits before the compile is done still leaves the
+   compiled graph for its next run (the process finishes the jobs it has, within
+   `ORPHAN_SECONDS`, then exits). The parent never imports Numba for this: the first
+   call costs tracing and a few milliseconds.
+3. **A loader thread** in the parent loads the compiled code from the cache when the
+   process reports it done, and switches `active` to it; calls keep running on the
+   reference tier meanwhile instead of waiting.
 
 The compiled tiers give the same numbers bit for bit; the reference tier the same up
 to rounding (NumPy sums in another order). `switches` records when the tier changed,
-`wait()` blocks until it has; `hybridize(compile="sync")` compiles the final tier in
-the first call instead (tests and benchmarks that time compiled code use it). If the
-background compile fails, the reference tier stays and `error` says why.
+`wait()` blocks until it has; `hybridize(compile="sync")` compiles in the first call
+instead (tests and benchmarks that time compiled code use it). If the background
+compile fails, the reference tier stays and a warning says why. Where no compile
+process can run (no `sys.executable`, a frozen app) or the cache dir cannot be shared
+with one, the loader thread compiles in this process instead.
 """
 from __future__ import annotations
 
 import atexit
-import importlib
+import contextlib
+import hashlib
+import importlib.util
 import itertools
 import json
 import os
@@ -42,66 +48,133 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import config
 from ..graph.interpret import ReferenceExecutable
-from . import cache
-from .backend import PHASES, Executable
+
+# After its parent has gone, the compile process finishes the jobs it has for at most
+# this many seconds, then exits (a kernel compile on a new machine takes ~20 s).
+ORPHAN_SECONDS = 300.0
+# At exit, the parent waits at most this long to hand its queued jobs to the process.
+HANDOVER_SECONDS = 5.0
+SETUP_COMMAND = "python -m straightdope.warmup"
 
 
-# ------------------------------------------------ what the background process compiles
-# A job is a list of (what, example arguments): what is ("module", source, function
-# name) for generated code or ("kernel", module, function) for a library kernel.
-def describe(arg) -> list:
-    """An example argument as JSON: its type is all Numba needs."""
-    if isinstance(arg, np.ndarray):
-        return ["array", arg.dtype.name, arg.ndim]
-    if isinstance(arg, tuple):
-        return ["tuple", len(arg)]
-    return ["float"] if isinstance(arg, float) else ["int"]
+# --------------------------------------------------------- what identifies a compile
+_ROOT = Path(__file__).resolve().parents[2]      # the folder that holds straightdope/
+_VERSIONS = None
 
 
-def example(text: list):
-    kind = text[0]
-    if kind == "array":
-        return np.empty((0,) * text[2], text[1])
-    return (0,) * text[1] if kind == "tuple" else (0.0 if kind == "float" else 0)
+def versions() -> str:
+    """What compiled code depends on besides the graph: Python, NumPy, Numba, this
+    library and the source of its kernels and code generator. Read without importing
+    Numba (a first call must not pay for that)."""
+    global _VERSIONS
+    if _VERSIONS is None:
+        from .. import __version__
+        here = Path(__file__).parent
+        kernels = hashlib.sha256()
+        for path in sorted(here.glob("kernels/*.py")) + [here / "codegen.py"]:
+            kernels.update(path.read_bytes())
+        _VERSIONS = (f"python={sys.version_info[:3]} numpy={np.__version__} "
+                     f"numba={_numba_version()} "
+                     f"straightdope={__version__} kernels={kernels.hexdigest()}")
+    jit = "off" if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") else "on"
+    return f"{_VERSIONS} jit={jit}"
 
 
-def resolve(what) -> object:
-    """The Numba function named by a job item (only our kernels and our own sources)."""
-    if what[0] == "module":
-        module, _ = cache.load(what[1])
-        return getattr(module, what[2])
-    if what[0] == "kernel" and what[1].isidentifier() and what[2].isidentifier():
-        return getattr(importlib.import_module(f"{__package__}.kernels.{what[1]}"), what[2])
-    raise ValueError(f"not a compile job item: {what[:1]}")
+def _numba_version() -> str:
+    """Numba's version from its installed metadata's folder name (numba-0.68.1.dist-info),
+    without importing it or importlib.metadata (tens of milliseconds)."""
+    spec = importlib.util.find_spec("numba")
+    folder = Path(spec.origin).parent.parent if spec and spec.origin else None
+    found = sorted(folder.glob("numba-*.dist-info")) if folder else []
+    if len(found) == 1:
+        return found[0].name[len("numba-"):-len(".dist-info")]
+    from importlib import metadata
+    return metadata.version("numba")
 
 
-def missing(job) -> list:
-    """The items of a job that are not compiled in the caches yet."""
-    return [(what, args) for what, args in job if not cache.is_cached(resolve(what), args)]
+def describe(graph, is_train: bool) -> dict:
+    """A graph as JSON-able data another process can rebuild it from (`rebuild`): its
+    ops as MXNet JSON, which inputs are data, and the shapes and dtypes of its inputs."""
+    variables = [n for n in graph.nodes if n.is_var]
+    return {"symbol": graph.to_symbol().tojson(),
+            "data": [n.name for n in variables if n.kind == "data"],
+            "shapes": {n.name: list(n.shapes[0]) for n in variables},
+            "dtypes": {n.name: np.dtype(n.dtypes[0]).name for n in variables},
+            "is_train": bool(is_train)}
 
 
-def quick(final_tier, todo) -> bool:
-    """Is compiling `todo` here cheaper than the detour through the reference tier?
-    Yes when nothing is left, or only a few of the steps tier's loops (each a small
-    function, ~0.3 s): then the kernels are compiled, and waiting for the background
-    process would cost more than compiling here."""
-    return not todo or (final_tier == "steps" and len(todo) <= QUICK_LOOPS
-                        and all(what[0] == "module" for what, _ in todo))
+def rebuild(description: dict):
+    """The annotated Graph of `describe(graph)`."""
+    from ..graph import Graph, annotate
+    from ..symbol import load_json
+    graph = Graph.from_symbol(load_json(description["symbol"]), description["data"])
+    return annotate(graph, {k: tuple(v) for k, v in description["shapes"].items()},
+                    description["dtypes"])
+
+
+def job_key(description: dict) -> str:
+    """The name under which a compiled graph is marked ready in the cache dir."""
+    text = versions() + "\n" + json.dumps(description, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def ready_path(key: str) -> Path:
+    return config.cache_dir() / "ready" / key[:40]
+
+
+def is_ready(key: str) -> bool:
+    """Did some process of this user compile this graph into the cache dir? (A marker
+    only says where to look: what is loaded is checked by cache.py as always; one that
+    another user could have written is ignored.)"""
+    path = ready_path(key)
+    try:
+        return all(os.stat(p).st_uid == os.getuid() and not os.stat(p).st_mode & 0o022
+                   for p in (path.parent.parent, path.parent, path))
+    except OSError:
+        return False
+
+
+def mark_ready(key: str):
+    """Note in the cache dir that the graph of `key` is compiled (only in a cache dir
+    that is used as it is: see cache.folders)."""
+    from ..serialization import atomic_write
+    from .cache import folders
+    _, folder, state = folders()
+    if state != "ok":
+        return
+    path = folder / "ready" / key[:40]
+    try:
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        atomic_write(path, lambda f: f.write(b"compiled\n"))
+        os.chmod(path, 0o600)
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------- the background compile process
 class Ticket:
-    """A job handed to the background process: `done()`, `wait()`, `error`, `seconds`."""
+    """A job handed to the compile process: `done()`, `wait()`, `error`, `seconds`."""
 
     def __init__(self):
         self._event = threading.Event()
         self.error, self.seconds, self._start = None, None, time.perf_counter()
-        self.number = None                   # its place in the background process's queue
+        self.here = False                    # True: the process asks us to compile here
+        self._callbacks = []
 
-    def finish(self, error=None):
-        self.error, self.seconds = error, time.perf_counter() - self._start
+    def finish(self, error=None, here=False):
+        self.error, self.here = error, here
+        self.seconds = time.perf_counter() - self._start
         self._event.set()
+        for callback in self._callbacks:
+            callback(self)
+
+    def then(self, callback):
+        """Call `callback(ticket)` when done (at once if it is)."""
+        self._callbacks.append(callback)
+        if self.done():
+            callback(self)
 
     def done(self) -> bool:
         return self._event.is_set()
@@ -110,157 +183,239 @@ class Ticket:
         return self._event.wait(timeout)
 
 
+def _can_start_process() -> str | None:
+    """Why no compile process can be started here, or None if one can."""
+    if getattr(sys, "frozen", False):
+        return "a frozen application (sys.executable is the app itself)"
+    if not sys.executable or not os.access(sys.executable, os.X_OK):
+        return f"no runnable Python interpreter (sys.executable={sys.executable!r})"
+    return None
+
+
+# The compile process imports exactly what its parent imports: Python starts isolated
+# (-I: neither the current directory nor PYTHONPATH nor user site-packages on sys.path)
+# and is given the parent's path, without the current directory's entry.
+_BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+         "from straightdope.compiler.tiers import _main; _main(int(sys.argv[2]))")
+
+
 class BackgroundCompiler:
-    """One Python process (`python -m straightdope.compiler.tiers`) that compiles jobs
-    one after the other into the caches; a thread here reads its answers."""
+    """One Python process that compiles graphs one after the other into the caches.
+    Jobs go in on its stdin (written by a thread here: the pipe holds only 64 KB);
+    answers come back on a pipe of their own (nothing else writes to it), read by
+    another thread here."""
 
     def __init__(self):
-        # the process must import this very straightdope (its source is in the cache key)
-        root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "straightdope.compiler.tiers"], env=env, text=True,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        paths = [str(_ROOT)] + [p for p in sys.path if p and p != str(_ROOT)]
+        answers_read, answers_write = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-c", _BOOT, json.dumps(paths), str(answers_write)],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                pass_fds=(answers_write,), text=True, start_new_session=True)
+        finally:
+            os.close(answers_write)
+        self._answers = os.fdopen(answers_read, "r")
         self._tickets: dict = {}            # number -> Ticket, the jobs not answered yet
         self._ids = itertools.count()
         self._lock = threading.Lock()
-        # Jobs go to the process through a queue and a writer thread: the pipe holds only
-        # 64 KB, and the process reads the next job after compiling the last one, so
-        # writing in submit() would make a hybridized call wait for the whole backlog.
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.notices: list = []
         threading.Thread(target=self._read, daemon=True, name="straightdope-compiler").start()
-        threading.Thread(target=self._write, daemon=True, name="straightdope-jobs").start()
+        self._writer = threading.Thread(target=self._write, daemon=True,
+                                        name="straightdope-jobs")
+        self._writer.start()
 
-    def submit(self, job) -> Ticket:
+    def submit(self, description: dict, key: str) -> Ticket:
         """Queue a job; returns at once."""
         if self.process.poll() is not None:
             raise BrokenPipeError("the background compile process has ended")
         ticket = Ticket()
-        items = [[list(what), [describe(a) for a in args]] for what, args in job]
-        with self._lock:                     # numbers in the order the process reads them
-            ticket.number = next(self._ids)
-            self._tickets[ticket.number] = ticket
-            self._outbox.put(json.dumps({"id": ticket.number, "items": items}) + "\n")
-        return ticket
-
-    def busy_before(self, number) -> bool:
-        """Is a job submitted before job `number` still being compiled?"""
         with self._lock:
-            return any(n < number for n in self._tickets)
+            number = next(self._ids)
+            self._tickets[number] = ticket
+        self._outbox.put(json.dumps({"id": number, "key": key, "graph": description}) + "\n")
+        return ticket
 
     def _write(self):
         while True:
             line = self._outbox.get()
+            if line is None:                 # the parent is exiting: end of jobs
+                break
             try:
                 self.process.stdin.write(line)
                 self.process.stdin.flush()
-            except (OSError, ValueError):  # it ended: _read answers the pending tickets
+            except (OSError, ValueError):    # it ended: _read answers the pending tickets
                 return
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
 
     def _read(self):
-        for line in self.process.stdout:
-            answer = json.loads(line)
+        for line in self._answers:
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                continue
+            if "notice" in answer:
+                _notice(answer["notice"])
+                continue
             with self._lock:
-                ticket = self._tickets.pop(answer["id"], None)
+                ticket = self._tickets.pop(answer.get("id"), None)
             if ticket is not None:
-                ticket.finish(answer.get("error"))
+                ticket.finish(answer.get("error"), here=bool(answer.get("here")))
         code = self.process.wait()
         with self._lock:
             pending, self._tickets = list(self._tickets.values()), {}
         for ticket in pending:
-            ticket.finish(f"the background compile process ended (exit code {code})")
+            ticket.finish(f"the background compile process ended (exit code {code})",
+                          here=True)
+
+    def close(self, seconds: float):
+        """Hand over the queued jobs (for at most `seconds`) and close the job pipe:
+        the process finishes them on its own, then exits."""
+        self._outbox.put(None)
+        self._writer.join(seconds)
+
+
+_NOTICED = set()
+
+
+def _notice(what: str):
+    """Say once per process what the compile process is doing that takes long."""
+    if what in _NOTICED:
+        return
+    _NOTICED.add(what)
+    if what == "kernels":
+        print(f"straightdope: compiling the library's kernels for this machine in the "
+              f"background (once per machine, 10-30 s; `{SETUP_COMMAND}` does it ahead "
+              f"of time). Hybridized nets run on the NumPy tier until then.",
+              file=sys.stderr, flush=True)
 
 
 _COMPILER: BackgroundCompiler | None = None
 _COMPILER_LOCK = threading.Lock()
-# A tiered first call waits this long (seconds) for the background compile before it
-# runs on the reference tier: a small graph whose kernels are compiled is often ready by
-# then (compiled code from the first call on), and a long compile never blocks.
-FIRST_CALL_WAIT = 1.0
-# Up to this many loop functions of the steps tier are compiled in the first call itself.
-QUICK_LOOPS = 8
 
 
 def start() -> BackgroundCompiler:
-    """The background process, started (or restarted) if needed. CachedOp starts it
-    before tracing, so that it imports Numba while this process runs the passes."""
+    """The compile process, started (or restarted) if needed; OSError if it cannot."""
     global _COMPILER
     with _COMPILER_LOCK:
         if _COMPILER is None or _COMPILER.process.poll() is not None:
+            reason = _can_start_process()
+            if reason is not None:
+                raise OSError(f"no background compile process: {reason}")
             _COMPILER = BackgroundCompiler()
         return _COMPILER
 
 
-def submit(job) -> Ticket:
-    """Hand a job to the background process."""
+def submit(description: dict, key: str) -> Ticket:
+    """Hand a graph to the compile process; a ticket that asks to compile here if no
+    process can be started."""
     global _COMPILER
     for attempt in (1, 2):
         try:
-            return start().submit(job)
-        except (BrokenPipeError, ValueError):     # it died meanwhile: once more
+            return start().submit(description, key)
+        except BrokenPipeError:              # it died meanwhile: once more
             with _COMPILER_LOCK:
                 _COMPILER = None
-    raise OSError("cannot start the background compile process")
+        except OSError as err:               # cannot start one at all
+            ticket = Ticket()
+            ticket.finish(str(err), here=True)
+            return ticket
+    ticket = Ticket()
+    ticket.finish("the background compile process keeps ending", here=True)
+    return ticket
 
 
 @atexit.register
 def _stop():
-    if _COMPILER is None:
-        return
-    if _COMPILER.process.poll() is None:
-        _COMPILER.process.kill()
-    for pipe in (_COMPILER.process.stdin, _COMPILER.process.stdout):
+    """At exit the compile process is left to finish what it was given (see ORPHAN_SECONDS):
+    the next run of the program then finds the graphs compiled."""
+    _LOADS.put(None)
+    if _COMPILER is not None and _COMPILER.process.poll() is None:
+        _COMPILER.close(HANDOVER_SECONDS)
+
+
+# ------------------------------------------------------------ the loader thread
+_LOADS: queue.SimpleQueue = queue.SimpleQueue()
+_LOADER: threading.Thread | None = None
+
+
+def _load_switches():
+    while True:
+        executable = _LOADS.get()
+        if executable is None:
+            return
         try:
-            pipe.close()
-        except (OSError, ValueError):
-            pass
+            executable._switch()
+        except Exception as err:             # noqa: BLE001 - reported, never raised here
+            executable.error = f"{type(err).__name__}: {err}"
+
+
+def _load_later(executable):
+    """Have the loader thread switch `executable` to its compiled code."""
+    global _LOADER
+    with _COMPILER_LOCK:
+        if _LOADER is None or not _LOADER.is_alive():
+            _LOADER = threading.Thread(target=_load_switches, daemon=True,
+                                       name="straightdope-loader")
+            _LOADER.start()
+    _LOADS.put(executable)
 
 
 # ------------------------------------------------------------ the tiered executable
 class TieredExecutable:
-    """Runs the reference tier until the background process has compiled the final tier
-    (`Executable`), then that. `tier` says which runs now; `switches` lists (call
-    number, tier, seconds the background compile took). One input shape, as every
-    backend's executable (graph.AnyShape makes one per shape)."""
+    """Runs the reference tier until the compiled code (`backend.Executable`) is in the
+    cache, then that. `tier` says which runs now; `switches` lists (call number, tier,
+    seconds until it was ready). One input shape, as every backend's executable
+    (graph.AnyShape makes one per shape)."""
 
     def __init__(self, graph, is_train=False, static_alloc=False):
-        self.planned = Executable(graph, is_train, static_alloc, compile=False)  # the passes
-        self.final = self.planned.tier
+        self.graph, self.is_train, self.static_alloc = graph, is_train, static_alloc
         self.calls, self.switches, self.ticket, self.error = 0, [], None, None
-        self._lock = threading.Lock()        # two threads may both see the ticket done
-        todo = missing(self.planned.job())
-        if quick(self.final, todo):
-            self.active = self._compiled()
+        self._planned = None
+        self._lock = threading.Lock()        # the loader and wait() may switch at once
+        description = describe(graph, is_train)
+        self.key = job_key(description)
+        if is_ready(self.key) or _compiler_loaded() and not self.planned.missing():
+            self.active = self._compiled()   # in the caches: loading takes milliseconds
             return
         self.active = ReferenceExecutable(graph, is_train)
-        try:
-            self.ticket = submit(todo)
-        except OSError:                      # no second process here: compile now
-            self.active = self._compiled()
+        self.ticket = submit(description, self.key)
+        self.ticket.then(lambda ticket: _load_later(self) if ticket.error is None or
+                         ticket.here else None)
+
+    @property
+    def planned(self):
+        """The compiled tier's executable with its passes run (stages, timings), not
+        yet compiled: made when first asked for (it imports the compiler and Numba)."""
+        if self._planned is None:
+            from .backend import Executable
+            self._planned = Executable(self.graph, self.is_train, self.static_alloc,
+                                       compile=False)
+        return self._planned
 
     def _compiled(self):
-        """The planned executable, compiled: its passes ran once, in __init__."""
+        """The planned executable, compiled (or loaded from the caches)."""
         self.planned.compile()
         return self.planned
 
-    graph = property(lambda self: self.planned.graph)
     tier = property(lambda self: getattr(self.active, "tier", "reference"))
     fresh_outputs = property(lambda self: getattr(self.active, "fresh_outputs", False))
+    final = property(lambda self: self.planned.tier)
 
     @property
     def stages(self):
         """The compiler's stages (the final tier's, even before it runs)."""
-        return getattr(self.active, "stages", None) if self.tier != "reference" \
-            else self.planned.stages
+        return self.planned.stages
 
     @property
     def timings(self):
         if self.tier != "reference":
             return self.active.timings
-        t = dict(self.planned.timings)
-        passes = sum(t.get(k, 0.0) for k in PHASES if k != "numba_compile")
-        return {**t, "numba_compile": 0.0, "total": passes, "tier": "reference",
+        return {"tier": "reference", "total": 0.0, "numba_compile": 0.0,
                 "cache": "compiling" if self.pending else "off"}
 
     @property
@@ -269,13 +424,15 @@ class TieredExecutable:
         return self.ticket is not None
 
     def run(self, inputs: list) -> list:
-        if self.ticket is not None and self.ticket.done():
-            self._switch()
+        ticket = self.ticket
+        if ticket is not None and ticket.done() and ticket.error is not None \
+                and not ticket.here:
+            self._switch()                   # a failed compile: warn in the caller's thread
         self.calls += 1
         return self.active.run(inputs)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the background compile is done (and switch); False on timeout."""
+        """Block until the compiled code runs (or the compile failed); False on timeout."""
         ticket = self.ticket
         if ticket is not None and not ticket.wait(timeout):
             return False
@@ -284,52 +441,138 @@ class TieredExecutable:
 
     def _switch(self):
         with self._lock:
-            ticket, self.ticket = self.ticket, None
+            ticket = self.ticket
             if ticket is None:
                 return
-            self.error = ticket.error
-            if self.error is not None:       # stay on the reference tier; say why
+            if ticket.error is not None and not ticket.here:
+                self.ticket, self.error = None, ticket.error
                 warnings.warn(f"straightdope: compiling this graph in the background failed "
                               f"({self.error}); it keeps running on the NumPy reference "
                               f"tier. hybridize(compile='sync') shows the error where it "
-                              f"happens.", RuntimeWarning, stacklevel=3)
+                              f"happens.", RuntimeWarning, stacklevel=4)
                 return
-            self.active = self._compiled()
-            self.switches.append((self.calls, self.final, ticket.seconds))
+            compiled = self._compiled()      # from the caches, or here if it asked us to
+            self.active, self.ticket = compiled, None
+            self.switches.append((self.calls, compiled.tier, time.perf_counter()
+                                  - ticket._start))
 
 
-def settle(executables, seconds: float | None = None):
-    """Wait up to `seconds` (default FIRST_CALL_WAIT) in all for the background compiles
-    of these executables (a training step's forward and backward, submitted together)
-    and switch those that are done; the others stay on the reference tier."""
-    tickets = [e.ticket for e in executables if getattr(e, "ticket", None) is not None]
-    if not tickets:
-        return
-    # Behind other graphs' compiles (many small nets hybridized one after the other) a
-    # wait would only add a second to each first call: run on the reference tier at once.
-    compiler, numbers = _COMPILER, [t.number for t in tickets if t.number is not None]
-    if compiler is not None and numbers and compiler.busy_before(min(numbers)):
-        seconds = 0.0
-    deadline = time.perf_counter() + (FIRST_CALL_WAIT if seconds is None else seconds)
-    for executable in executables:
-        ticket = getattr(executable, "ticket", None)
-        if ticket is not None and ticket.wait(max(deadline - time.perf_counter(), 0)):
-            executable._switch()
+def _compiler_loaded() -> bool:
+    """Is the compiler (and Numba) imported in this process already? Then checking the
+    caches costs milliseconds, and a graph found there is loaded at once."""
+    return "straightdope.compiler.backend" in sys.modules
 
 
-def _main():
-    """The background process: compile each job read from stdin, answer on stdout."""
-    for line in sys.stdin:
-        job = json.loads(line)
-        answer = {"id": job["id"]}
+def can_be_tiered(graph) -> bool:
+    """Graphs the reference tier may stand in for: not the ones the backend treats
+    apart (loops, float16), which `NumbaBackend.for_shapes` handles itself."""
+    from . import loops
+    from .codegen import dtypes_without_arithmetic
+    if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+        return False                         # nothing to compile: no reason to wait
+    return not dtypes_without_arithmetic(graph) and not loops.needs_loops(graph)
+
+
+class TieredBackend:
+    """`compile(annotated graph, ...)` -> an executable for inputs of any shape
+    (`graph.AnyShape`): per input shapes a `TieredExecutable`, or what `NumbaBackend`
+    makes for the graphs it treats apart."""
+    name = "numba"
+
+    def compile(self, graph, is_train: bool = False, static_alloc: bool = False,
+                static_shape: bool = False):
+        from ..graph import AnyShape
+        return AnyShape(graph, lambda shaped: self.for_shapes(shaped, is_train,
+                                                              static_alloc), static_shape)
+
+    def for_shapes(self, graph, is_train=False, static_alloc=False):
+        if can_be_tiered(graph):
+            return TieredExecutable(graph, is_train, static_alloc)
+        from .backend import NumbaBackend
+        return NumbaBackend().for_shapes(graph, is_train, static_alloc)
+
+
+# What Numba compiles for a graph (`Executable.job()`): (what, example arguments), what
+# being ("module", source, function name) for generated code or ("kernel", module,
+# function) for a library kernel.
+def resolve(what) -> object:
+    """The Numba function named by a job item (only our kernels and our own sources)."""
+    from . import cache
+    if what[0] == "module":
+        module, _ = cache.load(what[1])
+        return getattr(module, what[2])
+    if what[0] == "kernel" and what[1].isidentifier() and what[2].isidentifier():
+        import importlib
+        return getattr(importlib.import_module(f"{__package__}.kernels.{what[1]}"), what[2])
+    raise ValueError(f"not a compile job item: {what[:1]}")
+
+
+def missing(job) -> list:
+    """The items of a job that are not compiled in the caches yet."""
+    from . import cache
+    return [(what, args) for what, args in job if not cache.is_cached(resolve(what), args)]
+
+
+# ------------------------------------------------------------- the compile process
+def _main(answers_fd: int):
+    """The compile process: compile each graph read from stdin into the caches, mark it
+    ready, answer on `answers_fd`. Ends when its parent closes the pipe and the jobs
+    it has are done, or ORPHAN_SECONDS after that."""
+    try:
+        os.nice(10)                          # the student's own process comes first
+    except OSError:
+        pass
+    answers = os.fdopen(answers_fd, "w")
+    jobs: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read_jobs():                         # read all jobs at once: the pipe never fills
+        for line in sys.stdin:
+            jobs.put(json.loads(line))
+        jobs.put(None)
+        timer = threading.Timer(ORPHAN_SECONDS, os._exit, (0,))
+        timer.daemon = True
+        timer.start()
+    threading.Thread(target=read_jobs, daemon=True).start()
+
+    def answer(message):
         try:
-            for what, args in job["items"]:
-                cache.compile_function(resolve(what), [example(a) for a in args],
-                                       freeze=False)
-        except Exception as err:               # reported, and the process goes on
-            answer["error"] = f"{type(err).__name__}: {err}"
-        print(json.dumps(answer), flush=True)
+            answers.write(json.dumps(message) + "\n")
+            answers.flush()
+        except (OSError, ValueError):        # the parent has gone: the cache is the answer
+            pass
+
+    from . import cache
+    from .backend import Executable
+    shared = cache.folders()[2] == "ok"
+    kernels_folder = cache.folders()[1] / "numba" / cache._kernel_hash()[:16]
+    while (job := jobs.get()) is not None:
+        reply = {"id": job["id"]}
+        if not shared:     # what we compile would stay in a private dir: parent does it
+            reply.update(error="the cache dir cannot be shared", here=True)
+            answer(reply)
+            continue
+        try:
+            with _one_compile_per_cache(cache.folders()[1]):
+                executable = Executable(rebuild(job["graph"]), job["graph"]["is_train"],
+                                        compile=False)
+                if not kernels_folder.is_dir():      # a new machine: this takes a while
+                    answer({"notice": "kernels"})
+                executable.compile()             # marks the graph ready in the cache,
+                mark_ready(job["key"])           # under the name the parent gave it too
+        except Exception as err:             # reported, and the process goes on
+            reply["error"] = f"{type(err).__name__}: {err}"
+        answer(reply)
 
 
-if __name__ == "__main__":
-    _main()
+@contextlib.contextmanager
+def _one_compile_per_cache(folder: Path):
+    """Compile processes of several programs (two notebooks, a script run twice) take
+    turns on one cache dir: the second then finds the kernels the first compiled,
+    instead of compiling them too on the same cores."""
+    import fcntl
+    lock = os.open(folder / "compile.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock)                       # closing releases the lock

@@ -1,7 +1,12 @@
 """The reference executor: walk the graph and run each op's NumPy forward.
 
-Slow but obviously right; every other executor is tested against it.
-`STRAIGHTDOPE_EXECUTOR=numpy` makes hybridized blocks use it.
+Obviously right, and every other executor is tested against it. It is also the tier
+a hybridized net runs on while its compiled code is being built (compiler/tiers.py),
+so it is kept lean: `ReferenceExecutable` turns the graph into a list of steps once
+(each op's forward with its attributes, and numbered slots for its inputs and
+outputs) and each call only walks that list. No NDArray wrappers, no tape, no
+dispatch by op name: that is why it is faster than the same net run imperatively.
+`STRAIGHTDOPE_EXECUTOR=numpy` makes hybridized blocks use it for good.
 """
 from __future__ import annotations
 
@@ -11,16 +16,7 @@ from .specialize import AnyShape
 
 def run_reference(graph: Graph, inputs: list, is_train: bool = False) -> list:
     """Evaluate `graph` on NumPy arrays given in `graph.input_names` order."""
-    values = {}
-    feeds = iter(inputs)
-    for node in graph.nodes:
-        if node.is_var:
-            values[(node.id, 0)] = next(feeds)
-            continue
-        results = node.op.run(node.attrs, [values[tuple(e)] for e in node.inputs], is_train)
-        for k, r in enumerate(results):
-            values[(node.id, k)] = r
-    return [values[tuple(e)] for e in graph.outputs]
+    return ReferenceExecutable(graph, is_train).run(inputs)
 
 
 def evaluate(symbol, inputs: list) -> list:
@@ -30,14 +26,41 @@ def evaluate(symbol, inputs: list) -> list:
 
 
 class ReferenceExecutable:
-    """The reference executor for one annotated graph: run(inputs) -> outputs."""
+    """The reference executor for one graph: run(inputs) -> outputs.
+
+    Values live in a list of slots: the graph's inputs first (in order), then every
+    op's outputs. A step is (forward, attrs, keywords, input slots, output slots)."""
 
     def __init__(self, graph: Graph, is_train: bool):
         self.graph, self.is_train = graph, is_train
         self.stages = {"graph": graph}
+        slots = {}
+        for node in graph.nodes:
+            if node.is_var:
+                slots[(node.id, 0)] = len(slots)
+        self.num_inputs = len(slots)
+        self.steps = []
+        for node in graph.nodes:
+            if node.is_var:
+                continue
+            ins = tuple(slots[tuple(e)] for e in node.inputs)
+            outs = tuple(range(len(slots), len(slots) + node.num_outputs))
+            slots.update({(node.id, k): s for k, s in enumerate(outs)})
+            keywords = {"is_train": is_train} if node.op.needs_train_flag else {}
+            self.steps.append((node.op.forward, node.attrs, keywords, ins, outs))
+        self.num_slots = len(slots)
+        self.outputs = [slots[tuple(e)] for e in graph.outputs]
 
     def run(self, inputs: list) -> list:
-        return run_reference(self.graph, inputs, self.is_train)
+        values = list(inputs) + [None] * (self.num_slots - self.num_inputs)
+        for forward, attrs, keywords, ins, outs in self.steps:
+            result = forward(attrs, *[values[i] for i in ins], **keywords)
+            if isinstance(result, tuple):
+                for slot, value in zip(outs, result):
+                    values[slot] = value
+            else:
+                values[outs[0]] = result
+        return [values[s] for s in self.outputs]
 
 
 class ReferenceBackend:

@@ -1,0 +1,226 @@
+"""First contact (issue 24): what a student's first hybridized calls do in a fresh process.
+
+The first tiered call runs the NumPy reference tier without importing Numba, hands the
+graph to a compile process that outlives its parent, and the next run of the program
+finds the compiled graph in the cache. Each test runs its programs in fresh processes
+with a temporary cache dir; graphs carry a constant that is new in every run, so that
+nothing of them is in any cache before."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import straightdope as mx
+from straightdope import autograd, gluon, nd
+from straightdope.compiler import tiers
+from straightdope.gluon import nn
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A small net whose constant (and so its generated code) is new in every run.
+PROGRAM = """
+import json, sys, time
+import straightdope as mx
+from straightdope import nd
+from straightdope.gluon import nn
+
+class Scaled(mx.gluon.HybridBlock):
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+        self.dense = nn.Dense(7, activation="relu")
+        self.out = nn.Dense(3)
+
+    def hybrid_forward(self, F, x):
+        return self.out(self.dense(x) * self.scale)
+
+mx.random.seed(0)
+net = Scaled({scale})
+net.initialize()
+x = nd.ones((2, 5))
+want = net(x).asnumpy()
+net.hybridize()
+got = net(x).asnumpy()
+stats = net._cached_op.stats()["forward"]
+from straightdope.compiler import tiers
+worker = tiers._COMPILER.process.pid if tiers._COMPILER is not None else None
+print(json.dumps({{"tier": stats["tier"], "pending": stats["pending"],
+                   "numba": "numba" in sys.modules, "worker": worker,
+                   "same": bool(abs(got - want).max() < 1e-5)}}))
+"""
+
+
+def unique_scale() -> float:
+    return 1.0 + time.time_ns() % 1_000_003 / 1e7
+
+
+def run_program(cache_dir, scale, cwd=None, env=None, script_dir=None):
+    """Run PROGRAM in a fresh process (from `script_dir`, in `cwd`); its JSON line."""
+    script_dir = Path(script_dir or cache_dir)
+    script = script_dir / "program.py"
+    script.write_text(PROGRAM.format(scale=scale))
+    environment = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache_dir),
+                       STRAIGHTDOPE_COMPILE="tiered", PYTHONPATH=str(ROOT),
+                       OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", **(env or {}))
+    done = subprocess.run([sys.executable, str(script)], cwd=cwd or script_dir,
+                          env=environment, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def wait_until_gone(pid, seconds=600):
+    """Wait for a process to end (a zombie counts as ended); True if it did."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.slow
+def test_a_short_program_leaves_its_graph_compiled_for_its_next_run(tmp_path):
+    scale = unique_scale()
+    first = run_program(tmp_path, scale)
+    # the first call ran on the reference tier, without importing Numba, and was right
+    assert first == {"tier": "reference", "pending": True, "numba": False,
+                     "worker": first["worker"], "same": True}
+    # the program has exited; its compile process finishes the graph, then ends itself
+    assert wait_until_gone(first["worker"]), "the compile process did not end"
+    assert list((tmp_path / "ready").iterdir()), "nothing was marked compiled"
+    second = run_program(tmp_path, scale)
+    assert second["tier"] == "graph" and not second["pending"] and second["same"]
+    assert second["worker"] is None              # nothing left to compile
+    leftovers = [p.name for p in tmp_path.rglob("*") if p.name.startswith(".tmp-")]
+    assert leftovers == []
+
+
+@pytest.mark.slow
+def test_the_compile_process_imports_nothing_from_the_current_directory(tmp_path):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    planted = tmp_path / "planted-ran"
+    for name in ("numpy", "numba", "json"):
+        (cwd / f"{name}.py").write_text(f"open({str(planted)!r}, 'a').write('{name}')\n"
+                                        f"raise ImportError('planted')\n")
+    (cwd / "straightdope").mkdir()
+    (cwd / "straightdope" / "__init__.py").write_text((cwd / "numpy.py").read_text())
+    program_dir = tmp_path / "program"
+    program_dir.mkdir()
+    first = run_program(tmp_path / "cache", unique_scale(), cwd=cwd, script_dir=program_dir)
+    assert wait_until_gone(first["worker"])
+    assert not planted.exists(), planted.read_text()
+    assert list((tmp_path / "cache" / "ready").iterdir())   # and it did compile
+
+
+@pytest.mark.slow
+def test_output_on_the_compile_process_stdout_does_not_break_it(tmp_path):
+    # Numba's own debug output goes to stdout: the answers have a pipe of their own
+    first = run_program(tmp_path, unique_scale(), env={"NUMBA_DEBUG_CACHE": "1"})
+    assert wait_until_gone(first["worker"])
+    assert list((tmp_path / "ready").iterdir())
+
+
+@pytest.mark.slow
+def test_two_programs_compiling_the_same_graph_both_finish_and_agree(tmp_path):
+    scale = unique_scale()
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM.format(scale=scale))
+    environment = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(tmp_path),
+                       STRAIGHTDOPE_COMPILE="tiered", PYTHONPATH=str(ROOT))
+    runs = [subprocess.Popen([sys.executable, str(script)], env=environment, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    results = []
+    for run in runs:
+        out, err = run.communicate(timeout=600)
+        assert run.returncode == 0, err
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert all(r["same"] for r in results)
+    for r in results:
+        if r["worker"] is not None:
+            assert wait_until_gone(r["worker"])
+    third = run_program(tmp_path, scale)
+    assert third["tier"] == "graph" and third["same"]
+
+
+def test_a_graph_description_rebuilds_into_the_same_graph():
+    """The compile process rebuilds each graph from `tiers.describe`: it must compile
+    exactly the graph the caller runs (the same description, so the same key)."""
+    class Block(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2D(4, 3, padding=1)
+            self.bn = nn.BatchNorm()
+            self.pool = nn.MaxPool2D(2)
+            self.drop = nn.Dropout(0.5)
+            self.dense = nn.Dense(3)
+
+        def hybrid_forward(self, F, x):
+            y = F.relu(self.bn(self.conv(x)) + x)
+            return F.log_softmax(self.dense(self.drop(self.pool(y))))
+    net = Block()
+    net.initialize()
+    x = nd.ones((2, 4, 6, 6))
+    net(x)
+    net.hybridize(executor="numpy")
+    with autograd.record():
+        net(x)
+    plan = net._cached_op.last_plan
+    for graph in (plan.forward.graph, plan.backward.graph):
+        description = tiers.describe(graph, True)
+        again = tiers.describe(tiers.rebuild(description), True)
+        assert again == description
+        assert tiers.job_key(again) == tiers.job_key(description)
+
+
+def test_without_a_compile_process_the_graph_compiles_in_this_process(monkeypatch):
+    # an embedded or frozen Python cannot start one: no raw error, a correct slower path
+    monkeypatch.setattr(tiers, "_can_start_process", lambda: "made up for this test")
+    monkeypatch.setattr(tiers, "_COMPILER", None)
+
+    class Scaled(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.scale = unique_scale()
+            self.dense = nn.Dense(4)
+
+        def hybrid_forward(self, F, x):
+            return self.dense(x) * self.scale
+    net = Scaled()
+    net.initialize()
+    x = nd.ones((2, 3))
+    want = net(x).asnumpy()
+    net.hybridize(compile="tiered")
+    first = net(x).asnumpy()
+    executable = net._cached_op.last_plan.forward
+    assert executable.wait(timeout=600) and executable.error is None
+    assert executable.tier == "graph"
+    np.testing.assert_allclose(first, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-5, atol=1e-6)
+    assert tiers._COMPILER is None
+
+
+def test_the_reference_tier_runs_a_graph_as_a_list_of_numpy_calls():
+    from straightdope.graph import Graph, annotate
+    from straightdope.graph.interpret import ReferenceExecutable
+    data = mx.sym.var("data")
+    out = mx.sym.split(mx.sym.relu(data), num_outputs=2, axis=1)
+    graph = annotate(Graph.from_symbol(out[1] * 2 + out[0]), {"data": (3, 4)},
+                     {"data": np.float32})
+    executable = ReferenceExecutable(graph, False)
+    assert len(executable.steps) == len(graph.op_nodes)        # one step per op
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
+    relu = np.maximum(x, 0)
+    np.testing.assert_allclose(executable.run([x])[0], relu[:, 2:] * 2 + relu[:, :2])
