@@ -36,9 +36,18 @@ def body_graph(subgraph):
     return graph
 
 
+_EXECUTABLES: dict = {}  # (id(Graph), is_train) -> (Graph, its ReferenceExecutable)
+
+
 def _run(graph, feeds, is_train):
-    from ..graph import run_reference
-    return run_reference(graph, feeds, is_train)
+    """Run a body graph on NumPy arrays (its steps are listed once, not at every step)."""
+    hit = _EXECUTABLES.get((id(graph), is_train))
+    if hit is None or hit[0] is not graph:
+        from ..graph.interpret import ReferenceExecutable
+        if len(_EXECUTABLES) > 512:
+            _EXECUTABLES.clear()
+        hit = _EXECUTABLES[(id(graph), is_train)] = (graph, ReferenceExecutable(graph, is_train))
+    return hit[1].run(feeds)
 
 
 def _infer(op_name, graph, known):
