@@ -705,7 +705,7 @@ def main(argv=None) -> int:
         return 0
     if not todo:
         print(f"straightdope's kernels are already compiled for this machine: "
-              f"{len(items)} kernel signatures in {where} ({time.perf_counter() - start:.1f} s)")
+              f"{len(items)} kernel signatures in {where}")
         return 0
 
     def stop(signum, frame):          # SIGTERM: end as Ctrl-C does (workers stopped)
