@@ -13,6 +13,9 @@ STAMP  := $(VENV)/.installed
 # JupyterLab settings shipped with the project (no "official Jupyter news?" question):
 # JupyterLab reads overrides.json from <prefix>/share/jupyter/lab/settings/.
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+# straightdope's Numba kernels compiled for this machine (python -m straightdope.warmup):
+# about a minute once, then a second or two; run again when the compiler changes.
+KERNELS := $(VENV)/.kernels
 
 # Extra arguments for pytest, e.g.  make test PYTEST_ARGS='-k environment -x'
 PYTEST_ARGS ?=
@@ -28,11 +31,12 @@ help:
 	@echo "make test       run the tests (same setup)"
 	@echo "make lab        open the notebooks in JupyterLab"
 	@echo "make demo       run python -m straightdope.demo"
-	@echo "make venv       create .venv and pip install -e '.[book,test]' (only when pyproject.toml changed)"
+	@echo "make venv       create .venv, pip install -e '.[book,test]' (only when pyproject.toml changed),"
+	@echo "                compile the library's kernels for this machine (python -m straightdope.warmup)"
 	@echo "make sysdeps    apt-get install graphviz, chromium and npm if missing (root only)"
 	@echo "make clean      remove build outputs (keeps .venv);  make distclean: also .venv"
 
-venv: $(STAMP) $(LAB_OVERRIDES)
+venv: $(STAMP) $(LAB_OVERRIDES) $(KERNELS)
 
 $(VPY):
 	@test -n "$(PYTHON)" || { echo "make venv: no python3.11 or python3 on PATH" >&2; exit 1; }
@@ -51,6 +55,14 @@ $(STAMP): pyproject.toml | $(VPY)
 
 $(LAB_OVERRIDES): jupyter/lab/settings/overrides.json | $(VPY)
 	install -D -m 644 $< $@
+
+# Compile the kernels once here rather than inside the first hybridized calls of a
+# notebook, test or book build (10-20 s there). Cheap when they are compiled already;
+# a failure (e.g. a read-only cache dir) is reported but stops nothing: the first calls
+# then compile what they need, as without this step.
+$(KERNELS): $(STAMP) $(wildcard straightdope/compiler/*.py straightdope/compiler/kernels/*.py)
+	@$(VPY) -m straightdope.warmup && touch $@ || \
+	    echo "==> make venv: the kernel warm-up did not finish (see above); continuing" >&2
 
 sysdeps:
 	@missing=""; \

@@ -1,0 +1,182 @@
+"""The setup step that compiles the library's kernels once per machine (compiler/warmup.py).
+
+The slow tests run `python -m straightdope.warmup --only mlp` in subprocesses, each with a
+fresh STRAIGHTDOPE_CACHE_DIR, and look at the cache from *other* fresh processes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from straightdope.compiler import cache, warmup
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(cache_dir, *args, **kwargs):
+    """`python -m straightdope.warmup ARGS` with its own cache dir, this checkout first."""
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT),
+               OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    command = [sys.executable, "-m", "straightdope.warmup", *args]
+    if kwargs.pop("background", False):
+        return subprocess.Popen(command, env=env, cwd=ROOT, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+
+
+# A fresh process: are the kernel items of the MLP's steps-tier plans (inference and the
+# training step's forward and backward graphs) in the cache? Prints the missing ones.
+MLP_MISSING = r"""
+import json
+from straightdope.compiler import tiers, warmup
+from straightdope.compiler.backend import Executable
+graphs, _ = warmup.traced("mlp")
+items = [item for graph, is_train in graphs
+         for item in Executable(graph, is_train, tier="steps", compile=False).job()
+         if item[0][0] == "kernel"]
+print(json.dumps({"items": len(items), "missing": [w for w, _ in tiers.missing(items)]}))
+"""
+
+
+def mlp_missing(cache_dir) -> dict:
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", MLP_MISSING], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def numba_files(cache_dir) -> dict:
+    """Numba's cache files (index and machine code) with their modification times."""
+    return {p: p.stat().st_mtime_ns for p in Path(cache_dir, "numba").rglob("*.nb[ic]")}
+
+
+# ------------------------------------------------------------------ fast: the pieces
+def test_the_graph_tier_calls_are_typed_as_numba_types_them():
+    source = "\n".join([
+        "def run_graph(x0, A_float32, meta):",
+        "    s0 = meta[0]",
+        "    v0 = k_util.flat(x0)",
+        "    v1 = k_util.empty(s0*s0, A_float32)",
+        "    k_blas.matmul(v0, z, v1, z, A_float32, s0, s0, s0, s0, 0, 1)",
+        "    k_reduce.reduce_krk(v7, z, v1, z, np.int64(1), s0, s0, 0)",   # v7: unknown
+        "    t1 = np.float32(k_fmath.exp32(t0))",                           # inlined maths
+        "    return (k_util.shaped(v1, (s0, s0)), )",
+    ])
+    calls = warmup._graph_tier_calls(source, [np.empty((0, 0), np.float32)])
+    assert [what for what, _ in calls] == [("kernel", "util", "flat"), ("kernel", "util", "empty"),
+                                           ("kernel", "blas", "matmul"),
+                                           ("kernel", "util", "shaped")]
+    import numba
+    matmul = [numba.typeof(a) for a in calls[2][1]]
+    # a bare integer in the source is a constant of its own type for Numba
+    assert matmul[-2:] == [numba.types.literal(0), numba.types.literal(1)]
+    assert matmul[:2] == [numba.float32[::1], numba.int64]
+    assert warmup.example(warmup.describe(warmup.Literal(1))) == 1
+    assert isinstance(warmup.example(["literal", 1]), warmup.Literal)
+
+
+def test_kernels_that_share_code_are_compiled_in_one_batch():
+    items = [[["pool", "pool2d"], []], [["conv", "conv2d"], []], [["util", "flat"], []],
+             [["conv", "conv2d_grad_data"], []], [["pool", "pool2d_grad"], []]]
+    batches = warmup.batches(items)
+    assert sorted(sorted(b) for b in batches) == [[0, 4], [1, 3], [2]]
+    assert batches[0] == [1, 3]                  # the convolutions cost most: first
+
+
+def test_a_cache_dir_it_cannot_write_is_named_with_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "folders", lambda: (tmp_path, tmp_path / "private", "read-only"))
+    problem = warmup.cache_problem()
+    assert "read-only" in problem and f"STRAIGHTDOPE_CACHE_DIR={tmp_path}" in problem
+    assert "chmod u+w" in problem
+    monkeypatch.setattr(cache, "folders", lambda: (tmp_path, tmp_path, "ok"))
+    assert warmup.cache_problem() is None
+
+
+def test_kernels_missing_reads_the_saved_plan_and_compiles_nothing(monkeypatch, tmp_path):
+    manifest = tmp_path / "warmup.json"
+    monkeypatch.setattr(warmup, "manifest_path", lambda: manifest)
+    assert warmup.kernels_missing() == [warmup.NOT_RUN]          # never ran
+    item = [["update", "sgd"], [["array", "float32", 1], ["array", "float32", 1]] +
+            [["float"]] * 4]
+    manifest.write_text(json.dumps({"items": [item]}))
+    cached = {}
+    monkeypatch.setattr(warmup, "is_cached", lambda item: cached.get(warmup.label(item), False))
+    assert warmup.kernels_missing() == ["update.sgd"]
+    cached["update.sgd"] = True
+    assert warmup.kernels_missing() == []
+
+
+def test_an_unknown_network_is_refused_with_the_choices(tmp_path):
+    done = run(tmp_path / "cache", "--check", "--only", "alexnet")
+    assert done.returncode == 2 and "alexnet" in done.stderr and "mlp" in done.stderr
+
+
+# ------------------------------------------------ slow: real compiles in subprocesses
+@pytest.mark.slow
+def test_warmup_fills_the_cache_a_fresh_process_uses_and_a_second_run_compiles_nothing(
+        tmp_path):
+    folder = tmp_path / "cache"
+    before = mlp_missing(folder)
+    assert before["items"] > 0 and before["missing"]           # a new machine
+    done = run(folder, "--check", "--only", "mlp")
+    assert done.returncode == 1 and "not compiled" in done.stdout
+
+    done = run(folder, "--only", "mlp")
+    assert done.returncode == 0, done.stderr
+    assert "compiling straightdope's kernels" in done.stderr     # the progress lines
+    assert mlp_missing(folder) == {"items": before["items"], "missing": []}
+
+    files = numba_files(folder)
+    again = run(folder, "--only", "mlp")
+    assert again.returncode == 0 and "already compiled" in again.stdout
+    assert numba_files(folder) == files                          # nothing written again
+    assert run(folder, "--check", "--only", "mlp").returncode == 0
+
+
+def workers_of(pid) -> list:
+    """The child processes of `pid` (Linux: /proc)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def alive(pid) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status                           # a zombie has ended
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc (Linux)")
+def test_an_interrupted_warmup_leaves_no_worker_and_a_rerun_completes(tmp_path):
+    folder = tmp_path / "cache"
+    process = run(folder, "--only", "mlp", background=True)
+    deadline = time.monotonic() + 600
+    while not numba_files(folder) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)                          # until the first kernel is in the cache
+    workers = workers_of(process.pid)
+    assert workers and process.poll() is None
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and "Run it again" in err
+    deadline = time.monotonic() + 60
+    while any(alive(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(w) for w in workers)
+
+    assert run(folder, "--check", "--only", "mlp").returncode == 1
+    done = run(folder, "--only", "mlp")
+    assert done.returncode == 0, done.stderr
+    assert "already there" in done.stdout and "compiled" in done.stdout
+    assert run(folder, "--check", "--only", "mlp").returncode == 0
