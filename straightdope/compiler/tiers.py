@@ -379,7 +379,7 @@ class TieredExecutable:
         self._lock = threading.Lock()        # the loader and wait() may switch at once
         description = describe(graph, is_train)
         self.key = job_key(description)
-        if is_ready(self.key) or _compiler_loaded() and not self.planned.missing():
+        if is_ready(self.key) or _compiler_loaded() and self._all_cached():
             self.active = self._compiled()   # in the caches: loading takes milliseconds
             return
         self.active = ReferenceExecutable(graph, is_train)
@@ -390,26 +390,38 @@ class TieredExecutable:
     @property
     def planned(self):
         """The compiled tier's executable with its passes run (stages, timings), not
-        yet compiled: made when first asked for (it imports the compiler and Numba)."""
-        if self._planned is None:
+        yet compiled: made when first asked for (it imports the compiler and Numba).
+        None for a graph with loops (`loops.LoopExecutable` compiles as it is made)."""
+        from .loops import needs_loops
+        if self._planned is None and not needs_loops(self.graph):
             from .backend import Executable
             self._planned = Executable(self.graph, self.is_train, self.static_alloc,
                                        compile=False)
         return self._planned
 
+    def _all_cached(self) -> bool:
+        planned = self.planned
+        return planned is not None and not planned.missing()
+
     def _compiled(self):
-        """The planned executable, compiled (or loaded from the caches)."""
+        """The compiled executable (loaded from the caches, or compiled here)."""
+        if self.planned is None:
+            return compiled_executable(self.graph, self.is_train, self.static_alloc)
         self.planned.compile()
         return self.planned
 
-    tier = property(lambda self: getattr(self.active, "tier", "reference"))
-    fresh_outputs = property(lambda self: getattr(self.active, "fresh_outputs", False))
-    final = property(lambda self: self.planned.tier)
+    @property
+    def tier(self) -> str:
+        if isinstance(self.active, ReferenceExecutable):
+            return "reference"
+        return getattr(self.active, "tier", "numba")     # a LoopExecutable: "numba"
 
+    fresh_outputs = property(lambda self: getattr(self.active, "fresh_outputs", False))
     @property
     def stages(self):
         """The compiler's stages (the final tier's, even before it runs)."""
-        return self.planned.stages
+        planned = self.planned
+        return planned.stages if planned is not None else self.active.stages
 
     @property
     def timings(self):
@@ -453,7 +465,7 @@ class TieredExecutable:
                 return
             compiled = self._compiled()      # from the caches, or here if it asked us to
             self.active, self.ticket = compiled, None
-            self.switches.append((self.calls, compiled.tier, time.perf_counter()
+            self.switches.append((self.calls, self.tier, time.perf_counter()
                                   - ticket._start))
 
 
@@ -463,14 +475,20 @@ def _compiler_loaded() -> bool:
     return "straightdope.compiler.backend" in sys.modules
 
 
+def compiled_executable(graph, is_train, static_alloc=False):
+    """What `NumbaBackend` runs for this graph: an `Executable`, or a `LoopExecutable`
+    for a graph with loops (compiled, or loaded from the caches)."""
+    from .backend import NumbaBackend
+    return NumbaBackend().for_shapes(graph, is_train, static_alloc)
+
+
 def can_be_tiered(graph) -> bool:
-    """Graphs the reference tier may stand in for: not the ones the backend treats
-    apart (loops, float16), which `NumbaBackend.for_shapes` handles itself."""
-    from . import loops
+    """Graphs worth a reference tier first: not float16 ones (`NumbaBackend` runs those
+    on NumPy anyway) and nothing when Numba's JIT is off (nothing to wait for)."""
     from .codegen import dtypes_without_arithmetic
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
-        return False                         # nothing to compile: no reason to wait
-    return not dtypes_without_arithmetic(graph) and not loops.needs_loops(graph)
+        return False
+    return not dtypes_without_arithmetic(graph)
 
 
 class TieredBackend:
@@ -542,9 +560,9 @@ def _main(answers_fd: int):
             pass
 
     from . import cache
-    from .backend import Executable
+    from .warmup import kernels_missing
     shared = cache.folders()[2] == "ok"
-    kernels_folder = cache.folders()[1] / "numba" / cache._kernel_hash()[:16]
+    kernels_cold = bool(kernels_missing())   # the setup step has not run on this machine
     while (job := jobs.get()) is not None:
         reply = {"id": job["id"]}
         if not shared:     # what we compile would stay in a private dir: parent does it
@@ -553,12 +571,11 @@ def _main(answers_fd: int):
             continue
         try:
             with _one_compile_per_cache(cache.folders()[1]):
-                executable = Executable(rebuild(job["graph"]), job["graph"]["is_train"],
-                                        compile=False)
-                if not kernels_folder.is_dir():      # a new machine: this takes a while
+                if kernels_cold:                 # a new machine: this takes a while
                     answer({"notice": "kernels"})
-                executable.compile()             # marks the graph ready in the cache,
-                mark_ready(job["key"])           # under the name the parent gave it too
+                    kernels_cold = False
+                compiled_executable(rebuild(job["graph"]), job["graph"]["is_train"])
+                mark_ready(job["key"])
         except Exception as err:             # reported, and the process goes on
             reply["error"] = f"{type(err).__name__}: {err}"
         answer(reply)

@@ -325,14 +325,24 @@ def _graph_tier_calls(source: str, inputs: list) -> list:
 
 # ------------------------------------------------------------------- the plan
 def describe(arg) -> list:
-    """An example argument as JSON (`tiers.describe`, and literals)."""
-    from .tiers import describe as plain
-    return ["literal", int(arg)] if isinstance(arg, Literal) else plain(arg)
+    """An example argument as JSON: its type is all Numba needs."""
+    if isinstance(arg, Literal):
+        return ["literal", int(arg)]
+    if isinstance(arg, np.ndarray):
+        return ["array", arg.dtype.name, arg.ndim]
+    if isinstance(arg, tuple):
+        return ["tuple", len(arg)]
+    return ["float"] if isinstance(arg, float) else ["int"]
 
 
 def example(text: list):
-    from .tiers import example as plain
-    return Literal(text[1]) if text[0] == "literal" else plain(text)
+    """An argument of the type `describe` wrote."""
+    kind = text[0]
+    if kind == "literal":
+        return Literal(text[1])
+    if kind == "array":
+        return np.empty((0,) * text[2], text[1])
+    return (0,) * text[1] if kind == "tuple" else (0.0 if kind == "float" else 0)
 
 
 def plan(only=None) -> list:
