@@ -19,7 +19,8 @@ What may run (see docs/security.md, "the cache's trust model"):
 * Numba's own cache files (`.nbi`/`.nbc`) are pickles, and loading a pickle can
   run code. Ours (generated functions and the kernels in `kernels/`) live only
   in `<cache dir>/numba/`, which must be a directory of this user that nobody
-  else can write (as ssh checks `~/.ssh`). `_TrustedLocator` tells Numba so.
+  else can write (as ssh checks `~/.ssh`). `numba_folder` says where, and
+  `numba_internals` (every use of Numba's internals) tells Numba.
 * A cache dir that fails those checks, or cannot be created, is not used: one
   warning naming STRAIGHTDOPE_CACHE_DIR, and compiled code goes to a private
   temporary dir for this process (as if uncached). A read-only cache dir is used
@@ -45,13 +46,11 @@ import types
 import warnings
 from pathlib import Path
 
-import llvmlite.binding as ll
 import numba
 import numpy as np
-from numba.core import caching as numba_caching
-from numba.core.codegen import JITCodeLibrary
 
 from ..serialization import atomic_write
+from . import numba_internals
 
 HEADER = "# straightdope-generated key={key} sha256={digest}\n"
 _MODULES: dict = {}          # key -> loaded module
@@ -157,40 +156,18 @@ def _private_dir() -> Path:
     return path
 
 
-class _TrustedLocator(numba_caching._SourceFileBackedLocatorMixin,
-                      numba_caching._CacheLocator):
-    """Tells Numba where to keep the cache files of *our* functions (the kernels and
-    the generated modules): `<write dir>/numba/<kernel hash>/`, in a directory checked
-    by `folders()`, never `__pycache__` next to the source or ~/.cache/numba. Numba asks
-    each locator class in turn; this one is asked first and answers only for our files,
-    so other Numba functions in the process are cached as usual.
+def numba_folder(module: str) -> Path | None:
+    """Where Numba keeps the cache files of the functions of `module`, if they are ours
+    (the kernels and the generated modules): `<write dir>/numba/<kernel hash>/`, in a
+    directory checked by `folders()`. None for any other module (cached as usual).
 
     Why the kernel hash: Numba checks a cached function against its own file only, yet
     a kernel compiles in the kernels it calls from other files (conv.py calls
     winograd.py). After any kernel file changes, every cached kernel is stale, so the
     folder changes with them and they compile afresh."""
-
-    def __init__(self, py_func, py_file):
-        self._py_file = py_file
-        self._lineno = py_func.__code__.co_firstlineno
-        self._cache_path = str(folders()[1] / "numba" / _kernel_hash()[:16]
-                               / self.get_suitable_cache_subpath(py_file))
-
-    def get_cache_path(self):
-        return self._cache_path
-
-    def ensure_cache_path(self):
-        os.makedirs(self._cache_path, mode=0o700, exist_ok=True)
-
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        module = py_func.__module__ or ""
-        ours = module.startswith((f"{__package__}.kernels.", "straightdope_generated_"))
-        return cls(py_func, py_file) if ours else None
-
-
-if _TrustedLocator not in numba_caching.CacheImpl._locator_classes:
-    numba_caching.CacheImpl._locator_classes.insert(0, _TrustedLocator)
+    if not module.startswith((f"{__package__}.kernels.", "straightdope_generated_")):
+        return None
+    return folders()[1] / "numba" / _kernel_hash()[:16]
 
 
 def _kernel_hash() -> str:
@@ -218,10 +195,14 @@ def _digest(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def atomic_write_text(path: Path, text: str):
+def write_bytes(path: Path, data: bytes):
+    """Write a cache file atomically (a reader sees the old file or the new one)."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = text.encode("utf-8")
     atomic_write(path, lambda f: f.write(data))
+
+
+def atomic_write_text(path: Path, text: str):
+    write_bytes(path, text.encode("utf-8"))
 
 
 def check_file(path: Path, key: str, source: str) -> bool:
@@ -237,20 +218,6 @@ def check_file(path: Path, key: str, source: str) -> bool:
 
 def module_path(key: str, folder: Path | None = None) -> Path:
     return (folder or cache_dir()) / f"g_{key[:40]}.py"
-
-
-def _remove_numba_cache(func):
-    """Delete Numba's cache files of a generated function."""
-    source = Path(func.py_func.__code__.co_filename)
-    try:
-        folder = Path(func._cache._cache_path)
-    except AttributeError:
-        return
-    for f in folder.glob(source.stem + ".*"):
-        try:
-            f.unlink()
-        except OSError:
-            pass
 
 
 def _write_module(key: str, source: str, info: dict) -> Path:
@@ -307,123 +274,7 @@ def is_cached(func, example_args) -> bool:
     if numba.config.DISABLE_JIT or not hasattr(func, "compile"):
         return True
     sig = tuple(numba.typeof(a) for a in example_args)
-    if sig in func.overloads:
-        return True
-    try:
-        cache_obj = func._cache
-        key = cache_obj._index_key(sig, func.targetctx.codegen())
-        return key in cache_obj._cache_file._load_index()
-    except Exception:
-        return False
-
-
-class _LinkedOnDemand(JITCodeLibrary):
-    """Machine code loaded from Numba's cache whose LLVM bitcode is parsed only if needed.
-
-    A cache entry holds a function's machine code and its LLVM bitcode, kept so that a
-    function compiled later can inline it. Numba parses that bitcode at every load and
-    walks it for the names it defines: half the time of a load (conv2d's bitcode holds
-    every kernel it calls). A kernel called from Python (the steps tier) is never
-    inlined, so the bytes wait here until something links the library (a whole-graph
-    function calling the kernel, compiled later); the entry point's address comes from
-    the execution engine, which knows the loaded machine code."""
-    _bitcode = None            # bytes not parsed yet (None: parsed, or compiled here)
-
-    @classmethod
-    def _unserialize(cls, codegen, state):
-        name, kind, data = state
-        if kind != "object":
-            return super()._unserialize(codegen, state)
-        library = codegen.create_library(name)
-        object_code, library._bitcode = data
-        library.enable_object_caching()
-        library._set_compiled_object(object_code)
-        library._finalize_final_module()
-        return library
-
-    def _get_module_for_linking(self):
-        if self._bitcode is not None:
-            self._shared_module = ll.parse_bitcode(self._bitcode)
-            self._codegen._engine._load_defined_symbols(self._shared_module)
-            self._bitcode = None
-        return super()._get_module_for_linking()
-
-    def get_pointer_to_function(self, name):
-        if self._bitcode is None:
-            return super().get_pointer_to_function(name)
-        return self._codegen._engine.get_function_address(name)     # 0 if not defined
-
-
-def _fast_load(func, sig) -> bool:
-    """Load a cached compiled function without Numba's full start-up.
-
-    Before its first compile *or load* Numba "refreshes" its target: it imports and
-    registers every typing and lowering registry (NumPy, linalg, random, typed
-    containers, ...), about half a second, although loading machine code from the
-    cache only needs its runtime (NRT) to be initialised. When the index already
-    holds our signature, we load with just that (and leave its bitcode unparsed:
-    `_LinkedOnDemand`); a later real compile refreshes fully, as usual. Returns False
-    (nothing done) when the entry is not cached or this Numba does not look as
-    expected."""
-    try:
-        from numba.core.runtime import rtsys
-        cache_obj = func._cache
-        ctx = func.targetctx
-        codegen = ctx.codegen()
-        key = cache_obj._index_key(sig, codegen)
-        if key not in cache_obj._cache_file._load_index():
-            return False
-    except Exception:
-        return False
-    from numba.core.compiler_lock import global_compiler_lock
-    from numba.core.runtime import nrtdynmod
-    cls = type(ctx)
-    with global_compiler_lock:        # no other thread compiles while we patch Numba
-        full, compile_runtime = cls.refresh, nrtdynmod.compile_nrt_functions
-        cls.refresh = lambda self: rtsys.initialize(self)
-        codegen._library_class = _LinkedOnDemand      # for this load only
-        nrtdynmod.compile_nrt_functions = _runtime_library
-        try:
-            func.compile(sig)
-        finally:
-            cls.refresh, nrtdynmod.compile_nrt_functions = full, compile_runtime
-            del codegen._library_class
-    return sum(func._cache_hits.values()) > 0
-
-
-def _runtime_library(ctx):
-    """Numba's runtime functions (reference counts, atomics) from our cache.
-
-    Numba compiles its runtime's small LLVM module in every process (~25 ms, a twentieth
-    of a cached first call) and never caches it. We keep its machine code and bitcode,
-    raw bytes after a line with their SHA-256 and sizes (no pickle), in the checked
-    Numba folder, keyed by what they were compiled for (Numba, LLVM, the CPU), and load
-    them like a kernel; anything unexpected compiles them as Numba would."""
-    codegen = ctx.codegen()
-    what = f"{numba.__version__} {ll.llvm_version_info} {codegen.magic_tuple()}"
-    path = folders()[1] / "numba" / f"runtime-{_digest(what)[:16]}.bin"
-    try:
-        head, _, data = path.read_bytes().partition(b"\n")
-        digest, size = head.decode().split()
-        if hashlib.sha256(data).hexdigest() == digest:
-            return codegen.unserialize_library(
-                ("nrt", "object", (data[:int(size)], data[int(size):])))
-    except (OSError, ValueError):
-        pass
-    from numba.core.runtime.nrtdynmod import create_nrt_module
-    ir_module, library = create_nrt_module(ctx)
-    library.enable_object_caching()          # so that its machine code can be saved
-    library.add_ir_module(ir_module)
-    library.finalize()
-    _, _, (code, bitcode) = library.serialize_using_object_code()
-    data = code + bitcode
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write(path, lambda f: f.write(
-            f"{hashlib.sha256(data).hexdigest()} {len(code)}\n".encode() + data))
-    except OSError:
-        pass                                 # used uncached, as Numba does
-    return library
+    return sig in func.overloads or numba_internals.is_cached(func, sig)
 
 
 _BLAS = "scipy.linalg.cython_blas"
@@ -476,22 +327,28 @@ def preload_blas():
 def compile_function(func, example_args, freeze=True) -> dict:
     """Compile (or load from Numba's cache) for the argument types of `example_args`;
     then (`freeze`) forbid further compilation so a wrongly typed call fails fast instead
-    of compiling a second version. Returns {'seconds', 'cache_hit'}."""
+    of compiling a second version. Returns {'seconds', 'cache_hit', 'jit', 'fast_load'}.
+
+    If loading fails, the cache entry is removed and compiled again only when it is
+    damaged (it no longer unpickles); any other error is raised and the files kept."""
     start = time.perf_counter()
     if numba.config.DISABLE_JIT or not hasattr(func, "compile"):
-        return {"seconds": 0.0, "cache_hit": False, "jit": False}
+        return {"seconds": 0.0, "cache_hit": False, "jit": False, "fast_load": False}
     sig = tuple(numba.typeof(a) for a in example_args)
-    hits_before = sum(func._cache_hits.values())
-    if sig in func.overloads or any(tuple(s) == sig for s in func.signatures):
-        return {"seconds": time.perf_counter() - start, "cache_hit": True, "jit": True}
-    try:
-        if not _fast_load(func, sig):
+    if sig in func.overloads:
+        return {"seconds": time.perf_counter() - start, "cache_hit": True, "jit": True,
+                "fast_load": False}
+    hits_before = sum(func.stats.cache_hits.values())
+    fast = numba_internals.fast_load(func, sig)
+    if not fast:
+        try:
             func.compile(sig)
-    except Exception:
-        # a damaged Numba cache file: remove it and compile from scratch
-        _remove_numba_cache(func)
-        func.compile(sig)
-    hit = sum(func._cache_hits.values()) > hits_before
+        except Exception:
+            if not numba_internals.remove_damaged_entry(func, sig):
+                raise
+            func.compile(sig)
     if freeze:
         func.disable_compile()
-    return {"seconds": time.perf_counter() - start, "cache_hit": hit, "jit": True}
+    hit = sum(func.stats.cache_hits.values()) > hits_before
+    return {"seconds": time.perf_counter() - start, "cache_hit": hit, "jit": True,
+            "fast_load": fast}

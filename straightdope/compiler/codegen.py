@@ -44,6 +44,7 @@ import numpy as np
 
 from .fuse import Fused
 from .memory import MemoryPlan
+from .numba_internals import DISK_CACHE
 
 _NUMBA_DTYPES = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32",
                  "int64": "np.int64", "int8": "np.int8", "uint8": "np.uint8",
@@ -498,7 +499,7 @@ class CodeGen:
             f"from straightdope.compiler.kernels import {imports}",
             "",
             "",
-            '@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")',
+            f'@njit(cache={DISK_CACHE}, nogil=True, boundscheck=False, error_model="numpy")',
             f"def run_graph({', '.join(params + arenas + ['meta'])}):",
             f"    # inputs: {types or 'none'}",
             f"    # {len(g.op_nodes)} ops in {len(self.fused.steps)} steps; arenas: "
@@ -590,7 +591,7 @@ class Loops:
             "from straightdope.compiler.kernels import fmath as k_fmath  # noqa: F401",
             "",
             "",
-            '@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")',
+            f'@njit(cache={DISK_CACHE}, nogil=True, boundscheck=False, error_model="numpy")',
             f"def loop({', '.join(params)}):"] + ["    " + ln for ln in body]) + "\n"
         if source not in self.index:
             self.index[source] = len(self.sources)
