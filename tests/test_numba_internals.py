@@ -131,3 +131,43 @@ def test_a_damaged_cache_entry_is_replaced(tmp_path, suffix):
     assert again["used_fast"] and not again["warnings"]
     assert damaged.read_bytes() != b"garbage"
     assert run(tmp_path)["kernel"]["fast_load"] is True
+
+
+# Issue 28 item 6: several threads whose first compiled call (np.dot inside) starts at once.
+THREADS = textwrap.dedent("""
+    import sys, threading
+    sys.setswitchinterval(1e-6)     # threads take turns often: a race shows (4 runs in 6)
+    import numpy as np
+    from straightdope import sym
+    from straightdope.compiler.backend import Executable
+    from straightdope.graph import Graph, annotate, run_reference
+    g = annotate(Graph.from_symbol(sym.FullyConnected(sym.var("data"), num_hidden=4,
+                                                      name="fc"), ["data"]), {"data": (2, 3)})
+    inputs = [np.full(n.shapes[0], 0.5, np.float32) for n in g.nodes if n.is_var]
+    planned = [Executable(g, compile=False) for _ in range(8)]
+    start, errors = threading.Barrier(len(planned)), []
+
+    def first_call(executable):
+        start.wait()
+        try:
+            executable.compile()             # loads SciPy's BLAS table first
+            assert np.allclose(executable.run(inputs)[0], run_reference(g, inputs)[0])
+        except Exception as err:
+            errors.append(repr(err))
+
+    threads = [threading.Thread(target=first_call, args=(e,)) for e in planned]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(errors)
+""")
+
+
+def test_threads_making_their_first_compiled_call_at_once_all_succeed(tmp_path):
+    for _ in range(5):                      # the race showed in about 1 of 3 processes
+        out = subprocess.run([sys.executable, "-c", THREADS], cwd=ROOT, timeout=600,
+                             env=dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(tmp_path)),
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "[]"

@@ -293,6 +293,7 @@ class _ForgetPreloadedBlas:
         return None        # the usual finders do the import
 
 
+@_one_thread_at_a_time
 def preload_blas():
     """Load SciPy's BLAS table without importing `scipy.linalg`.
 
@@ -301,7 +302,9 @@ def preload_blas():
     `scipy.linalg/__init__.py` (its array-API layer, `numpy.f2py`, ...), 0.2 s of a
     cached first call. Numba only reads the extension's table of pointers, so we load
     the extension file by itself under its own name, and step aside if scipy.linalg
-    is imported later (`_ForgetPreloadedBlas`). Nothing happens if it already was."""
+    is imported later (`_ForgetPreloadedBlas`). Nothing happens if it already was.
+    One thread at a time: a second thread loading the extension while the first is
+    still initialising it gets "Module 'cython_blas' has already been imported"."""
     if _BLAS in sys.modules or "scipy.linalg" in sys.modules:
         return
     import importlib.machinery
