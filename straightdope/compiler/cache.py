@@ -81,6 +81,15 @@ class CacheDirWarning(UserWarning):
     """The cache dir cannot be (fully) used; compiled code is kept for this process only."""
 
 
+def _not_yours_alone(path, st) -> str | None:
+    """Why the file or folder `path` (whose lstat is `st`) may hold what others wrote."""
+    if st.st_uid != os.getuid():
+        return f"{path} belongs to user id {st.st_uid}, not to you ({os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
 def untrusted_reason(path: Path) -> str | None:
     """Why `path` must not hold code we run, or None when it may: it must be a real
     directory owned by this user, and neither it nor a parent writable by others
@@ -89,10 +98,9 @@ def untrusted_reason(path: Path) -> str | None:
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         return f"{path} is not a directory (a symbolic link or a file)"
-    if st.st_uid != os.getuid():
-        return f"{path} belongs to user id {st.st_uid}, not to you ({os.getuid()})"
-    if st.st_mode & 0o022:
-        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    reason = _not_yours_alone(path, st)
+    if reason is not None:
+        return reason
     for parent in path.resolve().parents:
         st = os.stat(parent)
         if st.st_uid not in (0, os.getuid()):
@@ -100,6 +108,46 @@ def untrusted_reason(path: Path) -> str | None:
         if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
             return f"its parent {parent} is writable by others without the sticky bit"
     return None
+
+
+def untrusted_inside(folder: Path) -> str | None:
+    """Why something in `folder` must not be loaded, or None: every folder and file in
+    it (itself included) must be a plain one of yours that nobody else can write. A
+    missing folder holds nothing untrusted."""
+    for root, dirs, files in os.walk(folder):
+        for path in [root] + [os.path.join(root, name) for name in dirs + files]:
+            st = os.lstat(path)
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                return f"{path} is not a plain file or folder (a symbolic link?)"
+            reason = _not_yours_alone(path, st)
+            if reason is not None:
+                return reason
+    return None
+
+
+def make_dirs(path: Path):
+    """Create `path` and its missing parents, each with mode 700 whatever the umask."""
+    missing = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)      # the umask can only take bits away
+        except FileExistsError:
+            pass                         # another process of yours was first
+
+
+def read_trusted(path: Path) -> bytes | None:
+    """The bytes of a cache file, or None when it is missing or others could have
+    written it (not yours, or writable by group or others)."""
+    try:
+        with open(path, "rb") as f:
+            if _not_yours_alone(path, os.fstat(f.fileno())):
+                return None
+            return f.read()
+    except OSError:
+        return None
 
 
 def _writable(path: Path) -> bool:
@@ -115,8 +163,7 @@ def _folders_for(configured: Path) -> tuple:
     """(read_dir or None, write_dir, state) for a configured cache dir; state is
     'ok', 'read-only' or 'unused'. Warns once when the dir is not (fully) used."""
     try:
-        if not os.path.lexists(configured):
-            os.makedirs(configured, mode=0o700)
+        make_dirs(configured)
         reason = untrusted_reason(configured)
         numba_dir = configured / "numba"
         if reason is None and not os.path.lexists(numba_dir) and _writable(configured):
@@ -138,8 +185,11 @@ def _folders_for(configured: Path) -> tuple:
                   f"read-only: what it holds is used, new graphs are compiled for this "
                   f"process only.", CacheDirWarning, stacklevel=4)
     private = _private_dir()
-    if (configured / "numba").is_dir():       # checked above: ours, written by no one else
+    if untrusted_inside(configured / "numba") is None:     # else compiled afresh
         shutil.copytree(configured / "numba", private / "numba", dirs_exist_ok=True)
+        for root, dirs, files in os.walk(private / "numba"):  # copied dirs follow the umask
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o700)
     return configured, private, "read-only"
 
 
@@ -156,18 +206,38 @@ def _private_dir() -> Path:
     return path
 
 
-def numba_folder(module: str) -> Path | None:
-    """Where Numba keeps the cache files of the functions of `module`, if they are ours
-    (the kernels and the generated modules): `<write dir>/numba/<kernel hash>/`, in a
-    directory checked by `folders()`. None for any other module (cached as usual).
+def numba_folder(module: str, py_file: str) -> Path | None:
+    """Where Numba keeps the cache files of the functions of `module` (from `py_file`),
+    if they are ours (the kernels and the generated modules):
+    `<write dir>/numba/<kernel hash>/<source folder>_<its hash>/`. None for any other
+    module (cached as usual).
 
     Why the kernel hash: Numba checks a cached function against its own file only, yet
     a kernel compiles in the kernels it calls from other files (conv.py calls
     winograd.py). After any kernel file changes, every cached kernel is stale, so the
-    folder changes with them and they compile afresh."""
+    folder changes with them and they compile afresh. Why the source folder: two
+    checkouts sharing a cache dir do not overwrite each other's kernels."""
     if not module.startswith((f"{__package__}.kernels.", "straightdope_generated_")):
         return None
-    return folders()[1] / "numba" / _kernel_hash()[:16]
+    source = os.path.dirname(os.path.abspath(py_file))
+    kernels = _trusted_or_private(folders()[1] / "numba" / _kernel_hash()[:16])
+    return kernels / f"{os.path.basename(source)}_{_digest(source)[:12]}"
+
+
+@functools.lru_cache(maxsize=None)
+def _trusted_or_private(folder: Path) -> Path:
+    """`folder` (in the checked `numba/`) if everything in it is yours alone, else the
+    same folder in the private dir, with a warning. Checked once per process: its
+    parents are yours alone, so after the check only you can add to it."""
+    reason = untrusted_inside(folder)
+    if reason is None:
+        return folder
+    private = _private_dir() / "numba" / folder.name
+    warnings.warn(f"straightdope's compile cache STRAIGHTDOPE_CACHE_DIR={cache_dir()}: "
+                  f"{folder} is not loaded: {reason}. Its kernels and graphs are compiled "
+                  f"for this process only. Remove it (rm -r {folder}).",
+                  CacheDirWarning, stacklevel=2)
+    return private
 
 
 def _kernel_hash() -> str:
@@ -196,9 +266,10 @@ def _digest(body: str) -> str:
 
 
 def write_bytes(path: Path, data: bytes):
-    """Write a cache file atomically (a reader sees the old file or the new one)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    atomic_write(path, lambda f: f.write(data))
+    """Write a cache file atomically (a reader sees the old file or the new one), with
+    mode 600 whatever the umask."""
+    make_dirs(path.parent)
+    atomic_write(path, lambda f: f.write(data), mode=0o600)
 
 
 def atomic_write_text(path: Path, text: str):
@@ -206,10 +277,10 @@ def atomic_write_text(path: Path, text: str):
 
 
 def check_file(path: Path, key: str, source: str) -> bool:
-    """Is the cached file intact (header, hash and body all as expected)?"""
+    """Is the cached file intact (header, hash and body all as expected) and yours alone?"""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_trusted(path).decode("utf-8")
+    except (AttributeError, UnicodeDecodeError):      # None: missing or not yours alone
         return False
     first, _, body = text.partition("\n")
     return (first + "\n" == HEADER.format(key=key, digest=_digest(body))
@@ -350,8 +421,8 @@ def compile_function(func, example_args, freeze=True) -> dict:
             if not numba_internals.remove_damaged_entry(func, sig):
                 raise
             func.compile(sig)
+    hit = sum(func.stats.cache_hits.values()) > hits_before
     if freeze:
         func.disable_compile()
-    hit = sum(func.stats.cache_hits.values()) > hits_before
     return {"seconds": time.perf_counter() - start, "cache_hit": hit, "jit": True,
             "fast_load": fast}

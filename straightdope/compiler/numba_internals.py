@@ -18,6 +18,7 @@ we have not checked), `is_cached` says False and nothing loads the fast way.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import os
@@ -35,6 +36,7 @@ EXPECTED = (
     "numba.core.caching.Cache._index_key",
     "numba.core.caching.IndexDataCacheFile._load_index",
     "numba.core.caching.IndexDataCacheFile._load_data",
+    "numba.core.caching.IndexDataCacheFile._open_for_write",
     "numba.core.codegen.JITCodeLibrary._unserialize",
     "numba.core.codegen.JITCodeLibrary._set_compiled_object",
     "numba.core.codegen.JITCodeLibrary._finalize_final_module",
@@ -115,28 +117,46 @@ class _TrustedLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
     `CacheImpl._locator_classes` in turn; this one is asked first and answers only for
     our modules, so other Numba functions in the process are cached as usual."""
 
+    folders: set = set()       # every folder given out (their files are made private)
+
     def __init__(self, py_func, py_file, folder: Path):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
-        self._cache_path = str(folder / self.get_suitable_cache_subpath(py_file))
+        self._cache_path = str(folder)
+        self.folders.add(self._cache_path)
 
     def get_cache_path(self):
         return self._cache_path
 
     def ensure_cache_path(self):
-        os.makedirs(self._cache_path, mode=0o700, exist_ok=True)
+        from . import cache
+        cache.make_dirs(Path(self._cache_path))
 
     @classmethod
     def from_function(cls, py_func, py_file):
         from . import cache        # (cache imports this module)
-        folder = cache.numba_folder(py_func.__module__ or "")
+        folder = cache.numba_folder(py_func.__module__ or "", py_file)
         return None if folder is None else cls(py_func, py_file, folder)
 
 
+def _open_privately(open_for_write):
+    """Numba's way of opening a cache file for writing (a temporary name, renamed into
+    place), giving our files mode 600 before anything is written: Numba would leave
+    them to the umask (0666 under umask 000)."""
+    @contextlib.contextmanager
+    def opened(self, filepath):
+        with open_for_write(self, filepath) as f:
+            if os.path.dirname(filepath) in _TrustedLocator.folders:
+                os.fchmod(f.fileno(), 0o600)
+            yield f
+    return opened
+
+
 if USED:
-    from numba.core.caching import CacheImpl
+    from numba.core.caching import CacheImpl, IndexDataCacheFile
     if _TrustedLocator not in CacheImpl._locator_classes:
         CacheImpl._locator_classes.insert(0, _TrustedLocator)
+        IndexDataCacheFile._open_for_write = _open_privately(IndexDataCacheFile._open_for_write)
 
 
 # ------------------------------------------------------------- what is cached
@@ -295,13 +315,13 @@ def _runtime_library(ctx):
     what = f"{numba.__version__} {ll.llvm_version_info} {codegen.magic_tuple()}"
     digest = hashlib.sha256(what.encode()).hexdigest()
     path = cache.folders()[1] / "numba" / f"runtime-{digest[:16]}.bin"
+    head, _, data = (cache.read_trusted(path) or b"").partition(b"\n")
     try:
-        head, _, data = path.read_bytes().partition(b"\n")
         digest, size = head.decode().split()
         if hashlib.sha256(data).hexdigest() == digest:
             return codegen.unserialize_library(
                 ("nrt", "object", (data[:int(size)], data[int(size):])))
-    except (OSError, ValueError):
+    except ValueError:          # missing, not yours alone, or damaged: compiled below
         pass
     from numba.core.runtime.nrtdynmod import create_nrt_module
     ir_module, library = create_nrt_module(ctx)
