@@ -185,8 +185,8 @@ def _folders_for(configured: Path) -> tuple:
                   f"read-only: what it holds is used, new graphs are compiled for this "
                   f"process only.", CacheDirWarning, stacklevel=4)
     private = _private_dir()
-    if untrusted_inside(configured / "numba") is None:     # else compiled afresh
-        shutil.copytree(configured / "numba", private / "numba", dirs_exist_ok=True)
+    if numba_dir.is_dir() and untrusted_inside(numba_dir) is None:   # else compiled afresh
+        shutil.copytree(numba_dir, private / "numba", dirs_exist_ok=True)
         for root, dirs, files in os.walk(private / "numba"):  # copied dirs follow the umask
             for name in dirs:
                 os.chmod(os.path.join(root, name), 0o700)
