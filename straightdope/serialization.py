@@ -59,21 +59,22 @@ def _remove_stale_temporaries(folder: str, name: str) -> None:
             pass                    # alive (or not ours to signal): leave it
 
 
-def atomic_write(path: str, write) -> None:
+def atomic_write(path: str, write, mode: int | None = None) -> None:
     """Call write(fileobj) on a temporary file, then rename it to `path`.
 
-    The file gets the mode a plain open() would give (0666 minus the umask), or keeps
-    the mode of the file it replaces."""
+    The file gets `mode`, else the mode a plain open() would give (0666 minus the
+    umask), or keeps the mode of the file it replaces."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     name = os.path.basename(path)
     _remove_stale_temporaries(folder, name)
     fd, tmp = tempfile.mkstemp(prefix=f".tmp-{os.getpid()}-", suffix=f"-{name}", dir=folder)
     try:
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except OSError:
-            mode = 0o666 & ~_umask()
+        if mode is None:
+            try:
+                mode = os.stat(path).st_mode & 0o7777
+            except OSError:
+                mode = 0o666 & ~_umask()
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             write(f)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import straightdope as mx
 from straightdope import autograd, nd, sym
 from straightdope.cached_op import CachedOp
-from straightdope.compiler import STAGES, NumbaBackend, cache
+from straightdope.compiler import STAGES, NumbaBackend, cache, numba_internals
 from straightdope.graph import Graph, ReferenceBackend, annotate, run_reference
 from straightdope.ops import OpError
 from straightdope.symbol import SymbolFileError
@@ -397,18 +397,22 @@ def test_a_corrupted_cache_is_detected_and_rebuilt(tmp_path):
     assert third["ok"] and third["status"] == "reused"
 
 
-def test_a_change_to_any_kernel_file_moves_every_cached_kernel_to_a_new_folder(monkeypatch):
+def test_a_change_to_any_kernel_file_moves_every_cached_kernel_to_a_new_folder(monkeypatch,
+                                                                                request):
     """Numba checks a cached kernel against its own file only, but conv.py's kernels
     compile in winograd.py's: the folder is keyed by all kernel files together."""
     from straightdope.compiler.kernels import conv
     kernel = conv.im2col_rows.py_func
-    where = cache._TrustedLocator.from_function(kernel, conv.__file__).get_cache_path()
+    locator = numba_internals._TrustedLocator
+    where = locator.from_function(kernel, conv.__file__).get_cache_path()
     assert cache._kernel_hash()[:16] in Path(where).parts
     read_bytes = Path.read_bytes                    # winograd.py edited, conv.py not
     monkeypatch.setattr(Path, "read_bytes", lambda self: read_bytes(self) + (
         b"# edited\n" if self.name == "winograd.py" else b""))
-    monkeypatch.setattr(cache, "_KERNEL_HASH", None)
-    moved = cache._TrustedLocator.from_function(kernel, conv.__file__).get_cache_path()
+    from straightdope.compiler import fingerprint
+    fingerprint.kernel_hash.cache_clear()           # hashed anew, and again afterwards
+    request.addfinalizer(fingerprint.kernel_hash.cache_clear)
+    moved = locator.from_function(kernel, conv.__file__).get_cache_path()
     assert moved != where and Path(moved).name == Path(where).name
 
 

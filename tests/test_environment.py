@@ -99,6 +99,20 @@ def test_environment_yml_python_and_pins_match_pyproject():
     assert "<2" in conda["jupyter-book"]
 
 
+def _versions(spec: str) -> str:
+    """'numba>=0.68.1,<0.69' or 'numba >=0.68.1, <0.69' -> '>=0.68.1,<0.69'."""
+    return re.sub(r"\s+", "", spec)[len(_requirement_name(spec)):]
+
+
+def test_both_files_pin_numba_to_the_versions_the_compile_cache_is_tested_with():
+    """compiler/numba_internals.py uses Numba's private API, for one tested range."""
+    from straightdope.compiler.numba_internals import SUPPORTED
+    tested = f">={SUPPORTED[0]},<{SUPPORTED[1]}"
+    conda, _ = _conda_requirements(_environment_yml())
+    assert _versions(_pyproject_requirements()["numba"]) == tested
+    assert _versions(conda["numba"]) == tested
+
+
 def test_import_straightdope_stays_light():
     """`import straightdope` needs only numpy/numba/scipy: no Jupyter, matplotlib,
     graphviz or widgets until a chapter or a widget module asks for them."""

@@ -124,11 +124,12 @@ print(json.dumps({{"cache": t["cache"], "file": t["cache_file"], "y": float(y.su
 """
 
 
-def run_child(cache, scale=1.0, user=None, **env):
-    """Hybridize a small net in a fresh process (as `user` if given); its report."""
+def run_child(cache, scale=1.0, user=None, umask=-1, **env):
+    """Hybridize a small net in a fresh process (as `user`, with `umask`, if given);
+    its report."""
     env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache), **env)
     out = subprocess.run([sys.executable, "-c", CHILD.format(scale=scale)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=600,
+                         capture_output=True, text=True, timeout=600, umask=umask,
                          **({"user": user, "group": user} if user is not None else {}))
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -169,6 +170,30 @@ def test_a_planted_pyc_or_pickle_in_the_cache_dir_never_runs(tmp_path):
     assert {p.parent.relative_to(tmp_path).parts[0] for p in tmp_path.rglob("*.nb?")
             if p.parent != pycache} == {"numba"}
     assert stat.S_IMODE((tmp_path / "numba").stat().st_mode) & 0o077 == 0
+
+
+def test_every_cache_file_and_folder_is_private_whatever_the_umask(tmp_path):
+    folder = tmp_path / "cache"
+    run_child(folder, scale=1.375, umask=0)           # compiles
+    assert run_child(folder, scale=1.375, umask=0)["cache"] == "disk"  # loads, saves runtime
+    paths = [folder, *folder.rglob("*")]
+    kinds = {"g_*.py", "runtime-*.bin", "*.nbi", "*.nbc"}
+    assert all(any(p.match(kind) for p in paths) for kind in kinds)
+    assert {p: oct(stat.S_IMODE(p.lstat().st_mode)) for p in paths} == {
+        p: "0o700" if p.is_dir() else "0o600" for p in paths}
+
+
+@pytest.mark.parametrize("planted", ["numba/<kernel hash>/", "a .nbc file"])
+def test_a_numba_folder_or_file_others_can_write_is_not_loaded(tmp_path, planted):
+    folder = tmp_path / "cache"
+    first = run_child(folder, scale=1.625)
+    [kernels] = (folder / "numba").glob("*/")
+    [nbc] = kernels.rglob("*.run_graph-*.nbc")           # the graph's machine code
+    (kernels if planted.startswith("numba") else nbc).chmod(0o770)
+    again = run_child(folder, scale=1.625)
+    assert again["cache"] == "miss" and again["y"] == first["y"]    # compiled privately
+    assert any(f"is not loaded: {kernels if planted.startswith('numba') else nbc} is writable"
+               f" by others" in w for w in again["warnings"])
 
 
 def test_the_cache_dir_is_created_private(tmp_path, monkeypatch):

@@ -19,7 +19,8 @@ What may run (see docs/security.md, "the cache's trust model"):
 * Numba's own cache files (`.nbi`/`.nbc`) are pickles, and loading a pickle can
   run code. Ours (generated functions and the kernels in `kernels/`) live only
   in `<cache dir>/numba/`, which must be a directory of this user that nobody
-  else can write (as ssh checks `~/.ssh`). `_TrustedLocator` tells Numba so.
+  else can write (as ssh checks `~/.ssh`). `numba_folder` says where, and
+  `numba_internals` (every use of Numba's internals) tells Numba.
 * A cache dir that fails those checks, or cannot be created, is not used: one
   warning naming STRAIGHTDOPE_CACHE_DIR, and compiled code goes to a private
   temporary dir for this process (as if uncached). A read-only cache dir is used
@@ -45,17 +46,14 @@ import types
 import warnings
 from pathlib import Path
 
-import llvmlite.binding as ll
 import numba
 import numpy as np
-from numba.core import caching as numba_caching
-from numba.core.codegen import JITCodeLibrary
 
 from ..serialization import atomic_write
+from . import fingerprint, numba_internals
 
 HEADER = "# straightdope-generated key={key} sha256={digest}\n"
 _MODULES: dict = {}          # key -> loaded module
-_KERNEL_HASH = None
 _LOCK = threading.RLock()
 
 
@@ -82,6 +80,15 @@ class CacheDirWarning(UserWarning):
     """The cache dir cannot be (fully) used; compiled code is kept for this process only."""
 
 
+def _not_yours_alone(path, st) -> str | None:
+    """Why the file or folder `path` (whose lstat is `st`) may hold what others wrote."""
+    if st.st_uid != os.getuid():
+        return f"{path} belongs to user id {st.st_uid}, not to you ({os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
 def untrusted_reason(path: Path) -> str | None:
     """Why `path` must not hold code we run, or None when it may: it must be a real
     directory owned by this user, and neither it nor a parent writable by others
@@ -90,10 +97,9 @@ def untrusted_reason(path: Path) -> str | None:
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         return f"{path} is not a directory (a symbolic link or a file)"
-    if st.st_uid != os.getuid():
-        return f"{path} belongs to user id {st.st_uid}, not to you ({os.getuid()})"
-    if st.st_mode & 0o022:
-        return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+    reason = _not_yours_alone(path, st)
+    if reason is not None:
+        return reason
     for parent in path.resolve().parents:
         st = os.stat(parent)
         if st.st_uid not in (0, os.getuid()):
@@ -101,6 +107,46 @@ def untrusted_reason(path: Path) -> str | None:
         if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
             return f"its parent {parent} is writable by others without the sticky bit"
     return None
+
+
+def untrusted_inside(folder: Path) -> str | None:
+    """Why something in `folder` must not be loaded, or None: every folder and file in
+    it (itself included) must be a plain one of yours that nobody else can write. A
+    missing folder holds nothing untrusted."""
+    for root, dirs, files in os.walk(folder):
+        for path in [root] + [os.path.join(root, name) for name in dirs + files]:
+            st = os.lstat(path)
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                return f"{path} is not a plain file or folder (a symbolic link?)"
+            reason = _not_yours_alone(path, st)
+            if reason is not None:
+                return reason
+    return None
+
+
+def make_dirs(path: Path):
+    """Create `path` and its missing parents, each with mode 700 whatever the umask."""
+    missing = []
+    while not os.path.lexists(path):
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)      # the umask can only take bits away
+        except FileExistsError:
+            pass                         # another process of yours was first
+
+
+def read_trusted(path: Path) -> bytes | None:
+    """The bytes of a cache file, or None when it is missing or others could have
+    written it (not yours, or writable by group or others)."""
+    try:
+        with open(path, "rb") as f:
+            if _not_yours_alone(path, os.fstat(f.fileno())):
+                return None
+            return f.read()
+    except OSError:
+        return None
 
 
 def _writable(path: Path) -> bool:
@@ -116,8 +162,7 @@ def _folders_for(configured: Path) -> tuple:
     """(read_dir or None, write_dir, state) for a configured cache dir; state is
     'ok', 'read-only' or 'unused'. Warns once when the dir is not (fully) used."""
     try:
-        if not os.path.lexists(configured):
-            os.makedirs(configured, mode=0o700)
+        make_dirs(configured)
         reason = untrusted_reason(configured)
         numba_dir = configured / "numba"
         if reason is None and not os.path.lexists(numba_dir) and _writable(configured):
@@ -139,8 +184,11 @@ def _folders_for(configured: Path) -> tuple:
                   f"read-only: what it holds is used, new graphs are compiled for this "
                   f"process only.", CacheDirWarning, stacklevel=4)
     private = _private_dir()
-    if (configured / "numba").is_dir():       # checked above: ours, written by no one else
-        shutil.copytree(configured / "numba", private / "numba", dirs_exist_ok=True)
+    if numba_dir.is_dir() and untrusted_inside(numba_dir) is None:   # else compiled afresh
+        shutil.copytree(numba_dir, private / "numba", dirs_exist_ok=True)
+        for root, dirs, files in os.walk(private / "numba"):  # copied dirs follow the umask
+            for name in dirs:
+                os.chmod(os.path.join(root, name), 0o700)
     return configured, private, "read-only"
 
 
@@ -157,78 +205,68 @@ def _private_dir() -> Path:
     return path
 
 
-class _TrustedLocator(numba_caching._SourceFileBackedLocatorMixin,
-                      numba_caching._CacheLocator):
-    """Tells Numba where to keep the cache files of *our* functions (the kernels and
-    the generated modules): `<write dir>/numba/<kernel hash>/`, in a directory checked
-    by `folders()`, never `__pycache__` next to the source or ~/.cache/numba. Numba asks
-    each locator class in turn; this one is asked first and answers only for our files,
-    so other Numba functions in the process are cached as usual.
+def numba_folder(module: str, py_file: str) -> Path | None:
+    """Where Numba keeps the cache files of the functions of `module` (from `py_file`),
+    if they are ours (the kernels and the generated modules):
+    `<write dir>/numba/<kernel hash>/<source folder>_<its hash>/`. None for any other
+    module (cached as usual).
 
     Why the kernel hash: Numba checks a cached function against its own file only, yet
     a kernel compiles in the kernels it calls from other files (conv.py calls
     winograd.py). After any kernel file changes, every cached kernel is stale, so the
-    folder changes with them and they compile afresh."""
-
-    def __init__(self, py_func, py_file):
-        self._py_file = py_file
-        self._lineno = py_func.__code__.co_firstlineno
-        self._cache_path = str(folders()[1] / "numba" / _kernel_hash()[:16]
-                               / self.get_suitable_cache_subpath(py_file))
-
-    def get_cache_path(self):
-        return self._cache_path
-
-    def ensure_cache_path(self):
-        os.makedirs(self._cache_path, mode=0o700, exist_ok=True)
-
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        module = py_func.__module__ or ""
-        ours = module.startswith((f"{__package__}.kernels.", "straightdope_generated_"))
-        return cls(py_func, py_file) if ours else None
+    folder changes with them and they compile afresh. Why the source folder: two
+    checkouts sharing a cache dir do not overwrite each other's kernels."""
+    if not module.startswith((f"{__package__}.kernels.", "straightdope_generated_")):
+        return None
+    source = os.path.dirname(os.path.abspath(py_file))
+    kernels = _trusted_or_private(folders()[1] / "numba" / _kernel_hash()[:16])
+    return kernels / f"{os.path.basename(source)}_{_digest(source)[:12]}"
 
 
-if _TrustedLocator not in numba_caching.CacheImpl._locator_classes:
-    numba_caching.CacheImpl._locator_classes.insert(0, _TrustedLocator)
+@functools.lru_cache(maxsize=None)
+def _trusted_or_private(folder: Path) -> Path:
+    """`folder` (in the checked `numba/`) if everything in it is yours alone, else the
+    same folder in the private dir, with a warning. Checked once per process: its
+    parents are yours alone, so after the check only you can add to it."""
+    reason = untrusted_inside(folder)
+    if reason is None:
+        return folder
+    private = _private_dir() / "numba" / folder.name
+    warnings.warn(f"straightdope's compile cache STRAIGHTDOPE_CACHE_DIR={cache_dir()}: "
+                  f"{folder} is not loaded: {reason}. Its kernels and graphs are compiled "
+                  f"for this process only. Remove it (rm -r {folder}).",
+                  CacheDirWarning, stacklevel=2)
+    return private
 
 
 def _kernel_hash() -> str:
-    """Hash of the kernels' and codegen's source: Numba does not notice that a callee
-    changed when it loads a cached caller, so the key has to."""
-    global _KERNEL_HASH
-    if _KERNEL_HASH is None:
-        h = hashlib.sha256()
-        here = Path(__file__).parent
-        for path in sorted(here.glob("kernels/*.py")) + [here / "codegen.py"]:
-            h.update(path.read_bytes())
-        _KERNEL_HASH = h.hexdigest()
-    return _KERNEL_HASH
+    return fingerprint.kernel_hash()
 
 
 def cache_key(source: str) -> str:
-    from .. import __version__
-    versions = (f"python={sys.version_info[:3]} numpy={np.__version__} "
-                f"numba={numba.__version__} straightdope={__version__} "
-                f"kernels={_kernel_hash()} jit={'off' if numba.config.DISABLE_JIT else 'on'}")
-    return hashlib.sha256((versions + "\n" + source).encode()).hexdigest()
+    return hashlib.sha256((fingerprint.versions() + "\n" + source).encode()).hexdigest()
 
 
 def _digest(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+def write_bytes(path: Path, data: bytes):
+    """Write a cache file atomically (a reader sees the old file or the new one), with
+    mode 600 whatever the umask."""
+    make_dirs(path.parent)
+    atomic_write(path, lambda f: f.write(data), mode=0o600)
+
+
 def atomic_write_text(path: Path, text: str):
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = text.encode("utf-8")
-    atomic_write(path, lambda f: f.write(data))
+    write_bytes(path, text.encode("utf-8"))
 
 
 def check_file(path: Path, key: str, source: str) -> bool:
-    """Is the cached file intact (header, hash and body all as expected)?"""
+    """Is the cached file intact (header, hash and body all as expected) and yours alone?"""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_trusted(path).decode("utf-8")
+    except (AttributeError, UnicodeDecodeError):      # None: missing or not yours alone
         return False
     first, _, body = text.partition("\n")
     return (first + "\n" == HEADER.format(key=key, digest=_digest(body))
@@ -237,20 +275,6 @@ def check_file(path: Path, key: str, source: str) -> bool:
 
 def module_path(key: str, folder: Path | None = None) -> Path:
     return (folder or cache_dir()) / f"g_{key[:40]}.py"
-
-
-def _remove_numba_cache(func):
-    """Delete Numba's cache files of a generated function."""
-    source = Path(func.py_func.__code__.co_filename)
-    try:
-        folder = Path(func._cache._cache_path)
-    except AttributeError:
-        return
-    for f in folder.glob(source.stem + ".*"):
-        try:
-            f.unlink()
-        except OSError:
-            pass
 
 
 def _write_module(key: str, source: str, info: dict) -> Path:
@@ -307,123 +331,7 @@ def is_cached(func, example_args) -> bool:
     if numba.config.DISABLE_JIT or not hasattr(func, "compile"):
         return True
     sig = tuple(numba.typeof(a) for a in example_args)
-    if sig in func.overloads:
-        return True
-    try:
-        cache_obj = func._cache
-        key = cache_obj._index_key(sig, func.targetctx.codegen())
-        return key in cache_obj._cache_file._load_index()
-    except Exception:
-        return False
-
-
-class _LinkedOnDemand(JITCodeLibrary):
-    """Machine code loaded from Numba's cache whose LLVM bitcode is parsed only if needed.
-
-    A cache entry holds a function's machine code and its LLVM bitcode, kept so that a
-    function compiled later can inline it. Numba parses that bitcode at every load and
-    walks it for the names it defines: half the time of a load (conv2d's bitcode holds
-    every kernel it calls). A kernel called from Python (the steps tier) is never
-    inlined, so the bytes wait here until something links the library (a whole-graph
-    function calling the kernel, compiled later); the entry point's address comes from
-    the execution engine, which knows the loaded machine code."""
-    _bitcode = None            # bytes not parsed yet (None: parsed, or compiled here)
-
-    @classmethod
-    def _unserialize(cls, codegen, state):
-        name, kind, data = state
-        if kind != "object":
-            return super()._unserialize(codegen, state)
-        library = codegen.create_library(name)
-        object_code, library._bitcode = data
-        library.enable_object_caching()
-        library._set_compiled_object(object_code)
-        library._finalize_final_module()
-        return library
-
-    def _get_module_for_linking(self):
-        if self._bitcode is not None:
-            self._shared_module = ll.parse_bitcode(self._bitcode)
-            self._codegen._engine._load_defined_symbols(self._shared_module)
-            self._bitcode = None
-        return super()._get_module_for_linking()
-
-    def get_pointer_to_function(self, name):
-        if self._bitcode is None:
-            return super().get_pointer_to_function(name)
-        return self._codegen._engine.get_function_address(name)     # 0 if not defined
-
-
-def _fast_load(func, sig) -> bool:
-    """Load a cached compiled function without Numba's full start-up.
-
-    Before its first compile *or load* Numba "refreshes" its target: it imports and
-    registers every typing and lowering registry (NumPy, linalg, random, typed
-    containers, ...), about half a second, although loading machine code from the
-    cache only needs its runtime (NRT) to be initialised. When the index already
-    holds our signature, we load with just that (and leave its bitcode unparsed:
-    `_LinkedOnDemand`); a later real compile refreshes fully, as usual. Returns False
-    (nothing done) when the entry is not cached or this Numba does not look as
-    expected."""
-    try:
-        from numba.core.runtime import rtsys
-        cache_obj = func._cache
-        ctx = func.targetctx
-        codegen = ctx.codegen()
-        key = cache_obj._index_key(sig, codegen)
-        if key not in cache_obj._cache_file._load_index():
-            return False
-    except Exception:
-        return False
-    from numba.core.compiler_lock import global_compiler_lock
-    from numba.core.runtime import nrtdynmod
-    cls = type(ctx)
-    with global_compiler_lock:        # no other thread compiles while we patch Numba
-        full, compile_runtime = cls.refresh, nrtdynmod.compile_nrt_functions
-        cls.refresh = lambda self: rtsys.initialize(self)
-        codegen._library_class = _LinkedOnDemand      # for this load only
-        nrtdynmod.compile_nrt_functions = _runtime_library
-        try:
-            func.compile(sig)
-        finally:
-            cls.refresh, nrtdynmod.compile_nrt_functions = full, compile_runtime
-            del codegen._library_class
-    return sum(func._cache_hits.values()) > 0
-
-
-def _runtime_library(ctx):
-    """Numba's runtime functions (reference counts, atomics) from our cache.
-
-    Numba compiles its runtime's small LLVM module in every process (~25 ms, a twentieth
-    of a cached first call) and never caches it. We keep its machine code and bitcode,
-    raw bytes after a line with their SHA-256 and sizes (no pickle), in the checked
-    Numba folder, keyed by what they were compiled for (Numba, LLVM, the CPU), and load
-    them like a kernel; anything unexpected compiles them as Numba would."""
-    codegen = ctx.codegen()
-    what = f"{numba.__version__} {ll.llvm_version_info} {codegen.magic_tuple()}"
-    path = folders()[1] / "numba" / f"runtime-{_digest(what)[:16]}.bin"
-    try:
-        head, _, data = path.read_bytes().partition(b"\n")
-        digest, size = head.decode().split()
-        if hashlib.sha256(data).hexdigest() == digest:
-            return codegen.unserialize_library(
-                ("nrt", "object", (data[:int(size)], data[int(size):])))
-    except (OSError, ValueError):
-        pass
-    from numba.core.runtime.nrtdynmod import create_nrt_module
-    ir_module, library = create_nrt_module(ctx)
-    library.enable_object_caching()          # so that its machine code can be saved
-    library.add_ir_module(ir_module)
-    library.finalize()
-    _, _, (code, bitcode) = library.serialize_using_object_code()
-    data = code + bitcode
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write(path, lambda f: f.write(
-            f"{hashlib.sha256(data).hexdigest()} {len(code)}\n".encode() + data))
-    except OSError:
-        pass                                 # used uncached, as Numba does
-    return library
+    return sig in func.overloads or numba_internals.is_cached(func, sig)
 
 
 _BLAS = "scipy.linalg.cython_blas"
@@ -442,6 +350,7 @@ class _ForgetPreloadedBlas:
         return None        # the usual finders do the import
 
 
+@_one_thread_at_a_time
 def preload_blas():
     """Load SciPy's BLAS table without importing `scipy.linalg`.
 
@@ -450,7 +359,9 @@ def preload_blas():
     `scipy.linalg/__init__.py` (its array-API layer, `numpy.f2py`, ...), 0.2 s of a
     cached first call. Numba only reads the extension's table of pointers, so we load
     the extension file by itself under its own name, and step aside if scipy.linalg
-    is imported later (`_ForgetPreloadedBlas`). Nothing happens if it already was."""
+    is imported later (`_ForgetPreloadedBlas`). Nothing happens if it already was.
+    One thread at a time: a second thread loading the extension while the first is
+    still initialising it gets "Module 'cython_blas' has already been imported"."""
     if _BLAS in sys.modules or "scipy.linalg" in sys.modules:
         return
     import importlib.machinery
@@ -476,22 +387,28 @@ def preload_blas():
 def compile_function(func, example_args, freeze=True) -> dict:
     """Compile (or load from Numba's cache) for the argument types of `example_args`;
     then (`freeze`) forbid further compilation so a wrongly typed call fails fast instead
-    of compiling a second version. Returns {'seconds', 'cache_hit'}."""
+    of compiling a second version. Returns {'seconds', 'cache_hit', 'jit', 'fast_load'}.
+
+    If loading fails, the cache entry is removed and compiled again only when it is
+    damaged (it no longer unpickles); any other error is raised and the files kept."""
     start = time.perf_counter()
     if numba.config.DISABLE_JIT or not hasattr(func, "compile"):
-        return {"seconds": 0.0, "cache_hit": False, "jit": False}
+        return {"seconds": 0.0, "cache_hit": False, "jit": False, "fast_load": False}
     sig = tuple(numba.typeof(a) for a in example_args)
-    hits_before = sum(func._cache_hits.values())
-    if sig in func.overloads or any(tuple(s) == sig for s in func.signatures):
-        return {"seconds": time.perf_counter() - start, "cache_hit": True, "jit": True}
-    try:
-        if not _fast_load(func, sig):
+    if sig in func.overloads:
+        return {"seconds": time.perf_counter() - start, "cache_hit": True, "jit": True,
+                "fast_load": False}
+    hits_before = sum(func.stats.cache_hits.values())
+    fast = numba_internals.fast_load(func, sig)
+    if not fast:
+        try:
             func.compile(sig)
-    except Exception:
-        # a damaged Numba cache file: remove it and compile from scratch
-        _remove_numba_cache(func)
-        func.compile(sig)
-    hit = sum(func._cache_hits.values()) > hits_before
+        except Exception:
+            if not numba_internals.remove_damaged_entry(func, sig):
+                raise
+            func.compile(sig)
+    hit = sum(func.stats.cache_hits.values()) > hits_before
     if freeze:
         func.disable_compile()
-    return {"seconds": time.perf_counter() - start, "cache_hit": hit, "jit": True}
+    return {"seconds": time.perf_counter() - start, "cache_hit": hit, "jit": True,
+            "fast_load": fast}

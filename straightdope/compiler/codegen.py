@@ -51,6 +51,14 @@ _NUMBA_DTYPES = {"float32": "np.float32", "float64": "np.float64", "int32": "np.
 _SAFE_COMMENT = re.compile(r"[^A-Za-z0-9_+,.:()*\- ]")
 
 
+def _disk_cache() -> bool:
+    """Whether generated functions are cached on disk (numba_internals.DISK_CACHE: not
+    with an untested Numba). Imported when code is generated: importing this module
+    must not import Numba (tiers.can_be_tiered reads it in a first call)."""
+    from .numba_internals import DISK_CACHE
+    return DISK_CACHE
+
+
 class CodegenError(ValueError):
     """The graph cannot be compiled (an op without a Numba implementation, a bad attribute)."""
 
@@ -498,7 +506,7 @@ class CodeGen:
             f"from straightdope.compiler.kernels import {imports}",
             "",
             "",
-            '@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")',
+            f'@njit(cache={_disk_cache()}, nogil=True, boundscheck=False, error_model="numpy")',
             f"def run_graph({', '.join(params + arenas + ['meta'])}):",
             f"    # inputs: {types or 'none'}",
             f"    # {len(g.op_nodes)} ops in {len(self.fused.steps)} steps; arenas: "
@@ -590,7 +598,7 @@ class Loops:
             "from straightdope.compiler.kernels import fmath as k_fmath  # noqa: F401",
             "",
             "",
-            '@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")',
+            f'@njit(cache={_disk_cache()}, nogil=True, boundscheck=False, error_model="numpy")',
             f"def loop({', '.join(params)}):"] + ["    " + ln for ln in body]) + "\n"
         if source not in self.index:
             self.index[source] = len(self.sources)

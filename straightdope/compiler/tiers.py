@@ -34,7 +34,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
-import importlib.util
 import itertools
 import json
 import os
@@ -50,6 +49,7 @@ import numpy as np
 
 from .. import config
 from ..graph.interpret import ReferenceExecutable
+from . import fingerprint
 
 # After its parent has gone, the compile process finishes the jobs it has for at most
 # this many seconds, then exits (a kernel compile on a new machine takes ~20 s).
@@ -61,37 +61,6 @@ SETUP_COMMAND = "python -m straightdope.warmup"
 
 # --------------------------------------------------------- what identifies a compile
 _ROOT = Path(__file__).resolve().parents[2]      # the folder that holds straightdope/
-_VERSIONS = None
-
-
-def versions() -> str:
-    """What compiled code depends on besides the graph: Python, NumPy, Numba, this
-    library and the source of its kernels and code generator. Read without importing
-    Numba (a first call must not pay for that)."""
-    global _VERSIONS
-    if _VERSIONS is None:
-        from .. import __version__
-        here = Path(__file__).parent
-        kernels = hashlib.sha256()
-        for path in sorted(here.glob("kernels/*.py")) + [here / "codegen.py"]:
-            kernels.update(path.read_bytes())
-        _VERSIONS = (f"python={sys.version_info[:3]} numpy={np.__version__} "
-                     f"numba={_numba_version()} "
-                     f"straightdope={__version__} kernels={kernels.hexdigest()}")
-    jit = "off" if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") else "on"
-    return f"{_VERSIONS} jit={jit}"
-
-
-def _numba_version() -> str:
-    """Numba's version from its installed metadata's folder name (numba-0.68.1.dist-info),
-    without importing it or importlib.metadata (tens of milliseconds)."""
-    spec = importlib.util.find_spec("numba")
-    folder = Path(spec.origin).parent.parent if spec and spec.origin else None
-    found = sorted(folder.glob("numba-*.dist-info")) if folder else []
-    if len(found) == 1:
-        return found[0].name[len("numba-"):-len(".dist-info")]
-    from importlib import metadata
-    return metadata.version("numba")
 
 
 def describe(graph, is_train: bool) -> dict:
@@ -116,7 +85,7 @@ def rebuild(description: dict):
 
 def job_key(description: dict) -> str:
     """The name under which a compiled graph is marked ready in the cache dir."""
-    text = versions() + "\n" + json.dumps(description, sort_keys=True)
+    text = fingerprint.versions() + "\n" + json.dumps(description, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -449,7 +449,6 @@ def _worker():
             time.sleep(0.2)
         os._exit(1)
     threading.Thread(target=orphaned, daemon=True).start()
-    _take_turns_saving()
     for line in sys.stdin:
         number, (module, function), args = json.loads(line)
         start, error = time.perf_counter(), None
@@ -459,35 +458,6 @@ def _worker():
         except Exception as err:                    # reported by the parent
             error = f"{type(err).__name__}: {err}"
         print(json.dumps([number, time.perf_counter() - start, error]), flush=True)
-
-
-def _take_turns_saving():
-    """Make Numba's cache writes safe between our workers.
-
-    Numba adds a compiled function to its cache by reading the function's index, picking
-    a free data file name, writing the index, then the data. Two workers adding entries
-    of one function at once (a kernel that both compile as a callee of another) could
-    pick the same name: one signature's index entry would point at the other's machine
-    code. Here the workers take turns (a lock file per cache folder), and the data is
-    written before the index entry that points to it, so a worker killed halfway leaves
-    no entry without its data."""
-    import fcntl
-    import itertools
-    from numba.core.caching import IndexDataCacheFile
-
-    def save(self, key, data):
-        with open(os.path.join(self._cache_path, "warmup.lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)            # released when the file closes
-            overloads = self._load_index()
-            name = overloads.get(key)
-            if name is None:
-                taken = set(overloads.values())
-                name = next(n for n in map(self._data_name, itertools.count(1))
-                            if n not in taken)
-            self._save_data(name, data)
-            overloads[key] = name
-            self._save_index(overloads)
-    IndexDataCacheFile.save = save
 
 
 def _callees(func) -> list:
@@ -559,7 +529,7 @@ class _Worker:
 
     def stop(self):
         if self.process.poll() is None:
-            self.process.kill()           # its cache writes are atomic: see _take_turns_saving
+            self.process.kill()           # its cache writes are safe: numba_internals._save_in_turn
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
             try:

@@ -40,8 +40,9 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..codegen import Flag
+from ..numba_internals import DISK_CACHE
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 # cblas names in NumPy's OpenBLAS, which uses 64-bit integers ("64_"); NumPy's own
 # wheels prefix them with scipy_. A 32-bit-integer BLAS is not called (np.dot then).

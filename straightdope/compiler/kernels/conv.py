@@ -14,10 +14,11 @@ with the activation that usually follows.
 import numpy as np
 from numba import njit
 
+from ..numba_internals import DISK_CACHE
 from . import winograd
 from .util import copy_into
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 
 CHUNK = 1 << 21        # elements of the column matrix per batch of images (8 MB in float32)

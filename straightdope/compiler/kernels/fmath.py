@@ -21,7 +21,10 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-JIT = dict(cache=True, nogil=True, boundscheck=False, error_model="numpy", inline="always")
+from ..numba_internals import DISK_CACHE
+
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False, error_model="numpy",
+           inline="always")
 
 _F = np.float32
 LOG2E = _F(1.0 / np.log(2.0))

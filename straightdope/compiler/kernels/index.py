@@ -5,10 +5,11 @@ to integers and clipped into range, exactly like the NumPy reference.
 """
 from numba import njit
 
+from ..numba_internals import DISK_CACHE
 from .softmax import split_axis
 from .util import copy_into
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 
 @njit(**JIT)

@@ -13,10 +13,11 @@ resolved while planning and passed as runtime values, never baked into code.
 from numba import njit
 
 from ..codegen import Flag
+from ..numba_internals import DISK_CACHE
 from .softmax import split_axis
 from .util import copy_into
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 
 @njit(**JIT)

@@ -9,9 +9,10 @@ import numpy as np
 from numba import njit
 
 from ..codegen import Flag
+from ..numba_internals import DISK_CACHE
 from .softmax import split_axis
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 
 @njit(**JIT)

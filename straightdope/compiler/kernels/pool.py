@@ -10,8 +10,9 @@ import numpy as np
 from numba import njit
 
 from ..codegen import Flag
+from ..numba_internals import DISK_CACHE
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 MAX, AVG, SUM = 0, 1, 2
 
 

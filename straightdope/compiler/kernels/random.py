@@ -10,7 +10,9 @@ import hashlib
 import numpy as np
 from numba import njit
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+from ..numba_internals import DISK_CACHE
+
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 _seeded = False
 
 

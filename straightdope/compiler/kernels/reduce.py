@@ -14,8 +14,9 @@ from numba import njit
 
 from ...ops.reduce import norm_axes
 from ..codegen import Flag
+from ..numba_internals import DISK_CACHE
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 SUM, MEAN, MAX, MIN, PROD = 0, 1, 2, 3, 4
 OPCODES = {"sum": SUM, "mean": MEAN, "max": MAX, "min": MIN, "prod": PROD, "_sum_to_like": SUM}
 

@@ -11,7 +11,9 @@ All arrays are flat 1-D views; `clip < 0` means "no clipping".
 import numpy as np
 from numba import njit
 
-JIT = dict(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+from ..numba_internals import DISK_CACHE
+
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False, error_model="numpy")
 
 
 @njit(**JIT)

@@ -13,7 +13,9 @@ per machine and the generated code only does scalar arithmetic and calls.
 import numpy as np
 from numba import njit
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+from ..numba_internals import DISK_CACHE
+
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 
 @njit(**JIT)

@@ -24,9 +24,10 @@ the output gradient convolved with the kernel rotated by 180 degrees, in and out
 import numpy as np
 from numba import njit
 
+from ..numba_internals import DISK_CACHE
 from .util import copy_into
 
-JIT = dict(cache=True, nogil=True, boundscheck=False)
+JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 CHUNK = 1 << 18        # elements of V plus M per batch of images (1 MB in float32: L2-sized)
 # The 16 matrices of U (V, M) lie SKEW elements more than their size apart: at a multiple

@@ -1,0 +1,369 @@
+"""Every use of Numba's private internals, in one place, for one tested range of versions.
+
+Numba's public API compiles and caches (`njit(cache=True)`, `func.compile(sig)`), but
+three things the compile cache needs are not in it:
+
+* where Numba keeps the cache files of *our* functions (a folder only you can write:
+  `_TrustedLocator`, docs/security.md);
+* whether a signature is in that cache already (`is_cached`), without loading it;
+* loading a cached function without Numba's half-second start-up (`fast_load`).
+
+They reach into `numba.core` (names in `EXPECTED`), which changes between releases
+without notice. So they are used only with a Numba in `SUPPORTED` (the range
+`pyproject.toml` pins and tests/test_numba_internals.py runs against) that has every
+name in `EXPECTED`. With any other Numba, straightdope warns once and uses only the
+public API: our functions are compiled without a disk cache (`DISK_CACHE` is False,
+since Numba alone would put its pickles beside the source or in ~/.cache/numba, places
+we have not checked), `is_cached` says False and nothing loads the fast way.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import os
+import warnings
+from pathlib import Path
+
+import llvmlite.binding as ll
+import numba
+
+SUPPORTED = ("0.68.1", "0.69")        # first version tested, first one not tested
+EXPECTED = (
+    "numba.core.caching._CacheLocator",
+    "numba.core.caching._SourceFileBackedLocatorMixin",
+    "numba.core.caching.CacheImpl._locator_classes",
+    "numba.core.caching.Cache._index_key",
+    "numba.core.caching.IndexDataCacheFile._load_index",
+    "numba.core.caching.IndexDataCacheFile._load_data",
+    "numba.core.caching.IndexDataCacheFile._open_for_write",
+    "numba.core.caching.IndexDataCacheFile._save_index",
+    "numba.core.caching.IndexDataCacheFile._save_data",
+    "numba.core.caching.IndexDataCacheFile._data_name",
+    "numba.core.codegen.JITCodeLibrary._unserialize",
+    "numba.core.codegen.JITCodeLibrary._set_compiled_object",
+    "numba.core.codegen.JITCodeLibrary._finalize_final_module",
+    "numba.core.codegen.JITCodeLibrary._get_module_for_linking",
+    "numba.core.codegen.JITCodeLibrary.serialize_using_object_code",
+    "numba.core.codegen.JITCPUCodegen._library_class",
+    "numba.core.codegen.JitEngine._load_defined_symbols",
+    "numba.core.cpu.CPUContext.refresh",
+    "numba.core.compiler_lock.global_compiler_lock",
+    "numba.core.runtime.rtsys",
+    "numba.core.runtime.nrtdynmod.compile_nrt_functions",
+    "numba.core.runtime.nrtdynmod.create_nrt_module",
+)
+FAST_LOADS = 0             # functions fast_load loaded in this process (tests read it)
+USED_FAST = True           # False once fast_load failed on an entry that reads fine
+
+
+class NumbaVersionWarning(UserWarning):
+    """This Numba is not the tested one: straightdope uses only its public API."""
+
+
+def _version(text: str) -> tuple:
+    return tuple(int(part) for part in text.split("+")[0].split(".")[:3] if part.isdigit())
+
+
+def _find(dotted: str):
+    """The object a dotted name names (importing its module), or raise."""
+    module, _, rest = dotted.partition(".")
+    obj = importlib.import_module(module)
+    for part in rest.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            obj = importlib.import_module(f"{obj.__name__}.{part}")
+    return obj
+
+
+def problem() -> str | None:
+    """Why the internals cannot be used with this Numba, or None when they can."""
+    low, high = SUPPORTED
+    if not _version(low) <= _version(numba.__version__) < _version(high):
+        return "not a tested version"
+    for name in EXPECTED:
+        try:
+            _find(name)
+        except (ImportError, AttributeError):
+            return f"it has no {name}"
+    return None
+
+
+def _fall_back(reason: str, what: str):
+    warnings.warn(f"straightdope is tested with numba>={SUPPORTED[0]},<{SUPPORTED[1]}; this is "
+                  f"numba {numba.__version__} ({reason}): {what} Install a tested version: "
+                  f"pip install 'numba>={SUPPORTED[0]},<{SUPPORTED[1]}'.",
+                  NumbaVersionWarning, stacklevel=3)
+
+
+PROBLEM = problem()
+USED = PROBLEM is None
+DISK_CACHE = USED          # the kernels' and generated functions' njit(cache=...)
+if not USED:
+    _fall_back(PROBLEM, "compiled code is not kept on disk (every new process compiles "
+                        "again) and loads take Numba's usual way.")
+
+try:
+    from numba.core.caching import _CacheLocator, _SourceFileBackedLocatorMixin
+    from numba.core.codegen import JITCodeLibrary
+except ImportError:        # such a Numba is not USED: the classes below are never made
+    _CacheLocator = JITCodeLibrary = object
+    _SourceFileBackedLocatorMixin = type("Missing", (), {})
+
+
+# ------------------------------------------------------------------ where files go
+class _TrustedLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
+    """Tells Numba where to keep the cache files of *our* functions (the kernels and
+    the generated modules): the folder `cache.numba_folder` names, never `__pycache__`
+    next to the source or ~/.cache/numba. Numba asks each class in
+    `CacheImpl._locator_classes` in turn; this one is asked first and answers only for
+    our modules, so other Numba functions in the process are cached as usual."""
+
+    folders: set = set()       # every folder given out (their files are made private)
+
+    def __init__(self, py_func, py_file, folder: Path):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = str(folder)
+        self.folders.add(self._cache_path)
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    def ensure_cache_path(self):
+        from . import cache
+        cache.make_dirs(Path(self._cache_path))
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        from . import cache        # (cache imports this module)
+        folder = cache.numba_folder(py_func.__module__ or "", py_file)
+        return None if folder is None else cls(py_func, py_file, folder)
+
+
+def _open_privately(open_for_write):
+    """Numba's way of opening a cache file for writing (a temporary name, renamed into
+    place), giving our files mode 600 before anything is written: Numba would leave
+    them to the umask (0666 under umask 000)."""
+    @contextlib.contextmanager
+    def opened(self, filepath):
+        with open_for_write(self, filepath) as f:
+            if os.path.dirname(filepath) in _TrustedLocator.folders:
+                os.fchmod(f.fileno(), 0o600)
+            yield f
+    return opened
+
+
+def _save_in_turn(self, key, data):
+    """Numba's `IndexDataCacheFile.save`, safe between processes (the background compile
+    processes of two notebooks, the setup step's workers).
+
+    Numba adds an entry by reading the function's index, picking a free data file name,
+    writing the index, then the data. Two processes adding entries of one function at
+    once could pick the same name: one signature's entry would point at the other's
+    machine code. Here they take turns (a lock file per cache folder), and the data is
+    written before the index entry that points to it, so a process killed halfway
+    leaves no entry without its data."""
+    import fcntl
+    import itertools
+    lock = os.open(os.path.join(self._cache_path, "save.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        overloads = self._load_index()
+        name = overloads.get(key)
+        if name is None:
+            taken = set(overloads.values())
+            name = next(n for n in map(self._data_name, itertools.count(1)) if n not in taken)
+        self._save_data(name, data)
+        overloads[key] = name
+        self._save_index(overloads)
+    finally:
+        os.close(lock)                       # closing releases the lock
+
+
+if USED:
+    from numba.core.caching import CacheImpl, IndexDataCacheFile
+    if _TrustedLocator not in CacheImpl._locator_classes:
+        CacheImpl._locator_classes.insert(0, _TrustedLocator)
+        IndexDataCacheFile._open_for_write = _open_privately(IndexDataCacheFile._open_for_write)
+        IndexDataCacheFile.save = _save_in_turn
+
+
+# ------------------------------------------------------------- what is cached
+def _entry(func, sig) -> tuple:
+    """(Numba's cache file object, the index key of `sig`) of a dispatcher."""
+    cache_obj = func._cache
+    return cache_obj._cache_file, cache_obj._index_key(sig, func.targetctx.codegen())
+
+
+def is_cached(func, sig) -> bool:
+    """Does Numba's cache on disk hold `func` compiled for `sig`? (False when unsure.)"""
+    if not USED:
+        return False
+    try:
+        cache_file, key = _entry(func, sig)
+        return key in cache_file._load_index()
+    except Exception:        # unreadable (then loading it removes it) or not a Numba we know
+        return False
+
+
+def remove_damaged_entry(func, sig) -> bool:
+    """Remove the cache entry of `func` for `sig` if it is damaged: its index or its data
+    file no longer unpickles. True when something was removed. An entry that reads
+    fine, and every entry when this Numba is not the tested one, is left alone: a
+    failure elsewhere is no reason to delete what a later run could load."""
+    if not USED:
+        return False
+    try:
+        cache_file, key = _entry(func, sig)
+    except AttributeError:
+        return False
+    try:
+        name = cache_file._load_index().get(key)
+    except Exception:
+        return _unlink(cache_file._index_path)
+    if name is None:
+        return False
+    try:
+        cache_file._load_data(name)
+    except OSError:
+        return False               # not there: Numba compiles it anew by itself
+    except Exception:
+        return _unlink(cache_file._data_path(name))
+    return False
+
+
+def _unlink(path) -> bool:
+    try:
+        os.unlink(path)
+        return True
+    except OSError:
+        return False
+
+
+# ------------------------------------------------------------------- fast load
+class _LinkedOnDemand(JITCodeLibrary):
+    """Machine code loaded from Numba's cache whose LLVM bitcode is parsed only if needed.
+
+    A cache entry holds a function's machine code and its LLVM bitcode, kept so that a
+    function compiled later can inline it. Numba parses that bitcode at every load and
+    walks it for the names it defines: half the time of a load (conv2d's bitcode holds
+    every kernel it calls). A kernel called from Python (the steps tier) is never
+    inlined, so the bytes wait here until something links the library (a whole-graph
+    function calling the kernel, compiled later); the entry point's address comes from
+    the execution engine, which knows the loaded machine code."""
+    _bitcode = None            # bytes not parsed yet (None: parsed, or compiled here)
+
+    @classmethod
+    def _unserialize(cls, codegen, state):
+        name, kind, data = state
+        if kind != "object":
+            return super()._unserialize(codegen, state)
+        library = codegen.create_library(name)
+        object_code, library._bitcode = data
+        library.enable_object_caching()
+        library._set_compiled_object(object_code)
+        library._finalize_final_module()
+        return library
+
+    def _get_module_for_linking(self):
+        if self._bitcode is not None:
+            self._shared_module = ll.parse_bitcode(self._bitcode)
+            self._codegen._engine._load_defined_symbols(self._shared_module)
+            self._bitcode = None
+        return super()._get_module_for_linking()
+
+    def get_pointer_to_function(self, name):
+        if self._bitcode is None:
+            return super().get_pointer_to_function(name)
+        return self._codegen._engine.get_function_address(name)     # 0 if not defined
+
+
+def fast_load(func, sig) -> bool:
+    """Load `func` for `sig` from Numba's cache without Numba's full start-up; True
+    when it did, False (nothing done) when it is not cached or cannot load this way.
+
+    Before its first compile *or load* Numba "refreshes" its target: it imports and
+    registers every typing and lowering registry (NumPy, linalg, random, typed
+    containers, ...), about half a second, although loading machine code from the
+    cache only needs its runtime (NRT) to be initialised. So we load with just that
+    (and leave the bitcode unparsed: `_LinkedOnDemand`); a later real compile refreshes
+    fully, as usual. If the load fails although the entry reads fine, this way of
+    loading is broken for this Numba: one warning, and never again in this process."""
+    global USED_FAST, FAST_LOADS
+    if not (USED and USED_FAST) or not is_cached(func, sig):
+        return False
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.runtime import nrtdynmod, rtsys
+    hits = sum(func.stats.cache_hits.values())
+    try:
+        ctx = func.targetctx
+        codegen, cls = ctx.codegen(), type(ctx)
+        with global_compiler_lock:    # no other thread compiles while Numba is patched
+            full, compile_runtime = cls.refresh, nrtdynmod.compile_nrt_functions
+            cls.refresh = lambda self: rtsys.initialize(self)
+            codegen._library_class = _LinkedOnDemand     # for this load only
+            nrtdynmod.compile_nrt_functions = _runtime_library
+            try:
+                func.compile(sig)
+            finally:
+                cls.refresh, nrtdynmod.compile_nrt_functions = full, compile_runtime
+                del codegen._library_class
+    except Exception as err:
+        if not _damaged(func, sig):
+            USED_FAST = False
+            _fall_back(f"loading a cached function failed: {type(err).__name__}: {err}",
+                       "cached code now loads Numba's usual way (about half a second "
+                       "more for the first one in a process).")
+        return False
+    loaded = sum(func.stats.cache_hits.values()) > hits
+    FAST_LOADS += loaded
+    return loaded
+
+
+
+def _damaged(func, sig) -> bool:
+    """Does the entry of `func` for `sig` fail to unpickle? (Not removed here.)"""
+    try:
+        cache_file, key = _entry(func, sig)
+        cache_file._load_data(cache_file._load_index()[key])
+        return False
+    except Exception:
+        return True
+
+
+def _runtime_library(ctx):
+    """Numba's runtime functions (reference counts, atomics) from our cache.
+
+    Numba compiles its runtime's small LLVM module in every process (~25 ms, a twentieth
+    of a cached first call) and never caches it. We keep its machine code and bitcode,
+    raw bytes after a line with their SHA-256 and sizes (no pickle), in the checked
+    Numba folder, keyed by what they were compiled for (Numba, LLVM, the CPU), and load
+    them like a kernel; anything unexpected compiles them as Numba would."""
+    from . import cache
+    codegen = ctx.codegen()
+    what = f"{numba.__version__} {ll.llvm_version_info} {codegen.magic_tuple()}"
+    digest = hashlib.sha256(what.encode()).hexdigest()
+    path = cache.folders()[1] / "numba" / f"runtime-{digest[:16]}.bin"
+    head, _, data = (cache.read_trusted(path) or b"").partition(b"\n")
+    try:
+        digest, size = head.decode().split()
+        if hashlib.sha256(data).hexdigest() == digest:
+            return codegen.unserialize_library(
+                ("nrt", "object", (data[:int(size)], data[int(size):])))
+    except ValueError:          # missing, not yours alone, or damaged: compiled below
+        pass
+    from numba.core.runtime.nrtdynmod import create_nrt_module
+    ir_module, library = create_nrt_module(ctx)
+    library.enable_object_caching()          # so that its machine code can be saved
+    library.add_ir_module(ir_module)
+    library.finalize()
+    _, _, (code, bitcode) = library.serialize_using_object_code()
+    data = code + bitcode
+    try:
+        cache.write_bytes(path, f"{hashlib.sha256(data).hexdigest()} {len(code)}\n".encode()
+                          + data)
+    except OSError:
+        pass                                 # used uncached, as Numba does
+    return library
