@@ -63,7 +63,9 @@ imperative = timed(net, x)
 net.hybridize()
 hybridized = timed(net, x)
 stats = net._cached_op.stats()["forward"]
-print("RESULT " + json.dumps({
+from straightdope.compiler import tiers
+worker = tiers._COMPILER.process.pid if tiers._COMPILER is not None else None
+print("RESULT " + json.dumps({"worker": worker,
     "imperative": sum(imperative), "imperative_999": sum(imperative[1:]),
     "hybridized": sum(hybridized), "hybridized_999": sum(hybridized[1:]),
     "first_call": hybridized[0], "longest_later": max(hybridized[1:]),
@@ -84,21 +86,20 @@ def run_student(cache_dir) -> dict:
     raise RuntimeError(f"the student program failed: {done.stderr[-2000:]}")
 
 
-def wait_for_background(cache_dir, seconds=600):
-    """Wait until no compile process works on `cache_dir` (its lock is free)."""
-    import fcntl
-    lock_path = Path(cache_dir) / "compile.lock"
+def wait_for_background(result, seconds=600):
+    """Wait until the compile process the student program left behind has ended (it
+    finishes the program's graph, then exits): the next scenario must not share the
+    machine with it."""
+    pid = result.get("worker")
     deadline = time.monotonic() + seconds
-    time.sleep(1.0)                          # let a just-started process take the lock
-    while time.monotonic() < deadline:
-        if not lock_path.exists():
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
             return
-        with open(lock_path, "a") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except OSError:
-                time.sleep(0.5)
+        if state in ("Z", "X"):              # ended (not yet reaped by init)
+            return
+        time.sleep(0.2)
 
 
 def set_up(cache_dir):
@@ -119,10 +120,10 @@ def scenario_rows(runs):
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as new, tempfile.TemporaryDirectory() as ready:
             rows["new machine, no setup"].append(run_student(Path(new) / "cache"))
-            wait_for_background(Path(new) / "cache")
+            wait_for_background(rows["new machine, no setup"][-1])
             setup_seconds.append(set_up(Path(ready) / "cache"))
             rows["after setup, empty graph cache"].append(run_student(Path(ready) / "cache"))
-            wait_for_background(Path(ready) / "cache")
+            wait_for_background(rows["after setup, empty graph cache"][-1])
             rows["run again (graph compiled by the first run)"].append(
                 run_student(Path(ready) / "cache"))
     print(f"setup step (python -m straightdope.warmup, empty caches): "
