@@ -224,3 +224,23 @@ def test_the_reference_tier_runs_a_graph_as_a_list_of_numpy_calls():
     x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5
     relu = np.maximum(x, 0)
     np.testing.assert_allclose(executable.run([x])[0], relu[:, 2:] * 2 + relu[:, :2])
+
+
+@pytest.mark.slow
+def test_on_a_machine_without_the_setup_step_one_line_names_it(tmp_path):
+    program = PROGRAM.format(scale=unique_scale()) + textwrap.dedent("""
+        assert net._cached_op.last_plan.forward.wait(timeout=600)
+        net2 = Scaled(2.5)
+        net2.initialize()
+        net2.hybridize()
+        net2(nd.ones((3, 5)))
+        assert net2._cached_op.last_plan.forward.wait(timeout=600)
+        """)
+    script = tmp_path / "program.py"
+    script.write_text(program)
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(tmp_path / "cache"),
+               STRAIGHTDOPE_COMPILE="tiered", PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("python -m straightdope.warmup") == 1, done.stderr

@@ -110,14 +110,12 @@ def mark_ready(key: str):
     that is used as it is: see cache.folders)."""
     from ..serialization import atomic_write
     from .cache import folders
-    _, folder, state = folders()
-    if state != "ok":
+    if folders()[2] != "ok":
         return
-    path = folder / "ready" / key[:40]
+    path = ready_path(key)
     try:
         path.parent.mkdir(mode=0o700, exist_ok=True)
-        atomic_write(path, lambda f: f.write(b"compiled\n"))
-        os.chmod(path, 0o600)
+        atomic_write(path, lambda f: f.write(b"compiled\n"), mode=0o600)
     except OSError:
         pass
 
@@ -257,9 +255,10 @@ def _notice(what: str):
         return
     _NOTICED.add(what)
     if what == "kernels":
-        print(f"straightdope: compiling the library's kernels for this machine in the "
-              f"background (once per machine, 10-30 s; `{SETUP_COMMAND}` does it ahead "
-              f"of time). Hybridized nets run on the NumPy tier until then.",
+        print(f"straightdope: the library's kernels are not compiled for this machine yet; "
+              f"the background compile compiles those this graph needs (once per machine, "
+              f"up to half a minute; `{SETUP_COMMAND}` compiles them all ahead of time). "
+              f"Hybridized nets run on the NumPy reference tier until then.",
               file=sys.stderr, flush=True)
 
 
