@@ -176,7 +176,6 @@ def tier_variants():
                 "compiled": w._gluon_step(w._hybrid(factory, x, imp), xn, y, False)}
 
     def lstm():
-        from straightdope import autograd, gluon
         layers = {}
         for name, flags in (("imperative", None), ("reference tier", {"executor": "numpy"}),
                             ("compiled", {"compile": "sync"})):
@@ -184,19 +183,8 @@ def tier_variants():
             if flags:
                 layer.hybridize(**flags)
             layers[name] = layer
-        loss_fn = gluon.loss.L2Loss()
-
-        def step_of(net):
-            trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
-
-            def step():
-                with autograd.record():
-                    loss = loss_fn(net(x), target)
-                loss.backward()
-                trainer.step(rnn.N)
-            return step
         return ({k: (lambda net=v: net(x).wait_to_read()) for k, v in layers.items()},
-                {k: step_of(v) for k, v in layers.items()})
+                {k: rnn.train_step(v, x, target) for k, v in layers.items()})
 
     lstm_forward, lstm_train = lstm()
     return {

@@ -123,12 +123,24 @@ def build(seq=T):
     return layer, unrolled, x, target
 
 
-def variants():
+def train_step(net, x, target, lr=0.01):
+    """One SGD step of `net` on an L2 loss, as a function of no arguments."""
     from straightdope import autograd, gluon
+    loss_fn = gluon.loss.L2Loss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": lr})
+
+    def step():
+        with autograd.record():
+            loss = loss_fn(net(x), target)
+        loss.backward()
+        trainer.step(N)
+    return step
+
+
+def variants():
     layer, unrolled, x, target = build()
     imperative, _, _, _ = build()
     layer.hybridize(static_alloc=True, static_shape=True, compile="sync")
-    loss_fn = gluon.loss.L2Loss()
     params = [[getattr(layer, f"l{k}_{n}").data().asnumpy().copy()
                for n in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias")]
               for k in range(LAYERS)]
@@ -139,14 +151,7 @@ def variants():
         np.testing.assert_allclose(net(x).asnumpy(), ref, rtol=2e-3, atol=2e-4)
 
     def step_of(net):
-        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
-
-        def step():
-            with autograd.record():
-                loss = loss_fn(net(x), target)
-            loss.backward()
-            trainer.step(N)
-        return step
+        return train_step(net, x, target)
 
     forward = {"numpy": lambda: numpy_forward(x_np, params),
                "imperative": lambda: imperative(x).wait_to_read(),

@@ -244,3 +244,18 @@ def test_on_a_machine_without_the_setup_step_one_line_names_it(tmp_path):
                           text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("python -m straightdope.warmup") == 1, done.stderr
+
+
+@pytest.mark.slow
+def test_the_first_contact_benchmark_runs_seed_002_in_a_fresh_process(tmp_path):
+    sys.path.insert(0, str(ROOT))
+    try:
+        from benchmarks import first_contact
+    finally:
+        sys.path.remove(str(ROOT))
+    result = first_contact.run_student(tmp_path / "cache")
+    assert result["tier"] == "reference" and result["worker"] is not None
+    assert 0 < result["first_call"] < result["hybridized"]
+    assert result["hybridized_999"] == pytest.approx(result["hybridized"] - result["first_call"])
+    first_contact.wait_for_background(result)
+    assert list((tmp_path / "cache" / "ready").iterdir())

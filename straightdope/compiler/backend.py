@@ -313,15 +313,15 @@ def _loop_examples(dtypes) -> list:
 _CALL = re.compile(r"(?:(v[0-9_]+) = )?k_([a-z]+)\.([a-z0-9_]+)\((.*)\)")
 
 
-def _kernel_calls(source: str, inputs: list) -> list:
-    """(kernel, example arguments) for every distinct kernel call in a steps-tier source,
-    read back from its text: `xK` is input K, `A_<dtype>` an arena, `vN` an array made
-    by a call above, `(...)` a tuple of sizes, `np.float64(...)` a float, the rest ints.
-    The `k_util` helpers are NumPy there (`util.in_python`), not kernels."""
-    import importlib
+def kernel_call_lines(source: str, inputs: list, integer=int):
+    """(module, function, example arguments) for each kernel call in a generated source,
+    in order, read back from its text: `xK` is input K, `A_<dtype>` an arena, `vN` an
+    array made by a call above, `(...)` a tuple of sizes, `np.float64(...)` a float, a
+    bare integer `integer(text)` (the whole-graph tier's Numba types it as a constant:
+    the warm-up passes `warmup.Literal`), the rest ints. Arguments are None for a call
+    reading an array of a kind not known here."""
     arrays = {f"x{k}": a for k, a in enumerate(inputs)}
     arrays.update({f"A_{d}": np.empty(0, d) for d in _arena_dtypes(source)})
-    seen, calls = set(), []
     lines = []
     for line in source.splitlines():
         line = line.strip()
@@ -342,12 +342,27 @@ def _kernel_calls(source: str, inputs: list) -> list:
                 args.append((0,) * len(_split_args(arg[1:-1])))
             elif arg.startswith("np.float64("):
                 args.append(0.0)
+            elif re.fullmatch(r"-?[0-9]+", arg):
+                args.append(integer(arg))
             elif re.fullmatch(r"v[0-9_]+", arg):
-                return calls             # an array we cannot type: the rest loads lazily
+                args = None                      # an array we cannot type
+                break
             else:
                 args.append(0)
-        if target is not None:           # flat(x) and empty(n, arena): 1-d arrays
+        if args is not None and target is not None:   # flat(x), empty(n, arena): 1-d
             arrays[target] = np.empty(0, args[-1].dtype)
+        yield module, func, args
+
+
+def _kernel_calls(source: str, inputs: list) -> list:
+    """(kernel, example arguments) for every distinct kernel call in a steps-tier source
+    (`kernel_call_lines`), up to the first it cannot type (the rest loads lazily). The
+    `k_util` helpers are NumPy there (`util.in_python`), not kernels."""
+    import importlib
+    seen, calls = set(), []
+    for module, func, args in kernel_call_lines(source, inputs):
+        if args is None:
+            break
         key = (module, func, tuple(_kind(a) for a in args))
         if module != "util" and key not in seen:
             seen.add(key)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import selectors
 import subprocess
 import sys
@@ -243,7 +242,6 @@ def _register_literal():
 
 
 _register_literal()
-_INTEGER = re.compile(r"-?[0-9]+")
 
 
 def _executables(graph, is_train) -> list:
@@ -280,47 +278,14 @@ def kernel_items(plan) -> list:
 
 
 def _graph_tier_calls(source: str, inputs: list) -> list:
-    """The kernel calls of a whole-graph function, read back from its text as
-    `backend._kernel_calls` reads the steps tier's: `xK` is input K, `A_<dtype>` an
-    arena, `vN` an array made by a call above, `(...)` a tuple of sizes, `np.float64(...)`
-    a float, a bare integer a `Literal`, anything else an int64. Here the `k_util`
-    helpers are kernels too. (Calls inside fused loops are `inline="always"` maths,
-    compiled into the loop, never on their own.)"""
-    from .backend import _CALL, _arena_dtypes, _split_args
-    arrays = {f"x{k}": a for k, a in enumerate(inputs)}
-    arrays.update({f"A_{d}": np.empty(0, d) for d in _arena_dtypes(source)})
-    lines = []
-    for line in source.splitlines():
-        line = line.strip()
-        if line.startswith("return ("):
-            lines += _split_args(line[len("return ("):-1])
-        else:
-            lines.append(line)
-    calls = []
-    for line in lines:
-        found = _CALL.fullmatch(line)
-        if found is None:
-            continue
-        target, module, func, text = found.groups()
-        args = []
-        for arg in _split_args(text):
-            if arg in arrays:
-                args.append(arrays[arg])
-            elif arg.startswith("("):
-                args.append((0,) * len(_split_args(arg[1:-1])))
-            elif arg.startswith("np.float64("):
-                args.append(0.0)
-            elif _INTEGER.fullmatch(arg):
-                args.append(Literal(int(arg)))
-            elif re.fullmatch(r"v[0-9_]+", arg):
-                break                    # an array we cannot type: leave this call out
-            else:
-                args.append(0)
-        else:
-            if target is not None:       # flat(x) and empty(n, arena): 1-d arrays
-                arrays[target] = np.empty(0, args[-1].dtype)
-            calls.append((("kernel", module, func), args))
-    return calls
+    """The kernel calls of a whole-graph function (`backend.kernel_call_lines`): a bare
+    integer there is a `Literal`, and the `k_util` helpers are kernels too. (Calls
+    inside fused loops are `inline="always"` maths, compiled into the loop, never on
+    their own.)"""
+    from .backend import kernel_call_lines
+    return [(("kernel", module, func), args) for module, func, args
+            in kernel_call_lines(source, inputs, integer=lambda text: Literal(int(text)))
+            if args is not None]
 
 
 # ------------------------------------------------------------------- the plan
