@@ -110,9 +110,21 @@ TIERS = ("graph", "steps")
 GRAPH_TIER_MAX_OPS = 32
 
 
+# Ops whose kernels live in kernels/conv.py: a whole-graph function that calls them has
+# Numba and LLVM compile the convolutions (im2col, Winograd) into it again, seconds per
+# graph (LeNet's training step: 9.4 s against 1.15 s as steps), while the steps tier
+# calls them precompiled and costs LeNet ~4% per call.
+CONV_OPS = frozenset(name for name, emit in kernels.EMITTERS.items()
+                     if emit.__module__ == kernels.conv.__name__)
+
+
 def choose_tier(graph: Graph) -> str:
-    """'graph' for small graphs, 'steps' for large ones (see the module docstring)."""
-    return "graph" if len(graph.op_nodes) <= GRAPH_TIER_MAX_OPS else "steps"
+    """'graph' for small graphs without convolutions, 'steps' for the others (see the
+    module docstring and CONV_OPS)."""
+    if len(graph.op_nodes) > GRAPH_TIER_MAX_OPS or any(
+            n.op.name in CONV_OPS for n in graph.op_nodes):
+        return "steps"
+    return "graph"
 
 
 class Executable:
