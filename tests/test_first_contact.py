@@ -259,3 +259,38 @@ def test_the_first_contact_benchmark_runs_seed_002_in_a_fresh_process(tmp_path):
     assert result["hybridized_999"] == pytest.approx(result["hybridized"] - result["first_call"])
     first_contact.wait_for_background(result)
     assert list((tmp_path / "cache" / "ready").iterdir())
+
+
+def test_a_compiled_graph_that_fails_to_load_stays_on_the_reference_tier_and_says_why(
+        monkeypatch):
+    def done(description, key):                  # "compiled": the loader thread loads it
+        ticket = tiers.Ticket()
+        ticket.finish()
+        return ticket
+
+    def broken(self):
+        raise OSError("made up for this test")
+    monkeypatch.setattr(tiers, "submit", done)
+    monkeypatch.setattr(tiers.TieredExecutable, "_compiled", broken)
+
+    class Scaled(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.scale = unique_scale()
+            self.dense = nn.Dense(4)
+
+        def hybrid_forward(self, F, x):
+            return self.dense(x) * self.scale
+    net = Scaled()
+    net.initialize()
+    x = nd.ones((2, 3))
+    want = net(x).asnumpy()
+    net.hybridize(compile="tiered")
+    net(x)
+    executable = net._cached_op.last_plan.forward.current    # this shape's
+    deadline = time.monotonic() + 60
+    while executable.pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not executable.pending and "made up for this test" in executable.error
+    assert executable.tier == "reference"
+    np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-5, atol=1e-6)

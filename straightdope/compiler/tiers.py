@@ -319,7 +319,10 @@ def _load_switches():
         try:
             executable._switch()
         except Exception as err:             # noqa: BLE001 - reported, never raised here
+            # loading what the process compiled failed: stay on the reference tier, no
+            # longer pending, and say why (stats(), executable.error)
             executable.error = f"{type(err).__name__}: {err}"
+            executable.ticket = None
 
 
 def _load_later(executable):
