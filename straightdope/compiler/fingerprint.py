@@ -47,6 +47,8 @@ def versions() -> str:
     """One line naming everything compiled code depends on besides its source."""
     from .. import __version__
     jit = "off" if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") else "on"
+    # the checkout's folder too: Numba keeps the kernels' machine code per source folder,
+    # so a graph compiled with another checkout's kernels is not "ready" for this one
     return (f"python={sys.version_info[:3]} numpy={np.__version__} "
-            f"numba={numba_version()} straightdope={__version__} "
+            f"numba={numba_version()} straightdope={__version__} at {HERE.parents[1]} "
             f"kernels={kernel_hash()} jit={jit}")
