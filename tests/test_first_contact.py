@@ -62,6 +62,18 @@ def unique_scale() -> float:
     return 1.0 + time.time_ns() % 1_000_003 / 1e7
 
 
+class NewCode(gluon.HybridBlock):
+    """A net whose generated code is new in every test (its constant is)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = unique_scale()
+        self.dense = nn.Dense(4)
+
+    def hybrid_forward(self, F, x):
+        return self.dense(x) * self.scale
+
+
 def run_program(cache_dir, scale, cwd=None, env=None, script_dir=None):
     """Run PROGRAM in a fresh process (from `script_dir`, in `cwd`); its JSON line."""
     script_dir = Path(script_dir or cache_dir)
@@ -190,15 +202,7 @@ def test_without_a_compile_process_the_graph_compiles_in_this_process(monkeypatc
     monkeypatch.setattr(tiers, "_can_start_process", lambda: "made up for this test")
     monkeypatch.setattr(tiers, "_COMPILER", None)
 
-    class Scaled(gluon.HybridBlock):
-        def __init__(self):
-            super().__init__()
-            self.scale = unique_scale()
-            self.dense = nn.Dense(4)
-
-        def hybrid_forward(self, F, x):
-            return self.dense(x) * self.scale
-    net = Scaled()
+    net = NewCode()
     net.initialize()
     x = nd.ones((2, 3))
     want = net(x).asnumpy()
@@ -273,15 +277,7 @@ def test_a_compiled_graph_that_fails_to_load_stays_on_the_reference_tier_and_say
     monkeypatch.setattr(tiers, "submit", done)
     monkeypatch.setattr(tiers.TieredExecutable, "_compiled", broken)
 
-    class Scaled(gluon.HybridBlock):
-        def __init__(self):
-            super().__init__()
-            self.scale = unique_scale()
-            self.dense = nn.Dense(4)
-
-        def hybrid_forward(self, F, x):
-            return self.dense(x) * self.scale
-    net = Scaled()
+    net = NewCode()
     net.initialize()
     x = nd.ones((2, 3))
     want = net(x).asnumpy()
