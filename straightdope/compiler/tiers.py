@@ -187,7 +187,6 @@ class BackgroundCompiler:
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.notices: list = []
         threading.Thread(target=self._read, daemon=True, name="straightdope-compiler").start()
         self._writer = threading.Thread(target=self._write, daemon=True,
                                         name="straightdope-jobs")
