@@ -306,3 +306,37 @@ def test_a_loop_step_that_changes_a_shape_gets_the_same_message_from_nd_and_the_
         OpError, "foreach: at step 0 the body returns loop state 0 with shape (4,), but it had "
                  "shape (2,) when it came in; a loop state must keep its shape from step to "
                  "step.")
+
+
+def _loop_keeps(executable):
+    """keep_hidden of every loop step of a reference-tier executable."""
+    return [kw["keep_hidden"] for _, _, kw, _, _ in executable.steps if "keep_hidden" in kw]
+
+
+def test_the_reference_tier_saves_loop_values_only_when_a_backward_reads_them():
+    """A foreach keeps each step's saved values (for its gradient) only where a backward
+    pass reads them: not at inference, not in the backward's own loop."""
+    from straightdope.gluon import rnn
+    layer = rnn.LSTM(8, num_layers=2, input_size=4)
+    layer.initialize()
+    x = nd.array(np.random.RandomState(0).uniform(-1, 1, (5, 2, 4)).astype(np.float32))
+    imperative = layer(x).asnumpy()
+    with autograd.record():
+        loss = (layer(x) ** 2).sum()
+    loss.backward()
+    expected = {name: p.grad().asnumpy().copy() for name, p in layer.collect_params().items()}
+
+    layer.hybridize(executor="numpy")
+    np.testing.assert_allclose(layer(x).asnumpy(), imperative, rtol=1e-5, atol=1e-6)
+    (inference,) = layer._cached_op.last_plan.forward.specializations.values()
+    assert _loop_keeps(inference) == [False, False]
+    with autograd.record():
+        loss = (layer(x) ** 2).sum()
+    loss.backward()
+    plan = layer._cached_op.last_plan
+    (forward,) = plan.forward.specializations.values()
+    (backward,) = plan.backward.specializations.values()
+    assert _loop_keeps(forward) == [True, True]
+    assert _loop_keeps(backward) and not any(_loop_keeps(backward))
+    for name, p in layer.collect_params().items():
+        np.testing.assert_allclose(p.grad().asnumpy(), expected[name], rtol=1e-4, atol=1e-6)

@@ -39,6 +39,8 @@ class ReferenceExecutable:
             if node.is_var:
                 slots[(node.id, 0)] = len(slots)
         self.num_inputs = len(slots)
+        read = {tuple(e) for node in graph.nodes for e in node.inputs}
+        read.update(tuple(e) for e in graph.outputs)
         self.steps = []
         for node in graph.nodes:
             if node.is_var:
@@ -47,6 +49,9 @@ class ReferenceExecutable:
             outs = tuple(range(len(slots), len(slots) + node.num_outputs))
             slots.update({(node.id, k): s for k, s in enumerate(outs)})
             keywords = {"is_train": is_train} if node.op.needs_train_flag else {}
+            if node.op.hidden_on_demand:     # a loop: save values only for a backward
+                hidden = range(node.op.visible_count(node.attrs), node.num_outputs)
+                keywords["keep_hidden"] = any((node.id, k) in read for k in hidden)
             self.steps.append((node.op.forward, node.attrs, keywords, ins, outs))
         self.num_slots = len(slots)
         self.outputs = [slots[tuple(e)] for e in graph.outputs]

@@ -106,8 +106,11 @@ def _foreach_counts(attrs):
     return len(attrs["in_data_locs"]), len(attrs["in_state_locs"]), attrs["num_out_data"]
 
 
-def _foreach_forward(attrs, *arrays, is_train=False):
-    body, n_saved = saving_body(attrs)
+def _foreach_forward(attrs, *arrays, is_train=False, keep_hidden=True):
+    """Run the body once per step. With `keep_hidden` (a backward pass will read them)
+    the body also returns the values its gradient reads, and those and the states each
+    step saw are kept, stacked; without, the hidden outputs are None (nothing saved)."""
+    body, n_saved = saving_body(attrs) if keep_hidden else (body_graph(attrs["subgraphs"][0]), 0)
     n_data, n_states, n_out = _foreach_counts(attrs)
     data, states = arrays[:n_data], list(arrays[n_data:n_data + n_states])
     feeds = [None] * len(body.input_names)
@@ -120,7 +123,8 @@ def _foreach_forward(attrs, *arrays, is_train=False):
             feeds[loc] = value[t]
         for loc, value in zip(attrs["in_state_locs"], states):
             feeds[loc] = value
-        seen.append(states)
+        if keep_hidden:
+            seen.append(states)
         results = _run(body, feeds, is_train)
         check_step("foreach", t, results[:n_out], outputs[0] if outputs else None,
                    results[n_out:n_out + n_states], states)
@@ -128,6 +132,9 @@ def _foreach_forward(attrs, *arrays, is_train=False):
         states = results[n_out:n_out + n_states]
         saved.append(results[n_out + n_states:])
     stacked = [np.stack([o[k] for o in outputs]) for k in range(n_out)]
+    if not keep_hidden:
+        return tuple(stacked + list(states)) + (None,) * (_foreach_outputs(attrs) - n_out
+                                                         - n_states)
     history = [np.stack([s[k] for s in seen]) for k in range(n_states)]
     saved = [np.stack([s[k] for s in saved]) for k in range(n_saved)]
     return tuple(stacked + list(states) + history + saved)
@@ -273,7 +280,7 @@ def _foreach_outputs(attrs):
     return attrs["num_outputs"] + len(attrs["in_state_locs"]) + saving_body(attrs)[1]
 
 
-register("_foreach", variadic=True, needs_train_flag=True,
+register("_foreach", variadic=True, needs_train_flag=True, hidden_on_demand=True,
          attrs={"num_args": Int(0), "num_outputs": Int(required=True),
                 "num_out_data": Int(required=True), "in_state_locs": Shape(()),
                 "in_data_locs": Shape(()), "remain_locs": Shape(()),
@@ -291,7 +298,7 @@ def _while_counts(attrs):
     return len(attrs["func_var_locs"]), attrs["num_out_data"]
 
 
-def _while_forward(attrs, *arrays, is_train=False):
+def _while_forward(attrs, *arrays, is_train=False, keep_hidden=True):
     cond, func = (body_graph(g) for g in attrs["subgraphs"])
     n_vars, n_out = _while_counts(attrs)
     loop_vars = list(arrays[:n_vars])
@@ -317,6 +324,8 @@ def _while_forward(attrs, *arrays, is_train=False):
         out = np.zeros((steps,) + outputs[0][k].shape, outputs[0][k].dtype)
         out[:ran] = np.stack([o[k] for o in outputs])
         padded.append(out)
+    if not keep_hidden:
+        return tuple(padded + list(loop_vars)) + (None,) * (n_vars + 1)
     # hidden, for the gradient: the loop variables each step saw (the steps that did
     # not run see the final ones), and 1 for the steps that ran
     history = [np.stack([s[k] for s in seen] + [loop_vars[k]] * (steps - ran))
@@ -394,7 +403,7 @@ def _while_outputs(attrs):
     return attrs["num_outputs"] + len(attrs["func_var_locs"]) + 1
 
 
-register("_while_loop", variadic=True, needs_train_flag=True,
+register("_while_loop", variadic=True, needs_train_flag=True, hidden_on_demand=True,
          attrs={"num_args": Int(0), "num_outputs": Int(required=True),
                 "num_out_data": Int(required=True), "max_iterations": Int(required=True),
                 "cond_input_locs": Shape(()), "func_input_locs": Shape(()),

@@ -181,6 +181,9 @@ class Op:
     scalar_expr: str | None = None         # elementwise: e.g. "max({0}, 0.0)"; fused by the compiler
     elementwise: bool = False              # output[i] depends only on input[i] (after broadcasting)
     needs_train_flag: bool = False         # Dropout, BatchNorm behave differently when training
+    hidden_on_demand: bool = False         # forward(..., keep_hidden=False) may skip its
+                                           # hidden outputs (None): the loops' saved values,
+                                           # which only a backward pass reads
     is_random: bool = False
     output_names: tuple[str, ...] = ("output",)
     doc: str = ""
