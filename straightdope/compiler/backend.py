@@ -34,7 +34,8 @@ import numpy as np
 from .. import config
 from ..graph import AnyShape, Graph
 from . import cache
-from .codegen import dtypes_without_arithmetic, generate
+from .codegen import generate
+from .dtypes import dtypes_without_arithmetic
 from .fuse import fuse
 from .lower import lower
 from .memory import plan_memory

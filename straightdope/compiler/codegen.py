@@ -42,12 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .dtypes import NUMBA_DTYPES as _NUMBA_DTYPES
 from .fuse import Fused
 from .memory import MemoryPlan
 
-_NUMBA_DTYPES = {"float32": "np.float32", "float64": "np.float64", "int32": "np.int32",
-                 "int64": "np.int64", "int8": "np.int8", "uint8": "np.uint8",
-                 "bool": "np.bool_"}
 _SAFE_COMMENT = re.compile(r"[^A-Za-z0-9_+,.:()*\- ]")
 
 
@@ -89,13 +87,6 @@ def dtype_name(dt) -> str:
                            f"{name} arithmetic); run this graph with hybridize(executor="
                            f"'numpy') or cast to float32")
     return name
-
-
-def dtypes_without_arithmetic(graph) -> list:
-    """The dtypes of `graph`'s values that Numba cannot compute with (float16: LLVM
-    has the type, Numba's array arithmetic does not), sorted; empty if it can compile."""
-    return sorted({np.dtype(dt).name for node in graph.nodes for dt in (node.dtypes or ())
-                   if dt is not None and np.dtype(dt).name not in _NUMBA_DTYPES})
 
 
 _INT = re.compile(r"\(?-?[0-9]+\)?")

@@ -455,7 +455,7 @@ def compiled_executable(graph, is_train, static_alloc=False):
 def can_be_tiered(graph) -> bool:
     """Graphs worth a reference tier first: not float16 ones (`NumbaBackend` runs those
     on NumPy anyway) and nothing when Numba's JIT is off (nothing to wait for)."""
-    from .codegen import dtypes_without_arithmetic
+    from .dtypes import dtypes_without_arithmetic
     if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
         return False
     return not dtypes_without_arithmetic(graph)
