@@ -11,6 +11,8 @@ that fit the network. So a file can only ever give back the numbers it declares.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
 import tempfile
@@ -57,6 +59,29 @@ def _remove_stale_temporaries(folder: str, name: str) -> None:
                 pass
         except OSError:
             pass                    # alive (or not ours to signal): leave it
+
+
+@contextlib.contextmanager
+def exclusive_lock(path):
+    """Hold an exclusive lock on the file `path` (created 0600) between processes.
+
+    A file system without locks (some network and FUSE mounts answer ENOLCK or
+    EOPNOTSUPP) gets no lock rather than an error: callers use it so that two processes
+    take turns, and their writes are atomic renames either way."""
+    import fcntl
+    lock = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except OSError as err:
+            if err.errno not in _NO_LOCKS:
+                raise
+        yield
+    finally:
+        os.close(lock)                       # closing releases the lock
+
+
+_NO_LOCKS = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 
 
 def atomic_write(path: str, write, mode: int | None = None) -> None:

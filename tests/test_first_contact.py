@@ -290,3 +290,51 @@ def test_a_compiled_graph_that_fails_to_load_stays_on_the_reference_tier_and_say
     assert not executable.pending and "made up for this test" in executable.error
     assert executable.tier == "reference"
     np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_killed_compile_process_leaves_a_correct_slower_path(monkeypatch):
+    # the process killed (by the user, the OOM killer) while it holds the job: no hang,
+    # the job is compiled in this process instead, and the numbers stay right
+    import signal
+    monkeypatch.setattr(tiers, "_COMPILER", None)
+    net = NewCode()
+    net.initialize()
+    x = nd.ones((2, 3))
+    want = net(x).asnumpy()
+    net.hybridize(compile="tiered")
+    net(x)
+    executable = net._cached_op.last_plan.forward.current
+    process = tiers._COMPILER.process
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=60)
+    assert executable.wait(timeout=600) and executable.error is None
+    assert executable.tier == "graph"
+    np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-5, atol=1e-6)
+    assert tiers._COMPILER.process.poll() is not None       # the killed one, not restarted
+    net2 = NewCode()                                         # the next graph gets a new one
+    net2.initialize()
+    net2.hybridize(compile="tiered")
+    net2(x)
+    assert tiers._COMPILER.process.poll() is None
+
+
+@pytest.mark.parametrize("errno_name", ["ENOLCK", "EOPNOTSUPP"])
+def test_a_file_system_without_locks_compiles_without_turns(monkeypatch, tmp_path, errno_name):
+    # some network and FUSE mounts have no flock: the compile goes on (writes are atomic
+    # renames anyway); any other error of the lock is still raised
+    import errno
+    import fcntl
+
+    def no_locks(fd, operation):
+        raise OSError(getattr(errno, errno_name), "made up for this test")
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with tiers._one_compile_per_cache(tmp_path):
+        entered = True
+    assert entered and (tmp_path / "compile.lock").exists()
+
+    def broken(fd, operation):
+        raise OSError(errno.EBADF, "made up for this test")
+    monkeypatch.setattr(fcntl, "flock", broken)
+    with pytest.raises(OSError, match="made up"):
+        with tiers._one_compile_per_cache(tmp_path):
+            pass

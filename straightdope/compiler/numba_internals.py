@@ -165,11 +165,9 @@ def _save_in_turn(self, key, data):
     machine code. Here they take turns (a lock file per cache folder), and the data is
     written before the index entry that points to it, so a process killed halfway
     leaves no entry without its data."""
-    import fcntl
     import itertools
-    lock = os.open(os.path.join(self._cache_path, "save.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    from ..serialization import exclusive_lock
+    with exclusive_lock(os.path.join(self._cache_path, "save.lock")):
         overloads = self._load_index()
         name = overloads.get(key)
         if name is None:
@@ -178,8 +176,6 @@ def _save_in_turn(self, key, data):
         self._save_data(name, data)
         overloads[key] = name
         self._save_index(overloads)
-    finally:
-        os.close(lock)                       # closing releases the lock
 
 
 if USED:

@@ -32,7 +32,6 @@ with one, the loader thread compiles in this process instead.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import hashlib
 import itertools
 import json
@@ -551,15 +550,9 @@ def _main(answers_fd: int):
         answer(reply)
 
 
-@contextlib.contextmanager
 def _one_compile_per_cache(folder: Path):
     """Compile processes of several programs (two notebooks, a script run twice) take
     turns on one cache dir: the second then finds the kernels the first compiled,
     instead of compiling them too on the same cores."""
-    import fcntl
-    lock = os.open(folder / "compile.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(lock)                       # closing releases the lock
+    from ..serialization import exclusive_lock
+    return exclusive_lock(folder / "compile.lock")
