@@ -338,3 +338,31 @@ def test_a_file_system_without_locks_compiles_without_turns(monkeypatch, tmp_pat
     with pytest.raises(OSError, match="made up"):
         with tiers._one_compile_per_cache(tmp_path):
             pass
+
+
+def test_a_full_cache_dir_keeps_the_reference_tier_and_says_what_to_do(tmp_path):
+    # the file-size limit makes every write into the cache fail as on a full disk
+    program = textwrap.dedent("""
+        import json, resource, signal, warnings
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+        """) + PROGRAM.format(scale=unique_scale()).replace(
+        "got = net(x).asnumpy()", textwrap.dedent("""\
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = net(x).asnumpy()
+            executable = net._cached_op.last_plan.forward.current
+            assert executable.wait(timeout=600)
+            got = net(x).asnumpy()
+        print(json.dumps([str(w.message) for w in caught]))
+        """))
+    script = tmp_path / "program.py"
+    script.write_text(program)
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(tmp_path / "cache"),
+               STRAIGHTDOPE_COMPILE="tiered", PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    warned, result = [json.loads(line) for line in done.stdout.strip().splitlines()[-2:]]
+    assert result["tier"] == "reference" and result["same"]
+    assert len(warned) == 1 and "is full" in warned[0] and "STRAIGHTDOPE_CACHE_DIR" in warned[0]

@@ -545,9 +545,20 @@ def _main(answers_fd: int):
                     kernels_cold = False
                 compiled_executable(rebuild(job["graph"]), job["graph"]["is_train"])
                 mark_ready(job["key"])
+        except OSError as err:
+            reply["error"] = _disk_error(err)
         except Exception as err:             # reported, and the process goes on
             reply["error"] = f"{type(err).__name__}: {err}"
         answer(reply)
+
+
+def _disk_error(err: OSError) -> str:
+    """What a failed write into the cache dir means, and what to do about it."""
+    import errno
+    if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return (f"the cache dir {config.cache_dir()} is full ({err.strerror}): free some "
+                f"space there, or set STRAIGHTDOPE_CACHE_DIR to a folder on another disk")
+    return f"{type(err).__name__}: {err}"
 
 
 def _one_compile_per_cache(folder: Path):
