@@ -10,6 +10,7 @@ compiles nothing.
 """
 from __future__ import annotations
 
+import contextlib
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from straightdope import autograd, nd, sym
 from straightdope.cached_op import CachedOp
 from straightdope.compiler import NumbaBackend
 from straightdope.compiler.kernels import missing
+from straightdope.compiler.loops import HOST_OPS, IMAGE_ONLY_OPS
 from straightdope.graph import ReferenceBackend
 from straightdope.ops import OPS
 
@@ -84,9 +86,40 @@ def _run(cases, backend, dtype, train):
         outs = op([], params)
     heads = [nd.array(rng.standard_normal(o.shape), dtype=dtype) for o in outs]
     autograd.backward(outs, heads)
-    return {"out": [o.asnumpy() for o in outs], "heads": heads, "info": info,
-            "grad": {n: p.grad.asnumpy() for n, p in params.items() if p.grad is not None},
-            "stages": op.last_plan.forward.stages}
+    result = {"out": [o.asnumpy() for o in outs], "heads": heads, "info": info,
+              "grad": {n: p.grad.asnumpy() for n, p in params.items() if p.grad is not None},
+              "stages": op.last_plan.forward.stages}
+    if isinstance(backend, NumbaBackend):     # once more, compiled: which NumPy forwards run?
+        with _numpy_forwards_recorded() as calls:
+            with autograd.record(train_mode=train):
+                outs = op([], params)
+            autograd.backward(outs, heads)
+        plan = op.last_plan
+        result["host_calls"] = calls
+        result["ops"] = {node.op.name for part in (plan.forward, plan.backward)
+                         for node in part.graph.op_nodes}
+    return result
+
+
+@contextlib.contextmanager
+def _numpy_forwards_recorded():
+    """Record (op name, ndim of its first input) for every registry op's NumPy forward
+    that runs inside the block."""
+    ops = list({id(op): op for op in OPS.values() if op.forward is not None}.values())
+    calls, saved = set(), [(op, op.forward) for op in ops]     # (aliases share an Op)
+
+    def spy(name, forward):
+        def recorded(attrs, *arrays, **kwargs):
+            calls.add((name, np.ndim(arrays[0]) if arrays else 0))
+            return forward(attrs, *arrays, **kwargs)
+        return recorded
+    for op in ops:
+        op.forward = spy(op.name, op.forward)
+    try:
+        yield calls
+    finally:
+        for op, forward in saved:
+            op.forward = forward
 
 
 def _group(key):
@@ -117,6 +150,29 @@ def test_every_registry_op_has_a_numba_implementation():
     assert missing() == []
     for op in OPS.values():
         assert op.numba_kernel is not None, op.name
+
+
+def _runs_on_host(name: str, ndim: int) -> bool:
+    """What the compiler declares: its NumPy forward runs between compiled segments."""
+    return name in HOST_OPS or name in IMAGE_ONLY_OPS and ndim != 4
+
+
+@pytest.mark.parametrize("key", sorted({(family(c), c.train) for c in CASES}),
+                         ids=lambda k: f"{k[0]}-{'train' if k[1] else 'predict'}")
+def test_each_op_runs_where_the_compiler_says_it_does(key):
+    """Compiled graphs run an op's NumPy forward exactly where loops.HOST_OPS says so
+    (the registry's `numba_kernel` text comes from there): a kernel, fused or viewed op
+    whose NumPy forward still runs, or a host op that never does, fails."""
+    numba, _ = _group(key)
+    for name, ndim in sorted(numba["host_calls"]):
+        assert _runs_on_host(name, ndim), \
+            f"{name} ran its NumPy forward in a compiled graph, but is declared " \
+            f"{OPS[name].numba_kernel!r}"
+    called = {name for name, _ in numba["host_calls"]}
+    for name in sorted(numba["ops"]):
+        if name in HOST_OPS and name not in IMAGE_ONLY_OPS:
+            assert name in called, f"{name} is declared {OPS[name].numba_kernel!r}, but " \
+                                   f"its NumPy forward never ran"
 
 
 def test_every_forward_op_has_a_case():

@@ -31,8 +31,11 @@ from ..ops.control_flow import CONTROL_FLOW_OPS, _foreach_counts, body_graph, sa
 
 # Ops that run between compiled segments, and how (shown by ops.numba_kernel).
 HOST_OPS = {"_foreach": "loop: body compiled once, run per step (compiler/loops.py)",
-            "_while_loop": "loop: body compiled once, run per step (compiler/loops.py)",
-            "_cond": "branches compiled once, one runs per call (compiler/loops.py)",
+            # (not compiled yet: their bodies run on the NumPy reference interpreter)
+            "_while_loop": "NumPy, between compiled segments: the body runs on the "
+                           "reference interpreter at each step",
+            "_cond": "NumPy, between compiled segments: the branch taken runs on the "
+                     "reference interpreter",
             "reverse": "NumPy, between compiled segments (compiler/loops.py)"}
 HOST_OPS.update({op.name: "NumPy, between compiled segments (the op is numpy_only)"
                  for op in OPS.values() if op.numpy_only})
