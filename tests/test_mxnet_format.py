@@ -120,6 +120,32 @@ def test_export_and_save_parameters_write_mxnet_files_on_request(tmp_path):
         net.export(str(tmp_path / "bad"), params_format="pickle")
 
 
+def test_exported_json_writes_dtypes_as_mxnet_type_codes(tmp_path):
+    """MXNet writes a variable's "__dtype__" as its type code ("0" is float32), as in the
+    fixture MXNet exported; a name such as "float32" would not parse in MXNet."""
+    import json
+
+    from straightdope import sym
+    mxnet_doc = json.loads((FIXTURES / "net-symbol.json").read_text())
+    mxnet_codes = {n["attrs"]["__dtype__"] for n in mxnet_doc["nodes"]
+                   if "__dtype__" in n.get("attrs", {})}
+    net = mxnet_net()
+    net.initialize()
+    net.hybridize()
+    net(io()[0])
+    sym_file, _ = net.export(str(tmp_path / "ours"))
+    ours = json.loads(Path(sym_file).read_text())
+    our_codes = {n["attrs"]["__dtype__"] for n in ours["nodes"]
+                 if "__dtype__" in n.get("attrs", {})}
+    assert mxnet_codes == our_codes == {"0"}
+    # read back (ours and MXNet's): the code becomes a dtype again, 64-bit too
+    wide = sym.var("w", dtype="float64") * 2
+    back = sym.load_json(wide.tojson())
+    assert '"__dtype__": "1"' in wide.tojson() and back.get_internals()["w"].attr(
+        "__dtype__") == "float64"
+    assert back.infer_type(w="float64")[1] == [np.dtype("float64")]
+
+
 def test_the_default_format_is_still_npz(tmp_path):
     net = mxnet_net()
     net.initialize()

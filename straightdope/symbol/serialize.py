@@ -16,6 +16,20 @@ from .symbol import Node, Symbol, topological
 MXNET_VERSION = 10901       # the layout of MXNet 1.9
 MAX_NODES = 1_000_000       # per file: more is refused before building anything
 
+# A variable's "__dtype__" is MXNet's type code in a file ("0": float32; _DTYPE_NP_TO_MX in
+# MXNet's python/mxnet/ndarray/ndarray.py) and a NumPy name in memory here.
+DTYPE_CODES = {"float32": "0", "float64": "1", "float16": "2", "uint8": "3", "int32": "4",
+               "int8": "5", "int64": "6", "bool": "7"}
+DTYPE_NAMES = {code: name for name, code in DTYPE_CODES.items()}
+
+
+def _var_attrs(attrs, table):
+    """A variable's attributes with "__dtype__" translated by `table` (names <-> codes)."""
+    attrs = dict(attrs)
+    if "__dtype__" in attrs:
+        attrs["__dtype__"] = table.get(attrs["__dtype__"], attrs["__dtype__"])
+    return attrs
+
 
 class SymbolFileError(ValueError):
     """A symbol JSON file or string that cannot be turned into a graph."""
@@ -38,7 +52,7 @@ def graph_doc(entries) -> dict:
         entry = {"op": "null" if node.is_var else node.op.name, "name": node.name}
         if node.is_var:
             if node.var_attrs:
-                entry["attrs"] = dict(node.var_attrs)
+                entry["attrs"] = _var_attrs(node.var_attrs, DTYPE_CODES)
         else:
             attrs = {k: _attr_text(k, v) for k, v in node.attrs.items()
                      if node.op.attrs[k].kind != "subgraphs"
@@ -125,7 +139,7 @@ def from_doc(doc, source: str = "<string>", depth: int = 0) -> Symbol:
         if op_name == "null":
             if inputs:
                 fail(f"{where}: a variable cannot have inputs")
-            nodes.append(Node(None, name, var_attrs=dict(attrs)))
+            nodes.append(Node(None, name, var_attrs=_var_attrs(attrs, DTYPE_NAMES)))
             continue
         raw_subgraphs = raw.get("subgraphs", [])
         if not isinstance(raw_subgraphs, list):
