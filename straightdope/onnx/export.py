@@ -99,6 +99,14 @@ class Emitter:
             shape[a] = -1
         return shape
 
+    def in_moving(self, k=0) -> set:
+        """The axes of input k whose size follows a dynamic input size."""
+        if self.varied is None:
+            return set()
+        src, out = self.node.inputs[k]
+        other = self.varied.nodes[src].shapes[out]
+        return {a for a, (d1, d2) in enumerate(zip(self.in_shape(k), other)) if d1 != d2}
+
     def fail(self, why):
         node = self.node
         raise OnnxExportError(f"node '{node.name}' ({node.op.name}): {why}")
@@ -416,21 +424,59 @@ def _pooling(e, node, x, out):
             e.add("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", x, out)
         return
     attrs = _window_attrs(node, a["kernel"], conv=False)
-    attrs["ceil_mode"] = int(a["pooling_convention"] == "full")
-    if kind == "max":
-        e.add("MaxPool", x, out, **attrs)
-        return
-    if attrs["ceil_mode"] and a["count_include_pad"] and any(attrs["pads"]):
-        e.fail("average pooling with pooling_convention='full', padding and "
-               "count_include_pad=True divides the last windows differently in ONNX; "
-               "use count_include_pad=False or pooling_convention='valid'")
+    empty = [0] * len(a["kernel"])
+    if a["pooling_convention"] == "full":
+        empty = _full_convention(e, kind, a["count_include_pad"], attrs)
+    pooled = out if not any(empty) else [e.fresh("pooled")]
     include = int(a["count_include_pad"] or kind == "sum")
-    if kind == "avg":
-        e.add("AveragePool", x, out, count_include_pad=include, **attrs)
+    if kind == "max":
+        e.add("MaxPool", x, pooled, **attrs)
+    elif kind == "avg":
+        e.add("AveragePool", x, pooled, count_include_pad=include, **attrs)
     else:                                              # sum = mean over the full window * size
         mean = e.add("AveragePool", x, count_include_pad=1, **attrs)
         size = e.const(float(np.prod(a["kernel"])), e.in_dtype(0), "window_size")
-        e.add("Mul", [mean, size], out)
+        e.add("Mul", [mean, size], pooled)
+    if any(empty):             # the last windows hold padding only: -inf for max, else 0
+        fill = e.const(-np.inf if kind == "max" else 0, e.in_dtype(0), "pad_value")
+        e.add("Pad", [pooled[0], e.ints([0] * (2 + len(empty)) + [0, 0] + empty, "pads"),
+                      fill], out, mode="constant")
+
+
+def _full_convention(e, kind, count_include_pad, attrs):
+    """pooling_convention='full' (the last, partial windows kept) in ONNX terms: sets the
+    pads in `attrs` and returns how many last windows per axis hold padding only.
+
+    ONNX's ceil_mode=1 drops a last window that starts in the end padding, which this
+    convention keeps, and divides a last average by the part of the window that lies in
+    the padded input, where we divide by the whole window. So the file gets explicit end
+    pads that make exactly our windows, with ceil_mode=0. ONNX Runtime wants every pad
+    smaller than the window (and gives -3.4e38, not -inf, for a window of padding only):
+    windows of padding only are added after the pooling, by a Pad node."""
+    n = len(attrs["kernel_shape"])
+    kernel, stride = attrs["kernel_shape"], attrs["strides"]
+    begin = attrs["pads"][:n]
+    if any(2 + a in e.in_moving() for a in range(n)):
+        # The size varies at run time: ceil_mode=1 is exact only when no window can start
+        # in the end padding (begin + stride <= kernel) and no average is divided.
+        if all(p + s <= k for p, s, k in zip(begin, stride, kernel)) \
+                and (kind == "max" or (kind == "avg" and not count_include_pad)):
+            attrs["ceil_mode"] = 1
+            return [0] * n
+        e.fail(f"pooling_convention='full' over a spatial size that varies at run time "
+               f"cannot be written so that ONNX makes the same windows (kernel {kernel}, "
+               f"stride {stride}, pad {begin}); export with fixed spatial sizes "
+               f"(dynamic_input_shapes with None only for the batch)")
+    sizes, outs = e.in_shape()[2:], e.out_shape()[2:]
+    # windows holding input: those that start before its end
+    real = [min(o, -(-(h + p) // s)) for o, h, p, s in zip(outs, sizes, begin, stride)]
+    if real != list(outs) and kind == "avg" and not count_include_pad:
+        e.fail(f"a last window (kernel {kernel}, stride {stride}, pad {begin}, input "
+               f"{tuple(sizes)}) holds padding only, whose average is 0/0 here; ONNX "
+               f"cannot make that window. Use less padding or pooling_convention='valid'")
+    attrs["pads"] = list(begin) + [max((r - 1) * s + k - h - p, 0) for r, s, k, h, p
+                                   in zip(real, stride, kernel, sizes, begin)]
+    return [o - r for o, r in zip(outs, real)]
 
 
 @translates("BatchNorm")
@@ -559,6 +605,14 @@ def _split(e, node, x, out):
     if a["squeeze_axis"]:
         for piece, name in zip(pieces, out):
             e.add("Squeeze", [piece, e.ints([a["axis"]], "axes")], [name])
+
+
+@translates("pad", "Pad")
+def _pad(e, node, x, out):
+    width = list(node.attrs["pad_width"])
+    pads = width[0::2] + width[1::2]             # ONNX: every begin, then every end
+    fill = e.const(node.attrs["constant_value"], e.in_dtype(0), "pad_value")
+    e.add("Pad", [x[0], e.ints(pads, "pads"), fill], out, mode=node.attrs["mode"])
 
 
 @translates("broadcast_to")

@@ -14,6 +14,8 @@ import os
 
 import numpy as np
 
+from ..ops import OpError
+
 MIN_OPSET, MAX_OPSET = 13, 23     # Softmax has today's meaning from opset 13 on
 MAX_FILE_BYTES = 2 ** 31 - 1      # protobuf's own limit for one message
 MAX_EXPAND_ELEMENTS = 2 ** 28     # a shape in the file may not ask for more than this
@@ -163,26 +165,31 @@ class Builder:
 
     def op(self, op_name, *inputs, **attrs):
         """Add a straightdope op named by this module (never by the file)."""
-        from ..ops import OpError
         try:
             return getattr(self.sym, op_name)(*inputs, **attrs)
         except OpError as err:
             self.fail(str(err))
 
     def rank(self, k):
-        """The number of dims of input k, from our own shape inference over the graph so
-        far (graph inputs at their declared shapes, symbolic dims taken as 1)."""
-        value = self.tensor(k)
-        known = {n: s for n, s in self.declared.items() if n in value.list_inputs()}
-        known.update({n: a.shape for n, a in self.params.items() if n in value.list_inputs()})
-        try:
-            shape = value._infer_shape_partial(**known)[1][0]
-        except ValueError:
-            shape = None
+        """The number of dims of input k, from our own shape inference (see shape)."""
+        shape = self.shape(k)
         if shape is None:
             self.fail(f"the rank of input '{self.node.input[k]}' is unknown (declare the graph "
                       f"inputs' shapes)")
         return len(shape)
+
+    def shape(self, k):
+        """Input k's shape from our own shape inference over the graph so far: None for a
+        dim not known here (a symbolic dim of a graph input), None if even the rank is."""
+        from ..graph.shapes import symbol_shapes
+        value = self.tensor(k)
+        names = set(value.list_inputs())
+        known = {n: s for n, s in self.declared.items() if n in names}
+        known.update({n: a.shape for n, a in self.params.items() if n in names})
+        try:
+            return symbol_shapes(value, known)[1][0]
+        except (OpError, ValueError):
+            return None
 
     def axes(self, input_index=1, attr="axes"):
         if self.has_input(input_index):
@@ -224,7 +231,7 @@ def onnx_to_symbol(model, source="<model>"):
         input_names.append(value.name)
         dims = value.type.tensor_type.shape.dim
         if value.type.tensor_type.HasField("shape"):
-            b.declared[value.name] = tuple(d.dim_value if d.HasField("dim_value") else 1
+            b.declared[value.name] = tuple(d.dim_value if d.HasField("dim_value") else None
                                            for d in dims)
     for k, node in enumerate(model.graph.node):
         if not node.name:
@@ -467,11 +474,81 @@ def _pool(b, node):
         b.fail("dilated pooling and storage_order=1 are not supported")
     if len(node.output) > 1 and node.output[1]:
         b.fail("the Indices output of MaxPool is not supported")
+    if b.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        b.fail(f"auto_pad={b.attr('auto_pad')!r} is not supported; give explicit pads")
     kind = "max" if node.op_type == "MaxPool" else "avg"
-    return [b.op("Pooling", b.tensor(0), kernel=kernel, pool_type=kind,
-                 stride=tuple(b.attr("strides", [1] * n)), pad=_symmetric_pads(b, n),
-                 pooling_convention="full" if b.attr("ceil_mode", 0) else "valid",
-                 count_include_pad=bool(b.attr("count_include_pad", 0)), name=node.output[0])]
+    stride = tuple(b.attr("strides", [1] * n))
+    pads = list(b.attr("pads", [0] * (2 * n)))
+    if len(pads) != 2 * n:
+        b.fail(f"pads {pads} needs {2 * n} entries for a {n}-D kernel")
+    include = bool(b.attr("count_include_pad", 0))
+    data, pad, convention = _pool_windows(b, kind, kernel, stride, pads, include)
+    return [b.op("Pooling", data, kernel=kernel, pool_type=kind, stride=stride, pad=pad,
+                 pooling_convention=convention, count_include_pad=include,
+                 name=node.output[0])]
+
+
+def _onnx_pool_size(size, k, s, begin, end, ceil_mode):
+    """The number of windows ONNX (its spec, reference evaluator and ONNX Runtime) makes
+    on one axis: with ceil_mode=1, a last window that would start in the end padding is
+    dropped."""
+    span = size + begin + end - k
+    count = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (count - 1) * s >= size + begin:
+        count -= 1
+    return count
+
+
+def _pool_windows(b, kind, kernel, stride, pads, include):
+    """(data, pad, pooling_convention) for our Pooling to make ONNX's windows.
+
+    Ours pad both ends by `pad`, then 'valid' rounds the window count down and 'full' up;
+    an average that counts the padding is divided by the whole window, where ONNX divides
+    a last window reaching past its padded input by less. Uneven pads are made by a pad
+    op first (-inf for max, 0 for an average that counts them)."""
+    from ..ops.nn import conv_out_size
+    n, ceil_mode = len(kernel), bool(b.attr("ceil_mode", 0))
+    begin, end = pads[:n], pads[n:]
+    if any(p >= k for p, k in zip(begin + end, kernel + kernel)):
+        b.fail(f"pads {pads} are not all smaller than the kernel {list(kernel)}, as ONNX "
+               f"requires")
+    if begin == end and (not ceil_mode or (
+            all(p + s <= k for p, s, k in zip(begin, stride, kernel))
+            and (kind == "max" or not include))):
+        # no window can start in the end padding: the same windows whatever the size
+        return b.tensor(0), tuple(begin), "full" if ceil_mode else "valid"
+    shape = b.shape(0)
+    sizes = None if shape is None or len(shape) != n + 2 else shape[2:]
+    if sizes is None or None in sizes:
+        b.fail(f"pads {pads} with ceil_mode={int(ceil_mode)} make windows that depend on the "
+               f"input's spatial size, which is not known here (input shape {shape}); "
+               f"declare the graph input's spatial dims")
+    want = [_onnx_pool_size(h, k, s, p, q, ceil_mode)
+            for h, k, s, p, q in zip(sizes, kernel, stride, begin, end)]
+    padded = begin != end and (kind == "max" or include)
+    ours = [0] * n if padded else begin          # our pads after the optional pad op
+    width = [h + p + q if padded else h for h, p, q in zip(sizes, begin, end)]
+    for convention in ("valid", "full"):
+        try:
+            got = [conv_out_size(h, k, s, p, 1, convention == "full")
+                   for h, k, s, p in zip(width, kernel, stride, ours)]
+        except OpError:
+            continue
+        inside = all((o - 1) * s + k <= h + p + q
+                     for o, s, k, h, p, q in zip(got, stride, kernel, sizes, begin, end))
+        if got == want and (kind == "max" or not include or inside):
+            if not padded:
+                return b.tensor(0), tuple(begin), convention
+            fill = -np.inf if kind == "max" else 0.0
+            width = [0, 0, 0, 0] + [v for p, q in zip(begin, end) for v in (p, q)]
+            data = b.op("pad", b.tensor(0), mode="constant", pad_width=tuple(width),
+                        constant_value=fill, name=f"{b.node.output[0]}_padded")
+            return data, (0,) * n, convention
+    b.fail(f"pads {pads}, strides {list(stride)} and ceil_mode={int(ceil_mode)} on spatial "
+           f"size {tuple(sizes)} make {want} windows that straightdope's Pooling cannot "
+           f"make (it divides every average that counts the padding by the whole window, "
+           f"where ONNX divides a last window reaching past the padded input by less, and "
+           f"an average over uneven pads that does not count them has no translation)")
 
 
 @imports("GlobalMaxPool", "GlobalAveragePool")
@@ -589,6 +666,34 @@ def _slice(b, node):
         return [b.op("slice_axis", b.tensor(0), axis=axes[0], begin=starts[0],
                      end=end[axes[0]], name=node.output[0])]
     return [b.op("slice", b.tensor(0), begin=tuple(begin), end=tuple(end), step=tuple(step),
+                 name=node.output[0])]
+
+
+@imports("Pad")
+def _pad(b, node):
+    """Constant pads (ONNX lists all begins, then all ends) around any axes."""
+    mode = b.attr("mode", "constant")
+    if mode not in ("constant", "edge", "reflect"):
+        b.fail(f"mode {mode!r} is not supported (constant, edge and reflect are)")
+    pads = [int(v) for v in b.const(1, "pads").reshape(-1)]
+    rank = b.rank(0)
+    axes = [int(a) for a in b.const(3, "axes").reshape(-1)] if b.has_input(3) \
+        else list(range(rank))
+    if len(pads) != 2 * len(axes) or any(p < 0 for p in pads) \
+            or any(not -rank <= a < rank for a in axes) or len({a % rank for a in axes}) \
+            != len(axes):
+        b.fail(f"pads {pads} for axes {axes} of a {rank}-D input: need two non-negative "
+               f"pads per distinct axis")
+    width = [0] * (2 * rank)
+    for k, a in enumerate(axes):
+        width[2 * (a % rank)], width[2 * (a % rank) + 1] = pads[k], pads[len(axes) + k]
+    value = 0.0
+    if b.has_input(2):
+        fill = b.const(2, "constant_value").reshape(-1)
+        if fill.size != 1:
+            b.fail(f"constant_value must hold one number, got {fill.size}")
+        value = float(fill[0])
+    return [b.op("pad", b.tensor(0), mode=mode, pad_width=tuple(width), constant_value=value,
                  name=node.output[0])]
 
 
