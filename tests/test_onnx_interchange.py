@@ -189,3 +189,46 @@ def test_a_ceil_mode_pool_over_an_unknown_size_is_refused_when_the_size_matters(
     for size in (6, 7):
         x = np.random.default_rng(size).normal(size=(2, 3, size, size)).astype("float32")
         assert_same(run_imported(model, {"x": x})[0], run_ort(model, {"x": x})[0], str(size))
+
+
+# ------------------------------------------- item 2: recurrent models, dynamic batch
+class Unrolled(mx.gluon.HybridBlock):
+    """A cell unrolled for a fixed length: its begin state is broadcast to the batch."""
+
+    def __init__(self, cell, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.cell = cell
+
+    def hybrid_forward(self, F, x):
+        out, _ = self.cell.unroll(5, x, layout="TNC", merge_outputs=True)
+        return out
+
+
+@pytest.mark.parametrize("kind", ["LSTMCell", "GRUCell", "RNNCell"])
+def test_unrolled_cells_run_in_onnx_runtime_at_a_dynamic_batch(kind, tmp_path):
+    from straightdope.gluon import rnn
+    mx.random.seed(0)
+    net = Unrolled(getattr(rnn, kind)(6, input_size=4))
+    net.initialize(mx.init.Uniform(0.5))
+    path = export_block(net, (5, 2, 4), tmp_path, dynamic_shape=(5, None, 4))
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    for node in model.graph.node:                   # ONNX Expand has no -1 code
+        if node.op_type == "Expand":
+            shape = next(t for t in model.graph.initializer if t.name == node.input[1])
+            assert -1 not in onnx.numpy_helper.to_array(shape)
+    for batch in (1, 3, 7):
+        x = np.random.default_rng(batch).normal(size=(5, batch, 4)).astype("float32")
+        assert_same(net(nd.array(x)).asnumpy(), run_ort(path, {"data": x})[0], str(batch))
+
+
+def test_a_foreign_expand_keeps_the_dims_its_shape_gives_as_one():
+    from onnx import helper
+    shape = onnx.numpy_helper.from_array(np.array([2, 1, 3, 1], "int64"), "s")
+    model = one_node_model(helper.make_node("Expand", ["x", "s"], ["y"], name="e"),
+                           ["N", 1, 4], initializers=[shape])
+    x = np.random.default_rng(0).normal(size=(5, 1, 4)).astype("float32")
+    theirs = run_ort(model, {"x": x})[0]
+    assert theirs.shape == (2, 5, 3, 4)
+    assert_same(run_imported(model, {"x": x})[0], theirs, "Expand")

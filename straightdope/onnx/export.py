@@ -99,6 +99,13 @@ class Emitter:
             shape[a] = -1
         return shape
 
+    def out_moving(self, k=0) -> set:
+        """The axes of output k whose size follows a dynamic input size."""
+        if self.varied is None:
+            return set()
+        other = self.varied.nodes[self.node.id].shapes[k]
+        return {a for a, (d1, d2) in enumerate(zip(self.out_shape(k), other)) if d1 != d2}
+
     def in_moving(self, k=0) -> set:
         """The axes of input k whose size follows a dynamic input size."""
         if self.varied is None:
@@ -617,7 +624,19 @@ def _pad(e, node, x, out):
 
 @translates("broadcast_to")
 def _broadcast_to(e, node, x, out):
-    e.add("Expand", [x[0], e.ints(e.out_shape_for_onnx(), "shape")], out)
+    """ONNX Expand has no -1: a dim that the input already has is written as 1 (Expand
+    keeps the input's size there, whatever it is at run time); the dims broadcast from 1
+    are written as numbers, which must then not follow a dynamic input size."""
+    target, moving = e.out_shape(), e.out_moving()
+    source = (1,) * (len(target) - len(e.in_shape())) + tuple(e.in_shape())
+    grown = [a for a, (d, t) in enumerate(zip(source, target)) if d != t]
+    if any(a in moving for a in grown):
+        e.fail(f"it broadcasts {tuple(e.in_shape())} to {tuple(target)} along axes "
+               f"{sorted(set(grown) & moving)}, whose size follows a dynamic input size; "
+               f"ONNX Expand needs that size as a number. Export with dynamic=False, or "
+               f"broadcast with broadcast_like from the input that has the size")
+    shape = [t if a in grown else 1 for a, t in enumerate(target)]
+    e.add("Expand", [x[0], e.ints(shape, "shape")], out)
 
 
 @translates("broadcast_like")

@@ -71,6 +71,9 @@ def tensor_to_array(tensor, where: str) -> np.ndarray:
     if len(values) != count:
         raise OnnxImportError(f"{where}: tensor '{tensor.name}' declares shape {dims} "
                               f"({count} values) but holds {len(values)}")
+    if math.prod(d for d in dims if d) > MAX_EXPAND_ELEMENTS:     # an empty, absurd shape
+        raise OnnxImportError(f"{where}: tensor '{tensor.name}' declares shape {dims}, whose "
+                              f"non-zero dims ask for more than {MAX_EXPAND_ELEMENTS} elements")
     if dtype == np.float16:          # stored as the 16 bits of each value, in int32s
         return np.array(values, dtype=np.uint16).view(np.float16).reshape(dims)
     return np.array(values, dtype=dtype).reshape(dims)
@@ -111,7 +114,8 @@ class Builder:
         self.shape_of = {}             # value name -> Symbol whose shape it is (Shape op)
         self.unsqueezed = {}           # value name -> (Symbol before Unsqueeze, axes)
         self.node = None
-        self.declared = {}             # graph input name -> its shape (symbolic dims as 1)
+        self.declared = {}             # graph input name -> its shape (None: symbolic dim)
+        self.shapes = {}               # id(symbol node) -> (node, its output shapes)
         self.opset = _check_opsets(model, source)
         for k, tensor in enumerate(model.graph.initializer):
             self.constants[tensor.name] = tensor_to_array(tensor, f"{source}: initializer {k}")
@@ -141,7 +145,10 @@ class Builder:
 
     def tensor(self, k):
         """Input k as a Symbol (an initializer becomes a parameter variable)."""
-        name = self.node.input[k]
+        return self.value(self.node.input[k])
+
+    def value(self, name):
+        """The value `name` as a Symbol (an initializer becomes a parameter variable)."""
         if name in self.values:
             return self.values[name]
         if name in self.constants:
@@ -178,18 +185,63 @@ class Builder:
                       f"inputs' shapes)")
         return len(shape)
 
+    def check_shapes(self, outputs):
+        """Infer the shapes of a node's new values now, so that a node whose shapes
+        disagree (an axis out of range, sizes that do not match) is refused by name."""
+        for out in outputs:
+            node = out._outputs[0][0]
+            self.shapes.pop(id(node), None)
+            self._infer(node, strict=True)
+
     def shape(self, k):
-        """Input k's shape from our own shape inference over the graph so far: None for a
-        dim not known here (a symbolic dim of a graph input), None if even the rank is."""
-        from ..graph.shapes import symbol_shapes
-        value = self.tensor(k)
-        names = set(value.list_inputs())
-        known = {n: s for n, s in self.declared.items() if n in names}
-        known.update({n: a.shape for n, a in self.params.items() if n in names})
-        try:
-            return symbol_shapes(value, known)[1][0]
-        except (OpError, ValueError):
-            return None
+        """Input k's shape, inferred forwards from the graph inputs' declared shapes and
+        the parameters: None for a dim not known here (a symbolic dim of a graph input),
+        None if even the rank is not. Each value's shape is worked out once."""
+        node, index = self.tensor(k)._outputs[0]
+        outs = self._infer(node)
+        return tuple(outs[index]) if index < len(outs) and outs[index] is not None else None
+
+    def _infer(self, node, strict=False):
+        from ..graph.shapes import _node_shapes
+        todo = [node]
+        while todo:
+            top = todo[-1]
+            if id(top) in self.shapes:
+                todo.pop()
+                continue
+            if top.is_var:
+                given = self.declared.get(top.name)
+                if top.name in self.params:
+                    given = self.params[top.name].shape
+                self.shapes[id(top)] = (top, [given])
+                continue
+            waiting = [n for n, _ in top.inputs if id(n) not in self.shapes]
+            if waiting:
+                todo.extend(waiting)
+                continue
+            ins = [self.shapes[id(n)][1][i] for n, i in top.inputs]
+            try:
+                outs = _node_shapes(top, ins, [None] * top.num_outputs())[1]
+            except (OpError, ValueError, TypeError, IndexError) as err:
+                if strict and top is node:
+                    self.fail(f"its input shapes {ins} do not fit: {err}")
+                outs = []
+            self.shapes[id(top)] = (top, list(outs))
+        return self.shapes[id(node)][1]
+
+    def check_axes(self, axes, k=0, extra=0, what="axes"):
+        """Axes of input k (of an output `extra` dims larger) as non-negative numbers, after
+        checking each lies in [-rank, rank) and none repeats. A rank not known here
+        leaves the check to the op."""
+        shape = self.shape(k)
+        if shape is None:
+            return list(axes)
+        rank = len(shape) + extra
+        if any(not -rank <= a < rank for a in axes) or len({a % rank for a in axes}) \
+                != len(axes):
+            self.fail(f"{what} {list(axes)} are not distinct axes of a {rank}-D array "
+                      f"(input shape {shape})")
+        return [a % rank for a in axes]
 
     def axes(self, input_index=1, attr="axes"):
         if self.has_input(input_index):
@@ -201,12 +253,15 @@ class Builder:
 def _check_opsets(model, source):
     opset = None
     for entry in model.opset_import:
-        if entry.domain in ("", "ai.onnx"):
-            opset = entry.version
-        else:
+        if entry.domain not in ("", "ai.onnx"):
             raise OnnxImportError(f"{source}: the model uses operator set domain "
                                   f"'{entry.domain}', which is not supported (only the "
                                   f"standard ONNX domain is)")
+        if opset is not None:
+            raise OnnxImportError(f"{source}: the model lists the standard domain's opset "
+                                  f"twice ({opset} and {entry.version}); which one it means "
+                                  f"is not clear")
+        opset = entry.version
     if opset is None or not MIN_OPSET <= opset <= MAX_OPSET:
         raise OnnxImportError(f"{source}: the model uses ONNX opset {opset}; opsets "
                               f"{MIN_OPSET}..{MAX_OPSET} are read (convert it with "
@@ -214,8 +269,90 @@ def _check_opsets(model, source):
     return opset
 
 
+def check_nodes(model, source, opset):
+    """Every node against its op's ONNX schema at the model's opset, before anything is
+    built: a supported op of the standard domain, the number of inputs and outputs,
+    required inputs present, attributes the op defines with the types it defines (so
+    no subgraph), required attributes given, inputs defined by an earlier node (or a
+    graph input or initializer) and every value written once. Also the node limit."""
+    from onnx import defs
+
+    from .. import config
+    nodes, limit = model.graph.node, config.onnx_max_nodes()
+    if len(nodes) > limit:
+        raise OnnxImportError(f"{source}: the graph has {len(nodes)} nodes, more than the "
+                              f"{limit} that are read (set STRAIGHTDOPE_ONNX_MAX_NODES to "
+                              f"read a larger model)")
+    written = set()
+    for group in (model.graph.initializer, model.graph.input):  # an input may name an
+        names = [v.name for v in group]                         # initializer (old files)
+        twice = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) \
+            != len(names) else []
+        if twice or "" in names:
+            raise OnnxImportError(f"{source}: graph inputs or initializers {twice or ['']} "
+                                  f"are declared twice or without a name")
+        written.update(names)
+    single = defs.OpSchema.FormalParameterOption.Single
+    for k, node in enumerate(nodes):
+        if not node.name:
+            node.name = f"node{k}"
+
+        def fail(why):
+            raise OnnxImportError(f"{source}: node '{node.name}' ({node.op_type}): {why}")
+
+        if node.domain not in ("", "ai.onnx"):
+            fail(f"operator domain '{node.domain}' is not supported")
+        if node.op_type not in IMPORTERS:
+            fail(f"op {node.op_type} is not supported; the ONNX ops that import are listed "
+                 f"by straightdope.onnx.import_coverage()")
+        try:
+            schema = defs.get_schema(node.op_type, opset, "")
+        except defs.SchemaError:
+            fail(f"op {node.op_type} does not exist in ONNX opset {opset}")
+        for kind, names, formals, low, high in (
+                ("inputs", node.input, schema.inputs, schema.min_input, schema.max_input),
+                ("outputs", node.output, schema.outputs, schema.min_output,
+                 schema.max_output)):
+            if not low <= len(names) <= high:
+                fail(f"has {len(names)} {kind}; {node.op_type} takes "
+                     f"{low if low == high else f'{low} to {min(high, 2 ** 31 - 1)}'}")
+            for i, formal in enumerate(formals[:len(names)]):
+                if formal.option == single and not names[i]:
+                    fail(f"its required {kind[:-1]} {i} ({formal.name}) is empty")
+        for name in node.input:
+            if name and name not in written:
+                fail(f"input '{name}' is neither a graph input, an initializer nor the "
+                     f"output of an earlier node")
+        for name in node.output:
+            if name in written:
+                fail(f"writes the value '{name}', which a graph input, an initializer or an "
+                     f"earlier node already defines (ONNX values are written once)")
+            if name:
+                written.add(name)
+        given = set()
+        for a in node.attribute:
+            spec = schema.attributes.get(a.name)
+            if a.name in given:
+                fail(f"attribute '{a.name}' is given twice")
+            given.add(a.name)
+            if spec is None:
+                fail(f"has an attribute '{a.name}', which {node.op_type} does not define")
+            if a.type != int(spec.type):
+                fail(f"attribute '{a.name}' holds type {a.type} (AttributeProto), "
+                     f"{node.op_type} defines it as {spec.type.name}")
+        missing = [n for n, spec in schema.attributes.items() if spec.required and
+                   n not in given]
+        if missing:
+            fail(f"lacks the required attribute(s) {missing}")
+    for value in model.graph.output:
+        if value.name not in written:
+            raise OnnxImportError(f"{source}: graph output '{value.name}' is not computed by "
+                                  f"any node")
+
+
 def onnx_to_symbol(model, source="<model>"):
     """(outputs Symbol, input names, {param name: array}) for an ONNX ModelProto."""
+    check_nodes(model, source, _check_opsets(model, source))
     b = Builder(model, source)
     sym = b.sym
     input_names = []
@@ -233,30 +370,26 @@ def onnx_to_symbol(model, source="<model>"):
         if value.type.tensor_type.HasField("shape"):
             b.declared[value.name] = tuple(d.dim_value if d.HasField("dim_value") else None
                                            for d in dims)
-    for k, node in enumerate(model.graph.node):
-        if not node.name:
-            node.name = f"node{k}"
+    for node in model.graph.node:
         b.node = node
-        if node.domain not in ("", "ai.onnx"):
-            b.fail(f"operator domain '{node.domain}' is not supported")
-        convert = IMPORTERS.get(node.op_type)
-        if convert is None:
-            b.fail(f"op {node.op_type} is not supported; the ONNX ops that import are "
-                   f"listed by straightdope.onnx.import_coverage()")
-        outputs = convert(b, node)
+        try:
+            outputs = IMPORTERS[node.op_type](b, node)
+        except (IndexError, KeyError, TypeError, ValueError, OverflowError) as err:
+            if isinstance(err, OnnxImportError):
+                raise
+            b.fail(f"cannot be read ({type(err).__name__}: {err})")
         if outputs is None:                   # a constant (Constant, Shape): no Symbol
             continue
         for name, out in zip(node.output, outputs):
             if name:
                 b.values[name] = out
+        b.check_shapes(outputs)
     heads = []
     for value in model.graph.output:
-        if value.name not in b.values:
-            raise OnnxImportError(f"{source}: graph output '{value.name}' is not computed by "
-                                  f"any node")
-        heads.append(b.values[value.name])
+        heads.append(b.value(value.name))
     out = heads[0] if len(heads) == 1 else sym.Group(heads)
-    return out, input_names, b.params
+    used = set(out.list_inputs())         # a graph input no node reads is left out
+    return out, [n for n in input_names if n in used], b.params
 
 
 def import_model(path, ctx=None):
@@ -323,7 +456,8 @@ def _dropout(b, node):
 @imports("Softmax", "LogSoftmax")
 def _softmax(b, node):
     op = "softmax" if node.op_type == "Softmax" else "log_softmax"
-    return [b.op(op, b.tensor(0), axis=b.attr("axis", -1), name=node.output[0])]
+    (axis,) = b.check_axes([b.attr("axis", -1)], what="axis")
+    return [b.op(op, b.tensor(0), axis=axis, name=node.output[0])]
 
 
 _BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
@@ -456,6 +590,9 @@ def _symmetric_pads(b, n):
 @imports("Conv")
 def _conv(b, node):
     weight = b.const(1, "weight")
+    if not 3 <= weight.ndim <= 5:
+        b.fail(f"the weight must have 3 to 5 dims (filters, channels, kernel), got shape "
+               f"{weight.shape}")
     n = weight.ndim - 2
     kernel = tuple(b.attr("kernel_shape", weight.shape[2:]))
     attrs = dict(kernel=kernel, stride=tuple(b.attr("strides", [1] * n)),
@@ -581,8 +718,9 @@ def _layer_norm(b, node):
 def _gather(b, node):
     """Rows of a constant 2-D table: an Embedding layer."""
     table = b.constants.get(node.input[0])
-    if b.attr("axis", 0) != 0 or table is None or table.ndim != 2:
-        b.fail("only Gather of rows (axis 0) from a 2-D initializer imports (an Embedding)")
+    if b.attr("axis", 0) != 0 or table is None or table.ndim != 2 or not table.shape[0]:
+        b.fail("only Gather of rows (axis 0) from a 2-D initializer with rows imports (an "
+               "Embedding)")
     weight = b.tensor(0)
     return [b.op("Embedding", b.tensor(1), weight, input_dim=table.shape[0],
                  output_dim=table.shape[1], dtype=table.dtype.name, name=node.output[0])]
@@ -611,6 +749,9 @@ def _reshape(b, node):
 @imports("Transpose")
 def _transpose(b, node):
     perm = b.attr("perm")
+    shape = b.const(0, "data").shape if b.is_const(0) else b.shape(0)
+    if perm is not None and shape is not None and sorted(perm) != list(range(len(shape))):
+        b.fail(f"perm {list(perm)} is not an order of the {len(shape)} axes of its input")
     if b.is_const(0):               # a transposed weight: transpose the values, once, here
         b.constants[node.output[0]] = np.ascontiguousarray(
             np.transpose(b.const(0, "data"), perm or None))
@@ -621,14 +762,18 @@ def _transpose(b, node):
 @imports("Concat")
 def _concat(b, node):
     inputs = [b.tensor(k) for k in range(len(node.input))]
-    return [b.op("concat", *inputs, dim=b.attr("axis"), name=node.output[0])]
+    (axis,) = b.check_axes([b.attr("axis")], what="axis")
+    return [b.op("concat", *inputs, dim=axis, name=node.output[0])]
 
 
 @imports("Unsqueeze")
 def _unsqueeze(b, node):
     axes = b.axes()
-    if not axes or any(a < 0 for a in axes):
-        b.fail(f"axes {axes}: only non-negative axes import")
+    if not axes:
+        b.fail("Unsqueeze needs axes")
+    axes = b.check_axes(axes, extra=len(axes))
+    if any(a < 0 for a in axes):
+        b.fail(f"axes {axes}: only non-negative axes import (or give the input's shape)")
     out = b.tensor(0)
     b.unsqueezed[node.output[0]] = (out, sorted(axes))
     for k, axis in enumerate(sorted(axes)):
@@ -639,25 +784,41 @@ def _unsqueeze(b, node):
 
 @imports("Squeeze")
 def _squeeze(b, node):
-    """Dropping axes of length 1 is a sum over them (one number each: exact)."""
+    """Drop axes of length 1 (all of them without axes); another length is an error, here
+    when the shape is known, else at run time."""
     axes = b.axes()
-    if not axes:
-        b.fail("Squeeze without explicit axes needs shapes; give the axes")
-    return [b.op("sum", b.tensor(0), axis=tuple(axes), name=node.output[0])]
+    shape = b.shape(0)
+    if axes and shape is not None:
+        rank = len(shape)
+        if any(not -rank <= a < rank for a in axes):
+            b.fail(f"axes {axes} are outside the {rank} axes of its input")
+        wrong = [a for a in axes if shape[a] not in (1, None)]
+        if wrong:
+            b.fail(f"axes {wrong} of input shape {shape} are not of length 1; only axes of "
+                   f"length 1 can be squeezed")
+    return [b.op("squeeze", b.tensor(0), axis=tuple(axes) if axes else None,
+                 name=node.output[0])]
 
 
 @imports("Slice")
 def _slice(b, node):
     starts = [int(v) for v in b.const(1, "starts").reshape(-1)]
     ends = [int(v) for v in b.const(2, "ends").reshape(-1)]
+    rank = b.rank(0)
     axes = [int(v) for v in b.const(3, "axes").reshape(-1)] if b.has_input(3) \
         else list(range(len(starts)))
     steps = [int(v) for v in b.const(4, "steps").reshape(-1)] if b.has_input(4) \
         else [1] * len(starts)
-    if any(a < 0 for a in axes):
-        b.fail(f"axes {axes}: only non-negative axes import")
+    if not starts or not len(starts) == len(ends) == len(axes) == len(steps):
+        b.fail(f"starts {starts}, ends {ends}, axes {axes} and steps {steps} must be "
+               f"non-empty and of one length")
+    if any(not -rank <= a < rank for a in axes) or len({a % rank for a in axes}) != len(axes):
+        b.fail(f"axes {axes} are not distinct axes of its {rank}-D input")
+    if 0 in steps:
+        b.fail(f"steps {steps} contain 0")
+    axes = [a % rank for a in axes]
     big = 2 ** 62
-    begin, end, step = [None] * (max(axes) + 1), [None] * (max(axes) + 1), [None] * (max(axes) + 1)
+    begin, end, step = [None] * rank, [None] * rank, [None] * rank
     for a, s, e, t in zip(axes, starts, ends, steps):
         begin[a] = None if (t > 0 and s == 0) or (t < 0 and s == -1) else s
         end[a] = None if abs(e) >= big else e
@@ -704,7 +865,8 @@ def _split(b, node):
         sizes = b.const(1, "split").reshape(-1)
         if len(set(sizes.tolist())) != 1:
             b.fail(f"unequal split sizes {sizes.tolist()} are not supported")
-    out = b.op("split", b.tensor(0), num_outputs=n, axis=b.attr("axis", 0), name=node.output[0])
+    (axis,) = b.check_axes([b.attr("axis", 0)], what="axis")
+    out = b.op("split", b.tensor(0), num_outputs=n, axis=axis, name=node.output[0])
     return [out[k] for k in range(n)]
 
 
@@ -736,7 +898,15 @@ def _expand(b, node):
     if any(d < 1 for d in shape) or math.prod(shape) > MAX_EXPAND_ELEMENTS:
         b.fail(f"target shape {shape} is empty, negative or larger than "
                f"{MAX_EXPAND_ELEMENTS} elements")
-    return [b.op("broadcast_to", b.tensor(0), shape=tuple(shape), name=node.output[0])]
+    data, rank = b.tensor(0), b.rank(0)
+    if len(shape) > rank:           # ONNX aligns the trailing dims, as NumPy broadcasting
+        for k in range(len(shape) - rank):
+            data = b.op("expand_dims", data, axis=0, name=f"{node.output[0]}_ranked{k}")
+    elif len(shape) < rank:
+        shape = [1] * (rank - len(shape)) + shape
+    # a 1 in ONNX's shape keeps the input's dim: MXNet's code for that is 0
+    return [b.op("broadcast_to", data, shape=tuple(0 if d == 1 else d for d in shape),
+                 name=node.output[0])]
 
 
 @imports("ConstantOfShape")
@@ -772,6 +942,8 @@ def _reduce(b, node):
         if b.attr("noop_with_empty_axes", 0):
             return [b.op("identity", b.tensor(0), name=node.output[0])]
         axes = None
+    else:
+        axes = b.check_axes(axes)
     return [b.op(_REDUCE[node.op_type], b.tensor(0), axis=None if axes is None else tuple(axes),
                  keepdims=keep, name=node.output[0])]
 
@@ -781,6 +953,7 @@ def _norm(b, node):
     axes = b.axes()
     if not axes and b.attr("noop_with_empty_axes", 0):
         b.fail("noop_with_empty_axes=1 is not supported")
+    axes = b.check_axes(axes) if axes else None
     return [b.op("norm", b.tensor(0), ord=1 if node.op_type == "ReduceL1" else 2,
                  axis=tuple(axes) if axes else None, keepdims=bool(b.attr("keepdims", 1)),
                  name=node.output[0])]
@@ -791,7 +964,8 @@ def _argmax(b, node):
     if b.attr("select_last_index", 0):
         b.fail("select_last_index=1 is not supported")
     op = "argmax" if node.op_type == "ArgMax" else "argmin"
-    index = b.op(op, b.tensor(0), axis=b.attr("axis", 0), keepdims=bool(b.attr("keepdims", 1)),
+    (axis,) = b.check_axes([b.attr("axis", 0)], what="axis")
+    index = b.op(op, b.tensor(0), axis=axis, keepdims=bool(b.attr("keepdims", 1)),
                  name=f"{node.output[0]}_float")
     return [b.op("cast", index, dtype="int64", name=node.output[0])]
 
@@ -801,6 +975,8 @@ def _one_hot(b, node):
     if b.attr("axis", -1) != -1:
         b.fail("only OneHot along the last axis (axis=-1) imports")
     depth = int(b.const(1, "depth").reshape(-1)[0])
+    if not 0 < depth <= MAX_EXPAND_ELEMENTS:
+        b.fail(f"depth {depth} is not between 1 and {MAX_EXPAND_ELEMENTS}")
     values = b.const(2, "values").reshape(-1)
     return [b.op("one_hot", b.tensor(0), depth=depth, off_value=float(values[0]),
                  on_value=float(values[1]), dtype=values.dtype.name, name=node.output[0])]
