@@ -232,3 +232,88 @@ def test_a_foreign_expand_keeps_the_dims_its_shape_gives_as_one():
     theirs = run_ort(model, {"x": x})[0]
     assert theirs.shape == (2, 5, 3, 4)
     assert_same(run_imported(model, {"x": x})[0], theirs, "Expand")
+
+
+def _rnn_layers():
+    from straightdope.gluon import rnn
+    return {"lstm 2 layers bidirectional": lambda: rnn.LSTM(5, num_layers=2,
+                                                            bidirectional=True, input_size=3),
+            "gru": lambda: rnn.GRU(5, input_size=3),
+            "gru bidirectional NTC": lambda: rnn.GRU(5, bidirectional=True, input_size=3,
+                                                     layout="NTC"),
+            "rnn relu": lambda: rnn.RNN(5, input_size=3),
+            "rnn tanh 2 layers": lambda: rnn.RNN(5, num_layers=2, activation="tanh",
+                                                 input_size=3)}
+
+
+@pytest.mark.parametrize("name", sorted(_rnn_layers()))
+def test_recurrent_layers_export_as_onnx_recurrent_ops(name, tmp_path):
+    mx.random.seed(1)
+    layer = _rnn_layers()[name]()
+    layer.initialize(mx.init.Uniform(0.5))
+    path = export_block(layer, (4, 2, 3), tmp_path, dynamic_shape=(None, None, 3))
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    ops = [node.op_type for node in model.graph.node]
+    onnx_op = name.split()[0].upper()
+    assert onnx_op in ops and "FullyConnected" not in ops and "MatMul" not in ops
+    for shape in ((4, 2, 3), (7, 5, 3)):          # another length and batch: one file
+        x = np.random.default_rng(shape[0]).normal(size=shape).astype("float32")
+        ours = layer(nd.array(x)).asnumpy()
+        assert ours.std() > 0.01
+        assert_same(ours, run_ort(path, {"data": x})[0], f"{shape}")
+        assert_same(ours, run_imported(model, {"data": x})[0], f"{shape} imported")
+
+
+def _onnx_recurrent(op, direction, hidden=5, channels=3, seed=0, **attrs):
+    from onnx import TensorProto, helper
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    dirs = 2 if direction == "bidirectional" else 1
+    rng = np.random.default_rng(seed)
+    inits = [onnx.numpy_helper.from_array(
+        (rng.normal(size=s) * 0.5).astype("float32"), n)
+        for n, s in (("W", (dirs, gates * hidden, channels)), ("R", (dirs, gates * hidden,
+                                                                     hidden)),
+                     ("B", (dirs, 2 * gates * hidden)))]
+    states = ["h0", "c0"] if op == "LSTM" else ["h0"]
+    outs = ["y", "yh", "yc"] if op == "LSTM" else ["y", "yh"]
+    if op == "GRU":
+        attrs.setdefault("linear_before_reset", 1)
+    node = helper.make_node(op, ["x", "W", "R", "B", ""] + states, outs, name="r",
+                            hidden_size=hidden, direction=direction, **attrs)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                    ["T", "N", channels])]
+        + [helper.make_tensor_value_info(s, TensorProto.FLOAT, [dirs, "N", hidden])
+           for s in states],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    feeds = {"x": rng.normal(size=(6, 2, channels)).astype("float32")}
+    feeds.update({s: rng.normal(size=(dirs, 2, hidden)).astype("float32") for s in states})
+    return model, feeds
+
+
+@pytest.mark.parametrize("op, direction", list(itertools.product(
+    ("LSTM", "GRU", "RNN"), ("forward", "reverse", "bidirectional"))))
+def test_onnx_recurrent_ops_import_as_onnx_runtime_computes_them(op, direction):
+    model, feeds = _onnx_recurrent(op, direction)
+    theirs = run_ort(model, feeds)
+    ours = run_imported(model, feeds)
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert_same(a, b, f"output {k}")
+    relu = _onnx_recurrent("RNN", direction, activations=["Relu"] * (1 + (direction ==
+                                                                           "bidirectional")))
+    for a, b in zip(run_imported(*relu), run_ort(*relu)):
+        assert_same(a, b, "relu")
+
+
+def test_onnx_recurrent_settings_we_do_not_compute_are_refused():
+    for op, attrs, why in (("GRU", {"linear_before_reset": 0}, "linear_before_reset"),
+                           ("LSTM", {"clip": 1.0}, "clip"),
+                           ("LSTM", {"input_forget": 1}, "input_forget"),
+                           ("RNN", {"activations": ["Sigmoid"]}, "activations")):
+        model, _ = _onnx_recurrent(op, "forward", **attrs)
+        with pytest.raises(sdonnx.OnnxImportError, match=f"node 'r' \\({op}\\).*{why}"):
+            onnx_to_symbol(model)

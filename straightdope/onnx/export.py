@@ -114,6 +114,15 @@ class Emitter:
         other = self.varied.nodes[src].shapes[out]
         return {a for a, (d1, d2) in enumerate(zip(self.in_shape(k), other)) if d1 != d2}
 
+    def param_of(self, entry):
+        """The value of a graph input that is a parameter, else None."""
+        src = self.graph.nodes[entry[0]]
+        return self.params.get(src.name) if src.is_var else None
+
+    def value_of(self, entry):
+        """The ONNX name of an already emitted value (node id, output index)."""
+        return self.values[tuple(entry)]
+
     def fail(self, why):
         node = self.node
         raise OnnxExportError(f"node '{node.name}' ({node.op.name}): {why}")
@@ -142,10 +151,12 @@ def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic
     varied = _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims)
 
     e = Emitter(annotated, varied)
-    values = {}                            # (node id, output index) -> ONNX value name
+    e.params = params
+    e.values = values = {}                 # (node id, output index) -> ONNX value name
     inputs = _emit_inputs(e, values, params, dynamic_dims)
     _emit_op_nodes(e, values)
     outputs = _emit_outputs(e, values)
+    _drop_unread(e.nodes, {o.name for o in outputs})
     # A parameter no node reads (BatchNorm's gamma under fix_gamma=True) is left out.
     read = {name for node in e.nodes for name in node.input}
     initializers = [t for t in e.initializers if t.name in read]
@@ -154,6 +165,17 @@ def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic
                               opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = min(model.ir_version, 10)      # what ONNX Runtime 1.20+ reads
     return model
+
+
+def _drop_unread(nodes, outputs):
+    """Remove the nodes whose values nothing reads (the input projection that an ONNX
+    LSTM node computes itself), walking back from the graph's outputs."""
+    read, keep = set(outputs), []
+    for node in reversed(nodes):
+        if read.intersection(node.output):
+            keep.append(node)
+            read.update(node.input)
+    nodes[:] = keep[::-1]
 
 
 def _input_facts(graph, params, in_shapes, in_types):
@@ -244,10 +266,11 @@ def _no_translation(node) -> str:
     if node.subgraphs:
         return (f"node '{node.name}': op {node.op.name} is control flow (it runs "
                 f"{len(node.subgraphs)} subgraph(s)), and exporting loops and branches to "
-                f"ONNX (its Loop, Scan and If operators) is not implemented. For a fixed "
-                f"sequence length, build the model from cells and unroll them "
-                f"(cell.unroll(length, inputs, merge_outputs=True), e.g. rnn.LSTMCell "
-                f"instead of rnn.LSTM): that graph has no loop node and exports. Or keep the "
+                f"ONNX (its Loop, Scan and If operators) is not implemented; only the loops "
+                f"of the rnn.LSTM, GRU and RNN layers export (as ONNX LSTM, GRU, RNN). For "
+                f"a fixed sequence length, build the model from cells and unroll them "
+                f"(cell.unroll(length, inputs, merge_outputs=True)): that graph has no loop "
+                f"node and exports. Or keep the "
                 f"loop: export() writes MXNet's JSON, which SymbolBlock.imports reads back.")
     return (f"node '{node.name}': op {node.op.name} has no ONNX translation; the ops that "
             f"export are listed by straightdope.onnx.export_coverage()")
@@ -602,6 +625,14 @@ def _slice(e, node, x, out):
                     e.ints(range(len(starts)), "axes"), e.ints(steps, "steps")], out)
 
 
+@translates("reverse", "flip")
+def _reverse(e, node, x, out):
+    axes = [a % len(e.in_shape(0)) for a in node.attrs["axis"]]
+    n = len(axes)
+    e.add("Slice", [x[0], e.ints([-1] * n, "starts"), e.ints([-2 ** 63] * n, "ends"),
+                    e.ints(axes, "axes"), e.ints([-1] * n, "steps")], out)
+
+
 @translates("split", "SliceChannel")
 def _split(e, node, x, out):
     a = node.attrs
@@ -736,3 +767,107 @@ def _one_hot(e, node, x, out):
     index = e.add("Cast", [x[0]], to=_onnx_dtype(np.int64))
     values = e.const([a["off_value"], a["on_value"]], a["dtype"], "values")
     e.add("OneHot", [index, e.ints([a["depth"]], "depth"), values], out, axis=-1)
+
+
+# ------------------------------------------------------------ recurrent layers
+# ONNX orders the gates differently: ONNX block j holds our block _GATE_ORDER[kind][j].
+_GATE_ORDER = {"lstm": [0, 3, 1, 2],       # ours i, f, g, o -> ONNX i, o, f, c
+               "gru": [1, 0, 2],           # ours r, z, n -> ONNX z, r, h
+               "rnn_relu": [0], "rnn_tanh": [0]}
+_ONNX_RNN = {"lstm": "LSTM", "gru": "GRU", "rnn_relu": "RNN", "rnn_tanh": "RNN"}
+
+
+def _body_form(body):
+    """A loop body's structure without its names: ops, attributes, wiring."""
+    from ..symbol.symbol import topological
+    nodes = topological(body._outputs)
+    index = {id(n): k for k, n in enumerate(nodes)}
+    names = body.list_inputs()
+    form = [("var", names.index(n.name)) if n.is_var else
+            (n.op.name, sorted((k, repr(v)) for k, v in n.attrs.items() if k != "subgraphs"),
+             [(index[id(i)], k) for i, k in n.inputs]) for n in nodes]
+    return form + [[(index[id(n)], k) for n, k in body._outputs]]
+
+
+def _layer_kind(node, hidden):
+    """Which of rnn.LSTM/GRU/RNN wrote this loop: the one whose own loop, traced with
+    the same hidden size, has exactly this body (None if none does)."""
+    from .. import symbol
+    from ..gluon import rnn
+    from ..symbol.symbol import topological
+    locs = ("in_data_locs", "in_state_locs", "remain_locs", "num_out_data")
+    form = _body_form(node.subgraphs[0])
+    for kind, layer in (("lstm", rnn.LSTM(hidden)), ("gru", rnn.GRU(hidden)),
+                        ("rnn_relu", rnn.RNN(hidden)), ("rnn_tanh", rnn.RNN(hidden,
+                                                                             activation="tanh"))):
+        traced = layer(symbol.var("data"))
+        loop = next(n for n in topological(traced._outputs) if n.subgraphs)
+        if all(loop.attrs[k] == node.attrs[k] for k in locs) \
+                and _body_form(loop.subgraphs[0]) == form:
+            return kind
+    return None
+
+
+@translates("_foreach")
+def _foreach(e, node, x, out):
+    """The loop of one layer and direction of rnn.LSTM/GRU/RNN: one ONNX LSTM/GRU/RNN
+    node, which also does the input projection (the FullyConnected before the loop)."""
+    a, graph = node.attrs, e.graph
+    n_states = len(a["in_state_locs"])
+    body_names = node.subgraphs[0].list_inputs()
+    remain = {body_names[loc]: k for k, loc in enumerate(a["remain_locs"])}
+    fc = next((n for n in _body_nodes(node) if n.op is not None
+               and n.op.name == "FullyConnected"), None)
+    weights = []                               # the hidden projection's weight and bias
+    for var, _ in (fc.inputs[1:] if fc is not None else ()):
+        k = remain.get(var.name)
+        weights.append(None if k is None else e.param_of(node.inputs[1 + n_states + k]))
+    hidden = weights[0].shape[1] if len(weights) == 2 and weights[0] is not None \
+        and weights[0].ndim == 2 else None
+    kind = None if hidden is None or any(w is None for w in weights) \
+        else _layer_kind(node, hidden)
+    if kind is None:
+        raise OnnxExportError(_no_translation(node))
+    # the loop's sequence: FullyConnected(x) (the input projection), maybe reversed
+    source = graph.nodes[node.inputs[0][0]]
+    reverse = source.op.name == "reverse"
+    if reverse:
+        if tuple(source.attrs["axis"]) not in ((0,),):
+            e.fail("the reversed input projection is not reversed along time")
+        source = graph.nodes[source.inputs[0][0]]
+    if source.op.name != "FullyConnected" or source.attrs["flatten"] \
+            or source.attrs["no_bias"]:
+        e.fail("its sequence is not the input projection (FullyConnected) of a recurrent "
+               "layer")
+    i2h_w, i2h_b = (e.param_of(entry) for entry in source.inputs[1:3])
+    if i2h_w is None or i2h_b is None:
+        e.fail("the input projection's weight and bias must be parameters")
+    order = _GATE_ORDER[kind]
+
+    def gates(w):                   # our gate blocks in ONNX's order, with a direction axis
+        return np.concatenate([w[k * hidden:(k + 1) * hidden] for k in order])[None]
+
+    h2h_w, h2h_b = weights
+    data = e.value_of(source.inputs[0])
+    if reverse:
+        data = e.add("Slice", [data, e.ints([-1], "starts"), e.ints([-2 ** 63], "ends"),
+                               e.ints([0], "axes"), e.ints([-1], "steps")])
+    states = [e.add("Unsqueeze", [x[1 + k], e.ints([0], "axes")]) for k in range(n_states)]
+    inputs = [data, e.const(gates(i2h_w), hint="W"), e.const(gates(h2h_w), hint="R"),
+              e.const(np.concatenate([gates(i2h_b), gates(h2h_b)], axis=1), hint="B"), "",
+              *states]
+    attrs = {"hidden_size": hidden, "direction": "forward"}
+    if kind == "gru":
+        attrs["linear_before_reset"] = 1        # ours applies the reset after h2h, as cuDNN
+    elif kind != "lstm":
+        attrs["activations"] = ["Relu" if kind == "rnn_relu" else "Tanh"]
+    results = [e.fresh("Y"), e.fresh("Y_h")] + ([e.fresh("Y_c")] if kind == "lstm" else [])
+    e.add(_ONNX_RNN[kind], inputs, results, **attrs)
+    e.add("Squeeze", [results[0], e.ints([1], "axes")], [out[0]])
+    for k, name in enumerate(out[1:]):
+        e.add("Squeeze", [results[1 + k], e.ints([0], "axes")], [name])
+
+
+def _body_nodes(node):
+    from ..symbol.symbol import topological
+    return topological(node.subgraphs[0]._outputs)

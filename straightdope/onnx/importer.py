@@ -135,6 +135,8 @@ class Builder:
                 value = helper.get_attribute_value(a)
                 if isinstance(value, bytes):
                     value = value.decode("utf-8", "replace")
+                elif isinstance(value, list) and value and isinstance(value[0], bytes):
+                    value = [v.decode("utf-8", "replace") for v in value]
                 if hasattr(value, "dims"):
                     value = tensor_to_array(value, f"{self.source}: node '{self.node.name}'")
                 return value
@@ -980,3 +982,83 @@ def _one_hot(b, node):
     values = b.const(2, "values").reshape(-1)
     return [b.op("one_hot", b.tensor(0), depth=depth, off_value=float(values[0]),
                  on_value=float(values[1]), dtype=values.dtype.name, name=node.output[0])]
+
+
+# ---------------------------------------------------------- recurrent ops
+_RNN_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+_DEFAULT_ACTIVATIONS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"],
+                        "RNN": ["Tanh"]}
+
+
+@imports("LSTM", "GRU", "RNN")
+def _recurrent(b, node):
+    """ONNX's recurrent ops as the graph of our rnn.LSTM/GRU/RNN layer (one loop per
+    direction), with the weights put back in our gate order."""
+    from ..gluon import rnn
+    from .export import _GATE_ORDER
+    op = node.op_type
+    direction = b.attr("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        b.fail(f"direction {direction!r} is not forward, reverse or bidirectional")
+    unsupported = [name for name in ("clip", "activation_alpha", "activation_beta")
+                   if b.attr(name) is not None]
+    if b.attr("layout", 0):
+        unsupported.append("layout=1")
+    if op == "LSTM" and (b.attr("input_forget", 0) or b.has_input(7)):
+        unsupported.append("input_forget / peepholes (P)")
+    if op == "GRU" and not b.attr("linear_before_reset", 0):
+        unsupported.append("linear_before_reset=0 (ours applies the reset after the hidden "
+                           "projection, linear_before_reset=1)")
+    if b.has_input(4):
+        unsupported.append("sequence_lens")
+    if unsupported:
+        b.fail(f"{', '.join(unsupported)} not supported")
+    dirs = 2 if direction == "bidirectional" else 1
+    activations = list(b.attr("activations", _DEFAULT_ACTIVATIONS[op] * dirs))
+    kind = {"LSTM": "lstm", "GRU": "gru"}.get(op)
+    if op == "RNN" and activations in (["Relu"] * dirs, ["Tanh"] * dirs):
+        kind = "rnn_" + activations[0].lower()
+    elif activations != _DEFAULT_ACTIVATIONS[op] * dirs:
+        kind = None
+    if kind is None:
+        b.fail(f"activations {activations} are not supported")
+    w, r = b.const(1, "W"), b.const(2, "R")
+    gates = _RNN_GATES[op]
+    hidden = b.attr("hidden_size", r.shape[-1] if r.ndim == 3 else 0)
+    rows = gates * hidden
+    bias = b.const(3, "B") if b.has_input(3) else np.zeros((dirs, 2 * rows), w.dtype)
+    if w.ndim != 3 or w.shape[:2] != (dirs, rows) or r.shape != (dirs, rows, hidden) \
+            or bias.shape != (dirs, 2 * rows):
+        b.fail(f"W {w.shape}, R {r.shape} and B {bias.shape} do not fit {dirs} direction(s) "
+               f"of {gates} gate(s) of hidden_size {hidden}")
+    back = np.argsort(_GATE_ORDER[kind])                # ONNX's gate order -> ours
+
+    def ours(array):
+        return np.ascontiguousarray(np.concatenate(
+            [array[k * hidden:(k + 1) * hidden] for k in back]))
+
+    params = {}
+    for d, side in enumerate("lr"[:dirs]):
+        for key, value in (("i2h_weight", w[d]), ("h2h_weight", r[d]),
+                           ("i2h_bias", bias[d, :rows]), ("h2h_bias", bias[d, rows:])):
+            name = f"{node.name}_{side}0_{key}"
+            b.constants[name] = ours(value)
+            params[f"{side}0_{key}"] = b.value(name)
+    layer = {"lstm": rnn.LSTM, "gru": rnn.GRU}.get(kind, rnn.RNN)(
+        hidden, bidirectional=dirs == 2, prefix=f"{node.name}_",
+        **({"activation": kind[4:]} if op == "RNN" else {}))
+    x = b.tensor(0)
+    if direction == "reverse":
+        x = b.op("reverse", x, axis=(0,), name=f"{node.name}_reversed")
+    with layer.name_scope():
+        states = [b.tensor(k) for k in (5, 6)[:2 if op == "LSTM" else 1] if b.has_input(k)]
+        if len(states) != (2 if op == "LSTM" else 1):
+            states = layer._zero_states(b.sym, x)
+        y, last = layer.hybrid_forward(b.sym, x, list(states), **params)
+    if direction == "reverse":
+        y = b.op("reverse", y, axis=(0,), name=f"{node.name}_y_reversed")
+    # ours: (T, N, dirs * hidden); ONNX: (T, dirs, N, hidden)
+    y = b.op("transpose", b.op("reshape", y, shape=(0, 0, dirs, hidden),
+                               name=f"{node.name}_y_split"), axes=(0, 2, 1, 3),
+             name=node.output[0] or f"{node.name}_Y")
+    return [y] + list(last)
