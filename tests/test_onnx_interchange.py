@@ -317,3 +317,91 @@ def test_onnx_recurrent_settings_we_do_not_compute_are_refused():
         model, _ = _onnx_recurrent(op, "forward", **attrs)
         with pytest.raises(sdonnx.OnnxImportError, match=f"node 'r' \\({op}\\).*{why}"):
             onnx_to_symbol(model)
+
+
+# ------------------------------------- item 4: PyTorch's shape arithmetic, GELU as Erf
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "torch"
+
+
+@pytest.mark.parametrize("name", ["view_flatten", "gelu_opset17"])
+def test_torch_exports_import_and_equal_torch_and_onnx_runtime(name):
+    """Made by tests/fixtures/torch/make_fixtures.py: x.view(x.size(0), -1) after a
+    ceil_mode MaxPool, and nn.GELU at opset 17 (Erf), each with a dynamic batch."""
+    path = FIXTURES / f"{name}.onnx"
+    ops = {node.op_type for node in onnx.load(path).graph.node}
+    assert ({"Shape", "Gather", "Unsqueeze", "Concat", "Reshape"} <= ops
+            if name == "view_flatten" else "Erf" in ops)
+    saved = np.load(FIXTURES / f"{name}.npz")
+    net = sdonnx.import_model(path)
+    net.hybridize(executor="numpy")
+    assert_same(net(nd.array(saved["x"])).asnumpy(), saved["y"], "torch's output")
+    x = np.random.default_rng(0).normal(size=(7,) + saved["x"].shape[1:]).astype("float32")
+    assert_same(net(nd.array(x)).asnumpy(), run_ort(path, {"x": x})[0], "another batch")
+
+
+def _shape_graph(nodes, initializers, in_shape):
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.asarray(v), k) for k, v in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return model
+
+
+def test_tf2onnx_style_shape_arithmetic_folds_to_constants_and_reshape_codes():
+    """Shape with start, Slice, Cast, Mul, Concat, Range and ConstantOfShape: the known
+    dims fold to numbers, the batch stays the input's own dim (reshape code 0)."""
+    from onnx import helper
+    n = helper.make_node
+    nodes = [n("Shape", ["x"], ["s"], start=0),
+             n("Slice", ["s", "one", "three"], ["hw"]),               # [C, H] known
+             n("Cast", ["hw"], ["hw64"], to=onnx.TensorProto.INT64),
+             n("ReduceProd", ["hw64"], ["chw"], keepdims=1),
+             n("Gather", ["s", "zero"], ["batch"]),
+             n("Unsqueeze", ["batch", "axes0"], ["batch1"]),
+             n("Concat", ["batch1", "chw"], ["target"], axis=0),
+             n("Reshape", ["x", "target"], ["flat"]),
+             n("Range", ["r0", "r1", "r2"], ["positions"]),           # 0 .. C*H-1
+             n("Cast", ["positions"], ["positions_f"], to=onnx.TensorProto.FLOAT),
+             n("ConstantOfShape", ["chw"], ["ones"],
+               value=onnx.numpy_helper.from_array(np.array([0.5], "float32"))),
+             n("Add", ["positions_f", "ones"], ["offset"]),
+             n("Add", ["flat", "offset"], ["y"])]
+    init = {"one": np.array([1]), "three": np.array([3]), "zero": np.array(0),
+            "axes0": np.array([0]), "r0": np.array(0), "r1": np.array(12), "r2": np.array(1)}
+    model = _shape_graph(nodes, init, ["N", 3, 4])
+    for batch in (1, 5):
+        x = np.random.default_rng(batch).normal(size=(batch, 3, 4)).astype("float32")
+        theirs = run_ort(model, {"x": x})[0]
+        assert theirs.shape == (batch, 12)
+        assert_same(run_imported(model, {"x": x})[0], theirs, f"batch {batch}")
+
+
+def test_shape_arithmetic_that_needs_a_run_time_dim_is_refused_by_name():
+    from onnx import helper
+    n = helper.make_node
+    arithmetic = [n("Shape", ["x"], ["s"]), n("Gather", ["s", "zero"], ["b"]),
+                  n("Mul", ["b", "two"], ["b2"], name="double"),
+                  n("Unsqueeze", ["b2", "axes0"], ["t"]), n("Reshape", ["x", "t"], ["y"])]
+    init = {"zero": np.array(0), "two": np.array(2), "axes0": np.array([0])}
+    with pytest.raises(sdonnx.OnnxImportError, match="node 'double' .*not known at import"):
+        onnx_to_symbol(_shape_graph(arithmetic, init, ["N", 3]))
+    elsewhere = [n("Shape", ["x"], ["s"]), n("Gather", ["s", "zero"], ["b"]),
+                 n("Unsqueeze", ["b", "axes0"], ["b1"]),
+                 n("Concat", ["minus", "b1"], ["t"], axis=0),
+                 n("Reshape", ["x", "t"], ["y"], name="r")]
+    init = {"zero": np.array(0), "minus": np.array([-1]), "axes0": np.array([0])}
+    with pytest.raises(sdonnx.OnnxImportError, match=r"node 'r' .*x\.shape\[0\]"):
+        onnx_to_symbol(_shape_graph(elsewhere, init, ["N", 3]))
+
+
+def test_erf_exports_and_imports(tmp_path):
+    out = sym.erf(sym.var("data"))
+    path = str(tmp_path / "erf.onnx")
+    sdonnx.export_model(out, {}, [(2, 5)], np.float32, path)
+    x = np.linspace(-3, 3, 10, dtype="float32").reshape(2, 5)
+    ours = out.eval(data=nd.array(x))[0].asnumpy()
+    assert_same(ours, run_ort(path, {"data": x})[0], "ONNX Runtime")
+    assert_same(ours, run_imported(onnx.load(path), {"data": x})[0], "imported")

@@ -299,7 +299,7 @@ def _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims):
 # ------------------------------------------------------------ translators
 _UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "softrelu": "Softplus",
           "softsign": "Softsign", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs",
-          "negative": "Neg", "sign": "Sign", "sin": "Sin", "cos": "Cos",
+          "negative": "Neg", "sign": "Sign", "sin": "Sin", "cos": "Cos", "erf": "Erf",
           "identity": "Identity", "_copy": "Identity", "BlockGrad": "Identity",
           "stop_gradient": "Identity"}
 

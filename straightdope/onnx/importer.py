@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from ..ops import OpError
+from .folding import FOLDS, Dim, fold
 
 MIN_OPSET, MAX_OPSET = 13, 23     # Softmax has today's meaning from opset 13 on
 MAX_FILE_BYTES = 2 ** 31 - 1      # protobuf's own limit for one message
@@ -112,6 +113,7 @@ class Builder:
         self.values = {}               # value name -> Symbol
         self.params = {}               # parameter name -> numpy array
         self.shape_of = {}             # value name -> Symbol whose shape it is (Shape op)
+        self.dims = {}                 # value name -> shape arithmetic with run-time dims
         self.unsqueezed = {}           # value name -> (Symbol before Unsqueeze, axes)
         self.node = None
         self.declared = {}             # graph input name -> its shape (None: symbolic dim)
@@ -158,6 +160,9 @@ class Builder:
             self.params[name] = array
             self.values[name] = self.sym.var(name, shape=array.shape, dtype=array.dtype)
             return self.values[name]
+        if name in self.dims:
+            self.fail(f"input '{name}' is shape arithmetic on dims known only at run time "
+                      f"({self.dims[name].tolist()}); only Reshape and Expand take it")
         self.fail(f"input '{name}' is neither a graph input, an initializer nor the output "
                   f"of an earlier node")
 
@@ -304,7 +309,7 @@ def check_nodes(model, source, opset):
 
         if node.domain not in ("", "ai.onnx"):
             fail(f"operator domain '{node.domain}' is not supported")
-        if node.op_type not in IMPORTERS:
+        if node.op_type not in IMPORTERS and node.op_type not in FOLDS:
             fail(f"op {node.op_type} is not supported; the ONNX ops that import are listed "
                  f"by straightdope.onnx.import_coverage()")
         try:
@@ -374,6 +379,11 @@ def onnx_to_symbol(model, source="<model>"):
                                            for d in dims)
     for node in model.graph.node:
         b.node = node
+        if fold(b, node):                     # shape arithmetic, computed now
+            continue
+        if node.op_type not in IMPORTERS:
+            b.fail(f"imports only when its inputs are known at import (constants or "
+                   f"shapes), as shape arithmetic")
         try:
             outputs = IMPORTERS[node.op_type](b, node)
         except (IndexError, KeyError, TypeError, ValueError, OverflowError) as err:
@@ -420,7 +430,7 @@ def import_to_gluon(path, ctx=None):
 # ------------------------------------------------------------------ ops
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softsign": "softsign",
           "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Abs": "abs", "Neg": "negative",
-          "Sign": "sign", "Sin": "sin", "Cos": "cos", "Identity": "identity"}
+          "Sign": "sign", "Sin": "sin", "Cos": "cos", "Identity": "identity", "Erf": "erf"}
 
 
 @imports(*_UNARY)
@@ -740,7 +750,15 @@ def _flatten(b, node):
 def _reshape(b, node):
     if node.input[1] in b.shape_of:
         return [b.op("reshape_like", b.tensor(0), b.shape_of[node.input[1]], name=node.output[0])]
-    shape = [int(d) for d in b.const(1, "shape").reshape(-1)]
+    if node.input[1] in b.dims:           # a dim of the data known only at run time: code 0
+        shape = []
+        for k, d in enumerate(b.dims[node.input[1]].reshape(-1)):
+            if isinstance(d, Dim) and (d.name, d.axis) != (node.input[0], k):
+                b.fail(f"the target shape's dim {k} is {d}, known only at run time; only "
+                       f"the data's own dim at the same place imports (MXNet's code 0)")
+            shape.append(0 if isinstance(d, Dim) else int(d))
+    else:
+        shape = [int(d) for d in b.const(1, "shape").reshape(-1)]
     if b.attr("allowzero", 0) and 0 in shape:
         b.fail("allowzero=1 with a 0 in the shape (an empty dim) is not supported")
     if any(d < -1 for d in shape):
