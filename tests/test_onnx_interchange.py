@@ -405,3 +405,31 @@ def test_erf_exports_and_imports(tmp_path):
     ours = out.eval(data=nd.array(x))[0].asnumpy()
     assert_same(ours, run_ort(path, {"data": x})[0], "ONNX Runtime")
     assert_same(ours, run_imported(onnx.load(path), {"data": x})[0], "imported")
+
+
+# ------------------------------------------------------ item 5: ConvTranspose
+DECONVS = [dict(channels=4, kernel_size=3),
+           dict(channels=4, kernel_size=3, strides=2, padding=1, output_padding=1),
+           dict(channels=6, kernel_size=(2, 3), strides=(2, 1), groups=2, use_bias=False),
+           dict(channels=3, kernel_size=3, dilation=2, padding=2, strides=3,
+                output_padding=2)]
+
+
+@pytest.mark.parametrize("k", range(len(DECONVS)))
+def test_conv2d_transpose_exports_as_conv_transpose_and_imports_back(k, tmp_path):
+    mx.random.seed(k)
+    net = nn.Conv2DTranspose(in_channels=2 if DECONVS[k].get("groups") else 3,
+                             **DECONVS[k])
+    net.initialize(mx.init.Uniform(0.5))
+    shape = (2, net.weight.shape[0], 5, 6)
+    path = export_block(net, shape, tmp_path)
+    model = onnx.load(path)
+    onnx.checker.check_model(model, full_check=True)
+    assert [node.op_type for node in model.graph.node] == ["ConvTranspose"]
+    for batch in (2, 3):
+        x = np.random.default_rng(batch).normal(size=(batch,) + shape[1:]).astype("float32")
+        ours = net(nd.array(x)).asnumpy()
+        assert_same(ours, run_ort(path, {"data": x})[0], "ONNX Runtime")
+        if not DECONVS[k].get("groups"):    # onnx's reference evaluator has no groups here
+            assert_same(ours, run_reference(path, {"data": x})[0], "reference evaluator")
+        assert_same(ours, run_imported(model, {"data": x})[0], "imported")

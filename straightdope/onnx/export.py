@@ -444,6 +444,22 @@ def _convolution(e, node, x, out):
     e.add("Conv", x, out, group=node.attrs["num_group"], **attrs)
 
 
+@translates("Deconvolution")
+def _deconvolution(e, node, x, out):
+    """ConvTranspose: the same weight layout (in, out / groups, kernel...); adj is ONNX's
+    output_padding. A target_shape is written only if the attributes give it anyway."""
+    a = node.attrs
+    attrs = _window_attrs(node, a["kernel"])
+    adj = list(a["adj"] or ()) or [0] * len(a["kernel"])
+    made = [(n - 1) * s - 2 * p + d * (k - 1) + 1 + j for n, k, s, p, d, j in zip(
+        e.in_shape()[2:], attrs["kernel_shape"], attrs["strides"],
+        attrs["pads"][:len(adj)], attrs["dilations"], adj)]
+    if a["target_shape"] and list(a["target_shape"]) != made:
+        e.fail(f"target_shape {tuple(a['target_shape'])} differs from the size {tuple(made)} "
+               f"that kernel, stride, pad and adj give; give pad and adj instead")
+    e.add("ConvTranspose", x, out, group=a["num_group"], output_padding=adj, **attrs)
+
+
 @translates("Pooling")
 def _pooling(e, node, x, out):
     kind, a = node.attrs["pool_type"], node.attrs

@@ -615,6 +615,27 @@ def _conv(b, node):
     return [b.op("Convolution", b.tensor(0), b.tensor(1), *bias, name=node.output[0], **attrs)]
 
 
+@imports("ConvTranspose")
+def _conv_transpose(b, node):
+    """Deconvolution: the same weight layout; output_padding is MXNet's adj."""
+    weight = b.const(1, "weight")
+    if not 3 <= weight.ndim <= 5:
+        b.fail(f"the weight must have 3 to 5 dims (channels, filters, kernel), got shape "
+               f"{weight.shape}")
+    if b.attr("output_shape") is not None:
+        b.fail("output_shape is not supported; give pads and output_padding")
+    n, group = weight.ndim - 2, b.attr("group", 1)
+    attrs = dict(kernel=tuple(b.attr("kernel_shape", weight.shape[2:])),
+                 stride=tuple(b.attr("strides", [1] * n)),
+                 dilate=tuple(b.attr("dilations", [1] * n)), pad=_symmetric_pads(b, n),
+                 adj=tuple(b.attr("output_padding", [0] * n)),
+                 num_filter=weight.shape[1] * group, num_group=group,
+                 no_bias=not b.has_input(2))
+    bias = [b.tensor(2)] if b.has_input(2) else []
+    return [b.op("Deconvolution", b.tensor(0), b.tensor(1), *bias, name=node.output[0],
+                 **attrs)]
+
+
 @imports("MaxPool", "AveragePool")
 def _pool(b, node):
     kernel = tuple(b.attr("kernel_shape"))
