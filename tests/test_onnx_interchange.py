@@ -323,19 +323,24 @@ def test_onnx_recurrent_settings_we_do_not_compute_are_refused():
 FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures" / "torch"
 
 
-@pytest.mark.parametrize("name", ["view_flatten", "gelu_opset17"])
+TORCH_OPS = {"view_flatten": {"Shape", "Gather", "Unsqueeze", "Concat", "Reshape", "MaxPool"},
+             "gelu_opset17": {"Erf"},
+             "lstm_gru": {"LSTM", "GRU", "ConstantOfShape", "Slice"}}
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_OPS))
 def test_torch_exports_import_and_equal_torch_and_onnx_runtime(name):
     """Made by tests/fixtures/torch/make_fixtures.py: x.view(x.size(0), -1) after a
-    ceil_mode MaxPool, and nn.GELU at opset 17 (Erf), each with a dynamic batch."""
+    ceil_mode MaxPool, nn.GELU at opset 17 (Erf), nn.LSTM + nn.GRU, with a dynamic batch
+    (and sequence length)."""
     path = FIXTURES / f"{name}.onnx"
-    ops = {node.op_type for node in onnx.load(path).graph.node}
-    assert ({"Shape", "Gather", "Unsqueeze", "Concat", "Reshape"} <= ops
-            if name == "view_flatten" else "Erf" in ops)
+    assert TORCH_OPS[name] <= {node.op_type for node in onnx.load(path).graph.node}
     saved = np.load(FIXTURES / f"{name}.npz")
     net = sdonnx.import_model(path)
     net.hybridize(executor="numpy")
     assert_same(net(nd.array(saved["x"])).asnumpy(), saved["y"], "torch's output")
-    x = np.random.default_rng(0).normal(size=(7,) + saved["x"].shape[1:]).astype("float32")
+    shape = (4, 5, 3) if name == "lstm_gru" else (7,) + saved["x"].shape[1:]
+    x = np.random.default_rng(0).normal(size=shape).astype("float32")
     assert_same(net(nd.array(x)).asnumpy(), run_ort(path, {"x": x})[0], "another batch")
 
 
@@ -447,3 +452,24 @@ def test_docs_onnx_md_names_every_op_that_exports_and_imports():
         missing = [op for op in ops if not any(fnmatch.fnmatchcase(op, pattern)
                                                for pattern in named)]
         assert not missing, missing
+
+
+def test_expand_and_constant_of_shape_to_a_run_time_batch():
+    """torch.zeros(x.size(0), 3, 4) and bias.expand(x.size(0), 3, -1)-style graphs."""
+    from onnx import helper
+    n = helper.make_node
+    nodes = [n("Shape", ["x"], ["s"]), n("Gather", ["s", "zero"], ["b"]),
+             n("Unsqueeze", ["b", "axes0"], ["b1"]),
+             n("Concat", ["b1", "three_one"], ["t"], axis=0),
+             n("Expand", ["bias", "t"], ["grown"]),                     # (N, 3, 4)
+             n("Concat", ["b1", "three_four"], ["t2"], axis=0),
+             n("ConstantOfShape", ["t2"], ["filled"],
+               value=onnx.numpy_helper.from_array(np.array([2.0], "float32"))),
+             n("Add", ["grown", "filled"], ["g2"]), n("Add", ["g2", "x"], ["y"])]
+    init = {"zero": np.array(0), "axes0": np.array([0]), "three_one": np.array([3, 1]),
+            "three_four": np.array([3, 4]),
+            "bias": np.arange(4, dtype="float32").reshape(1, 1, 4)}
+    model = _shape_graph(nodes, init, ["N", 3, 4])
+    for batch in (1, 6):
+        x = np.random.default_rng(batch).normal(size=(batch, 3, 4)).astype("float32")
+        assert_same(run_imported(model, {"x": x})[0], run_ort(model, {"x": x})[0], str(batch))

@@ -935,7 +935,9 @@ def _shape(b, node):
 def _expand(b, node):
     if node.input[1] in b.shape_of:
         return [b.op("broadcast_like", b.tensor(0), b.shape_of[node.input[1]], name=node.output[0])]
-    shape = [int(d) for d in b.const(1, "shape").reshape(-1)]
+    dims = b.dims[node.input[1]].reshape(-1) if node.input[1] in b.dims \
+        else b.const(1, "shape").reshape(-1)
+    shape = [1 if isinstance(d, Dim) else int(d) for d in dims]     # run-time dims later
     if any(d < 1 for d in shape) or math.prod(shape) > MAX_EXPAND_ELEMENTS:
         b.fail(f"target shape {shape} is empty, negative or larger than "
                f"{MAX_EXPAND_ELEMENTS} elements")
@@ -945,20 +947,46 @@ def _expand(b, node):
             data = b.op("expand_dims", data, axis=0, name=f"{node.output[0]}_ranked{k}")
     elif len(shape) < rank:
         shape = [1] * (rank - len(shape)) + shape
+        dims = [1] * (rank - len(dims)) + list(dims)
     # a 1 in ONNX's shape keeps the input's dim: MXNet's code for that is 0
-    return [b.op("broadcast_to", data, shape=tuple(0 if d == 1 else d for d in shape),
-                 name=node.output[0])]
+    out = b.op("broadcast_to", data, shape=tuple(0 if d == 1 else d for d in shape),
+               name=f"{node.output[0]}_fixed" if any(isinstance(d, Dim) for d in dims)
+               else node.output[0])
+    return [_run_time_dims(b, out, dims, node.output[0])]
+
+
+def _run_time_dims(b, data, dims, name):
+    """`data` broadcast along each axis whose target is a run-time Dim, to that dim."""
+    by_value = {}
+    for k, d in enumerate(dims):
+        if isinstance(d, Dim):
+            by_value.setdefault(d.name, []).append((k, d.axis))
+    for n, (value, pairs) in enumerate(by_value.items()):
+        data = b.op("broadcast_like", data, b.value(value),
+                    lhs_axes=tuple(k for k, _ in pairs), rhs_axes=tuple(a for _, a in pairs),
+                    name=name if n == len(by_value) - 1 else f"{name}_like{n}")
+    return data
 
 
 @imports("ConstantOfShape")
 def _constant_of_shape(b, node):
-    like = b.shape_of.get(node.input[0])
+    """Of a shape with dims known only at run time (the rest are constants, folded):
+    the value broadcast along those dims, from the values they belong to."""
+    if node.input[0] in b.shape_of:
+        like = b.shape_of[node.input[0]]
+        value = b.attr("value")
+        value = 0.0 if value is None else float(np.asarray(value).reshape(-1)[0])
+        if value in (0.0, 1.0):
+            return [b.op("ones_like" if value else "zeros_like", like, name=node.output[0])]
+    dims = b.dims[node.input[0]].reshape(-1)
     value = b.attr("value")
-    value = 0.0 if value is None else float(np.asarray(value).reshape(-1)[0])
-    if like is None or value not in (0.0, 1.0):
-        b.fail("only ConstantOfShape(Shape(x)) filled with 0 or 1 imports (zeros_like, "
-               "ones_like)")
-    return [b.op("ones_like" if value else "zeros_like", like, name=node.output[0])]
+    value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+    fixed = [1 if isinstance(d, Dim) else int(d) for d in dims]
+    if any(d < 0 for d in fixed) or math.prod(fixed) > MAX_EXPAND_ELEMENTS:
+        b.fail(f"shape {dims.tolist()} is negative or too large")
+    base = f"{node.output[0]}_value"
+    b.constants[base] = np.full(fixed, value[0], dtype=value.dtype)
+    return [_run_time_dims(b, b.value(base), dims, node.output[0])]
 
 
 @imports("Constant")
