@@ -73,7 +73,7 @@ def max_load_bytes() -> int:
 
 
 def onnx_max_nodes() -> int:
-    """$STRAIGHTDOPE_ONNX_MAX_NODES, else 100000 (an import takes about 4 s per 100000)."""
+    """$STRAIGHTDOPE_ONNX_MAX_NODES, else 100000 (an import takes about 7 s per 100000)."""
     return _integer("STRAIGHTDOPE_ONNX_MAX_NODES", DEFAULT_ONNX_MAX_NODES)
 
 
