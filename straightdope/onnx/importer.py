@@ -922,15 +922,6 @@ def _gather_elements(b, node):
     return [b.op("pick", b.tensor(0), source, axis=axis, keepdims=True, name=node.output[0])]
 
 
-@imports("Shape")
-def _shape(b, node):
-    """Remembered, not computed: Expand/Reshape/ConstantOfShape of it become *_like ops."""
-    if b.attr("start") is not None or b.attr("end") is not None:
-        b.fail("Shape with start/end is not supported")
-    b.shape_of[node.output[0]] = b.tensor(0)
-    return None
-
-
 @imports("Expand")
 def _expand(b, node):
     if node.input[1] in b.shape_of:
@@ -978,6 +969,9 @@ def _constant_of_shape(b, node):
         value = 0.0 if value is None else float(np.asarray(value).reshape(-1)[0])
         if value in (0.0, 1.0):
             return [b.op("ones_like" if value else "zeros_like", like, name=node.output[0])]
+    if node.input[0] not in b.dims:
+        b.fail("its shape is computed by the graph; only shapes known at import (constants, "
+               "the graph's own shapes) import")
     dims = b.dims[node.input[0]].reshape(-1)
     value = b.attr("value")
     value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
