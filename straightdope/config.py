@@ -9,6 +9,7 @@
 * `STRAIGHTDOPE_DEBUG` (`0`): `1` prints each compile's timings, `2` also the fused steps
   and the memory plan, `3` also the generated source;
 * `STRAIGHTDOPE_MAX_LOAD_BYTES` (16 GiB): the most array data one loaded file may declare;
+* `STRAIGHTDOPE_ONNX_MAX_NODES` (100000): the most nodes an imported ONNX graph may have;
 * `STRAIGHTDOPE_HOME` (`~/.straightdope`): where `pretrained=True` looks for weights.
 
 Variables read by the libraries underneath are not read here: `OPENBLAS_CORETYPE`,
@@ -26,6 +27,7 @@ from pathlib import Path
 EXECUTORS = ("numba", "numpy")
 COMPILE_MODES = ("sync", "tiered")
 DEFAULT_MAX_LOAD_BYTES = 16 << 30
+DEFAULT_ONNX_MAX_NODES = 100_000
 
 
 def _choice(value, variable, default, choices, what) -> str:
@@ -68,6 +70,11 @@ def debug_level() -> int:
 def max_load_bytes() -> int:
     """$STRAIGHTDOPE_MAX_LOAD_BYTES, else 16 GiB."""
     return _integer("STRAIGHTDOPE_MAX_LOAD_BYTES", DEFAULT_MAX_LOAD_BYTES)
+
+
+def onnx_max_nodes() -> int:
+    """$STRAIGHTDOPE_ONNX_MAX_NODES, else 100000 (an import takes about 7 s per 100000)."""
+    return _integer("STRAIGHTDOPE_ONNX_MAX_NODES", DEFAULT_ONNX_MAX_NODES)
 
 
 def home() -> Path:

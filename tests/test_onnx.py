@@ -282,15 +282,22 @@ def test_an_op_without_translation_names_the_node_and_the_op(tmp_path):
     assert not (tmp_path / "x.onnx").exists()
 
 
+class RunningSum(gluon.HybridBlock):
+    """A loop of one's own (not a recurrent layer's): ONNX Loop/Scan are not written."""
+
+    def hybrid_forward(self, F, x):
+        out, _ = F.contrib.foreach(lambda x_t, s: (x_t + s[0], [x_t + s[0]]), x,
+                                   [F.zeros_like(F.slice_axis(x, axis=0, begin=0, end=1))
+                                    .reshape((-3, -2))], name="running_")
+        return out
+
+
 def test_a_model_with_a_loop_is_refused_naming_the_op_and_what_to_do_instead(tmp_path):
-    from straightdope.gluon import rnn
-    layer = rnn.LSTM(6, input_size=4, prefix="lstm_")
-    layer.initialize()
     with pytest.raises(sdonnx.OnnxExportError,
-                       match=r"node 'lstm_l0_foreach': op _foreach is control flow.*not "
-                             r"implemented.*cell\.unroll\(length.*export\(\) writes "
-                             r"MXNet's JSON"):
-        export(layer, (5, 2, 4), tmp_path, dynamic=False, executor="numpy")
+                       match=r"node 'runningsum0_running_': op _foreach is control flow.*not "
+                             r"implemented.*LSTM, GRU and RNN layers export.*"
+                             r"cell\.unroll\(length.*export\(\) writes MXNet's JSON"):
+        export(RunningSum(), (5, 2, 4), tmp_path, dynamic=False, executor="numpy")
     assert not (tmp_path / "net.onnx").exists()
 
 

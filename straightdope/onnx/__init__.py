@@ -18,6 +18,7 @@ import os
 import numpy as np
 
 from .export import OPSET, TRANSLATORS, OnnxExportError
+from .folding import FOLDS
 from .importer import IMPORTERS, OnnxImportError, import_model, import_to_gluon
 
 __all__ = ["export_model", "import_model", "import_to_gluon", "export_coverage",
@@ -114,4 +115,4 @@ def export_coverage() -> list[str]:
 
 def import_coverage() -> list[str]:
     """The ONNX op types that import_model reads."""
-    return sorted(IMPORTERS)
+    return sorted(set(IMPORTERS) | set(FOLDS))

@@ -99,6 +99,30 @@ class Emitter:
             shape[a] = -1
         return shape
 
+    def out_moving(self, k=0) -> set:
+        """The axes of output k whose size follows a dynamic input size."""
+        if self.varied is None:
+            return set()
+        other = self.varied.nodes[self.node.id].shapes[k]
+        return {a for a, (d1, d2) in enumerate(zip(self.out_shape(k), other)) if d1 != d2}
+
+    def in_moving(self, k=0) -> set:
+        """The axes of input k whose size follows a dynamic input size."""
+        if self.varied is None:
+            return set()
+        src, out = self.node.inputs[k]
+        other = self.varied.nodes[src].shapes[out]
+        return {a for a, (d1, d2) in enumerate(zip(self.in_shape(k), other)) if d1 != d2}
+
+    def param_of(self, entry):
+        """The value of a graph input that is a parameter, else None."""
+        src = self.graph.nodes[entry[0]]
+        return self.params.get(src.name) if src.is_var else None
+
+    def value_of(self, entry):
+        """The ONNX name of an already emitted value (node id, output index)."""
+        return self.values[tuple(entry)]
+
     def fail(self, why):
         node = self.node
         raise OnnxExportError(f"node '{node.name}' ({node.op.name}): {why}")
@@ -127,10 +151,12 @@ def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic
     varied = _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims)
 
     e = Emitter(annotated, varied)
-    values = {}                            # (node id, output index) -> ONNX value name
+    e.params = params
+    e.values = values = {}                 # (node id, output index) -> ONNX value name
     inputs = _emit_inputs(e, values, params, dynamic_dims)
     _emit_op_nodes(e, values)
     outputs = _emit_outputs(e, values)
+    _drop_unread(e.nodes, {o.name for o in outputs})
     # A parameter no node reads (BatchNorm's gamma under fix_gamma=True) is left out.
     read = {name for node in e.nodes for name in node.input}
     initializers = [t for t in e.initializers if t.name in read]
@@ -139,6 +165,17 @@ def graph_to_onnx(symbol, params: dict, in_shapes: dict, in_types: dict, dynamic
                               opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = min(model.ir_version, 10)      # what ONNX Runtime 1.20+ reads
     return model
+
+
+def _drop_unread(nodes, outputs):
+    """Remove the nodes whose values nothing reads (the input projection that an ONNX
+    LSTM node computes itself), walking back from the graph's outputs."""
+    read, keep = set(outputs), []
+    for node in reversed(nodes):
+        if read.intersection(node.output):
+            keep.append(node)
+            read.update(node.input)
+    nodes[:] = keep[::-1]
 
 
 def _input_facts(graph, params, in_shapes, in_types):
@@ -229,10 +266,11 @@ def _no_translation(node) -> str:
     if node.subgraphs:
         return (f"node '{node.name}': op {node.op.name} is control flow (it runs "
                 f"{len(node.subgraphs)} subgraph(s)), and exporting loops and branches to "
-                f"ONNX (its Loop, Scan and If operators) is not implemented. For a fixed "
-                f"sequence length, build the model from cells and unroll them "
-                f"(cell.unroll(length, inputs, merge_outputs=True), e.g. rnn.LSTMCell "
-                f"instead of rnn.LSTM): that graph has no loop node and exports. Or keep the "
+                f"ONNX (its Loop, Scan and If operators) is not implemented; only the loops "
+                f"of the rnn.LSTM, GRU and RNN layers export (as ONNX LSTM, GRU, RNN). For "
+                f"a fixed sequence length, build the model from cells and unroll them "
+                f"(cell.unroll(length, inputs, merge_outputs=True)): that graph has no loop "
+                f"node and exports. Or keep the "
                 f"loop: export() writes MXNet's JSON, which SymbolBlock.imports reads back.")
     return (f"node '{node.name}': op {node.op.name} has no ONNX translation; the ops that "
             f"export are listed by straightdope.onnx.export_coverage()")
@@ -261,7 +299,7 @@ def _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims):
 # ------------------------------------------------------------ translators
 _UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "softrelu": "Softplus",
           "softsign": "Softsign", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs",
-          "negative": "Neg", "sign": "Sign", "sin": "Sin", "cos": "Cos",
+          "negative": "Neg", "sign": "Sign", "sin": "Sin", "cos": "Cos", "erf": "Erf",
           "identity": "Identity", "_copy": "Identity", "BlockGrad": "Identity",
           "stop_gradient": "Identity"}
 
@@ -406,6 +444,22 @@ def _convolution(e, node, x, out):
     e.add("Conv", x, out, group=node.attrs["num_group"], **attrs)
 
 
+@translates("Deconvolution")
+def _deconvolution(e, node, x, out):
+    """ConvTranspose: the same weight layout (in, out / groups, kernel...); adj is ONNX's
+    output_padding. A target_shape is written only if the attributes give it anyway."""
+    a = node.attrs
+    attrs = _window_attrs(node, a["kernel"])
+    adj = list(a["adj"] or ()) or [0] * len(a["kernel"])
+    made = [(n - 1) * s - 2 * p + d * (k - 1) + 1 + j for n, k, s, p, d, j in zip(
+        e.in_shape()[2:], attrs["kernel_shape"], attrs["strides"],
+        attrs["pads"][:len(adj)], attrs["dilations"], adj)]
+    if a["target_shape"] and list(a["target_shape"]) != made:
+        e.fail(f"target_shape {tuple(a['target_shape'])} differs from the size {tuple(made)} "
+               f"that kernel, stride, pad and adj give; give pad and adj instead")
+    e.add("ConvTranspose", x, out, group=a["num_group"], output_padding=adj, **attrs)
+
+
 @translates("Pooling")
 def _pooling(e, node, x, out):
     kind, a = node.attrs["pool_type"], node.attrs
@@ -416,21 +470,59 @@ def _pooling(e, node, x, out):
             e.add("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", x, out)
         return
     attrs = _window_attrs(node, a["kernel"], conv=False)
-    attrs["ceil_mode"] = int(a["pooling_convention"] == "full")
-    if kind == "max":
-        e.add("MaxPool", x, out, **attrs)
-        return
-    if attrs["ceil_mode"] and a["count_include_pad"] and any(attrs["pads"]):
-        e.fail("average pooling with pooling_convention='full', padding and "
-               "count_include_pad=True divides the last windows differently in ONNX; "
-               "use count_include_pad=False or pooling_convention='valid'")
+    empty = [0] * len(a["kernel"])
+    if a["pooling_convention"] == "full":
+        empty = _full_convention(e, kind, a["count_include_pad"], attrs)
+    pooled = out if not any(empty) else [e.fresh("pooled")]
     include = int(a["count_include_pad"] or kind == "sum")
-    if kind == "avg":
-        e.add("AveragePool", x, out, count_include_pad=include, **attrs)
+    if kind == "max":
+        e.add("MaxPool", x, pooled, **attrs)
+    elif kind == "avg":
+        e.add("AveragePool", x, pooled, count_include_pad=include, **attrs)
     else:                                              # sum = mean over the full window * size
         mean = e.add("AveragePool", x, count_include_pad=1, **attrs)
         size = e.const(float(np.prod(a["kernel"])), e.in_dtype(0), "window_size")
-        e.add("Mul", [mean, size], out)
+        e.add("Mul", [mean, size], pooled)
+    if any(empty):             # the last windows hold padding only: -inf for max, else 0
+        fill = e.const(-np.inf if kind == "max" else 0, e.in_dtype(0), "pad_value")
+        e.add("Pad", [pooled[0], e.ints([0] * (2 + len(empty)) + [0, 0] + empty, "pads"),
+                      fill], out, mode="constant")
+
+
+def _full_convention(e, kind, count_include_pad, attrs):
+    """pooling_convention='full' (the last, partial windows kept) in ONNX terms: sets the
+    pads in `attrs` and returns how many last windows per axis hold padding only.
+
+    ONNX's ceil_mode=1 drops a last window that starts in the end padding, which this
+    convention keeps, and divides a last average by the part of the window that lies in
+    the padded input, where we divide by the whole window. So the file gets explicit end
+    pads that make exactly our windows, with ceil_mode=0. ONNX Runtime wants every pad
+    smaller than the window (and gives -3.4e38, not -inf, for a window of padding only):
+    windows of padding only are added after the pooling, by a Pad node."""
+    n = len(attrs["kernel_shape"])
+    kernel, stride = attrs["kernel_shape"], attrs["strides"]
+    begin = attrs["pads"][:n]
+    if any(2 + a in e.in_moving() for a in range(n)):
+        # The size varies at run time: ceil_mode=1 is exact only when no window can start
+        # in the end padding (begin + stride <= kernel) and no average is divided.
+        if all(p + s <= k for p, s, k in zip(begin, stride, kernel)) \
+                and (kind == "max" or (kind == "avg" and not count_include_pad)):
+            attrs["ceil_mode"] = 1
+            return [0] * n
+        e.fail(f"pooling_convention='full' over a spatial size that varies at run time "
+               f"cannot be written so that ONNX makes the same windows (kernel {kernel}, "
+               f"stride {stride}, pad {begin}); export with fixed spatial sizes "
+               f"(dynamic_input_shapes with None only for the batch)")
+    sizes, outs = e.in_shape()[2:], e.out_shape()[2:]
+    # windows holding input: those that start before its end
+    real = [min(o, -(-(h + p) // s)) for o, h, p, s in zip(outs, sizes, begin, stride)]
+    if real != list(outs) and kind == "avg" and not count_include_pad:
+        e.fail(f"a last window (kernel {kernel}, stride {stride}, pad {begin}, input "
+               f"{tuple(sizes)}) holds padding only, whose average is 0/0 here; ONNX "
+               f"cannot make that window. Use less padding or pooling_convention='valid'")
+    attrs["pads"] = list(begin) + [max((r - 1) * s + k - h - p, 0) for r, s, k, h, p
+                                   in zip(real, stride, kernel, sizes, begin)]
+    return [o - r for o, r in zip(outs, real)]
 
 
 @translates("BatchNorm")
@@ -549,6 +641,14 @@ def _slice(e, node, x, out):
                     e.ints(range(len(starts)), "axes"), e.ints(steps, "steps")], out)
 
 
+@translates("reverse", "flip")
+def _reverse(e, node, x, out):
+    axes = [a % len(e.in_shape(0)) for a in node.attrs["axis"]]
+    n = len(axes)
+    e.add("Slice", [x[0], e.ints([-1] * n, "starts"), e.ints([-2 ** 63] * n, "ends"),
+                    e.ints(axes, "axes"), e.ints([-1] * n, "steps")], out)
+
+
 @translates("split", "SliceChannel")
 def _split(e, node, x, out):
     a = node.attrs
@@ -561,9 +661,29 @@ def _split(e, node, x, out):
             e.add("Squeeze", [piece, e.ints([a["axis"]], "axes")], [name])
 
 
+@translates("pad", "Pad")
+def _pad(e, node, x, out):
+    width = list(node.attrs["pad_width"])
+    pads = width[0::2] + width[1::2]             # ONNX: every begin, then every end
+    fill = e.const(node.attrs["constant_value"], e.in_dtype(0), "pad_value")
+    e.add("Pad", [x[0], e.ints(pads, "pads"), fill], out, mode=node.attrs["mode"])
+
+
 @translates("broadcast_to")
 def _broadcast_to(e, node, x, out):
-    e.add("Expand", [x[0], e.ints(e.out_shape_for_onnx(), "shape")], out)
+    """ONNX Expand has no -1: a dim that the input already has is written as 1 (Expand
+    keeps the input's size there, whatever it is at run time); the dims broadcast from 1
+    are written as numbers, which must then not follow a dynamic input size."""
+    target, moving = e.out_shape(), e.out_moving()
+    source = (1,) * (len(target) - len(e.in_shape())) + tuple(e.in_shape())
+    grown = [a for a, (d, t) in enumerate(zip(source, target)) if d != t]
+    if any(a in moving for a in grown):
+        e.fail(f"it broadcasts {tuple(e.in_shape())} to {tuple(target)} along axes "
+               f"{sorted(set(grown) & moving)}, whose size follows a dynamic input size; "
+               f"ONNX Expand needs that size as a number. Export with dynamic=False, or "
+               f"broadcast with broadcast_like from the input that has the size")
+    shape = [t if a in grown else 1 for a, t in enumerate(target)]
+    e.add("Expand", [x[0], e.ints(shape, "shape")], out)
 
 
 @translates("broadcast_like")
@@ -663,3 +783,107 @@ def _one_hot(e, node, x, out):
     index = e.add("Cast", [x[0]], to=_onnx_dtype(np.int64))
     values = e.const([a["off_value"], a["on_value"]], a["dtype"], "values")
     e.add("OneHot", [index, e.ints([a["depth"]], "depth"), values], out, axis=-1)
+
+
+# ------------------------------------------------------------ recurrent layers
+# ONNX orders the gates differently: ONNX block j holds our block _GATE_ORDER[kind][j].
+_GATE_ORDER = {"lstm": [0, 3, 1, 2],       # ours i, f, g, o -> ONNX i, o, f, c
+               "gru": [1, 0, 2],           # ours r, z, n -> ONNX z, r, h
+               "rnn_relu": [0], "rnn_tanh": [0]}
+_ONNX_RNN = {"lstm": "LSTM", "gru": "GRU", "rnn_relu": "RNN", "rnn_tanh": "RNN"}
+
+
+def _body_form(body):
+    """A loop body's structure without its names: ops, attributes, wiring."""
+    from ..symbol.symbol import topological
+    nodes = topological(body._outputs)
+    index = {id(n): k for k, n in enumerate(nodes)}
+    names = body.list_inputs()
+    form = [("var", names.index(n.name)) if n.is_var else
+            (n.op.name, sorted((k, repr(v)) for k, v in n.attrs.items() if k != "subgraphs"),
+             [(index[id(i)], k) for i, k in n.inputs]) for n in nodes]
+    return form + [[(index[id(n)], k) for n, k in body._outputs]]
+
+
+def _layer_kind(node, hidden):
+    """Which of rnn.LSTM/GRU/RNN wrote this loop: the one whose own loop, traced with
+    the same hidden size, has exactly this body (None if none does)."""
+    from .. import symbol
+    from ..gluon import rnn
+    from ..symbol.symbol import topological
+    locs = ("in_data_locs", "in_state_locs", "remain_locs", "num_out_data")
+    form = _body_form(node.subgraphs[0])
+    for kind, layer in (("lstm", rnn.LSTM(hidden)), ("gru", rnn.GRU(hidden)),
+                        ("rnn_relu", rnn.RNN(hidden)), ("rnn_tanh", rnn.RNN(hidden,
+                                                                             activation="tanh"))):
+        traced = layer(symbol.var("data"))
+        loop = next(n for n in topological(traced._outputs) if n.subgraphs)
+        if all(loop.attrs[k] == node.attrs[k] for k in locs) \
+                and _body_form(loop.subgraphs[0]) == form:
+            return kind
+    return None
+
+
+@translates("_foreach")
+def _foreach(e, node, x, out):
+    """The loop of one layer and direction of rnn.LSTM/GRU/RNN: one ONNX LSTM/GRU/RNN
+    node, which also does the input projection (the FullyConnected before the loop)."""
+    a, graph = node.attrs, e.graph
+    n_states = len(a["in_state_locs"])
+    body_names = node.subgraphs[0].list_inputs()
+    remain = {body_names[loc]: k for k, loc in enumerate(a["remain_locs"])}
+    fc = next((n for n in _body_nodes(node) if n.op is not None
+               and n.op.name == "FullyConnected"), None)
+    weights = []                               # the hidden projection's weight and bias
+    for var, _ in (fc.inputs[1:] if fc is not None else ()):
+        k = remain.get(var.name)
+        weights.append(None if k is None else e.param_of(node.inputs[1 + n_states + k]))
+    hidden = weights[0].shape[1] if len(weights) == 2 and weights[0] is not None \
+        and weights[0].ndim == 2 else None
+    kind = None if hidden is None or any(w is None for w in weights) \
+        else _layer_kind(node, hidden)
+    if kind is None:
+        raise OnnxExportError(_no_translation(node))
+    # the loop's sequence: FullyConnected(x) (the input projection), maybe reversed
+    source = graph.nodes[node.inputs[0][0]]
+    reverse = source.op.name == "reverse"
+    if reverse:
+        if tuple(source.attrs["axis"]) not in ((0,),):
+            e.fail("the reversed input projection is not reversed along time")
+        source = graph.nodes[source.inputs[0][0]]
+    if source.op.name != "FullyConnected" or source.attrs["flatten"] \
+            or source.attrs["no_bias"]:
+        e.fail("its sequence is not the input projection (FullyConnected) of a recurrent "
+               "layer")
+    i2h_w, i2h_b = (e.param_of(entry) for entry in source.inputs[1:3])
+    if i2h_w is None or i2h_b is None:
+        e.fail("the input projection's weight and bias must be parameters")
+    order = _GATE_ORDER[kind]
+
+    def gates(w):                   # our gate blocks in ONNX's order, with a direction axis
+        return np.concatenate([w[k * hidden:(k + 1) * hidden] for k in order])[None]
+
+    h2h_w, h2h_b = weights
+    data = e.value_of(source.inputs[0])
+    if reverse:
+        data = e.add("Slice", [data, e.ints([-1], "starts"), e.ints([-2 ** 63], "ends"),
+                               e.ints([0], "axes"), e.ints([-1], "steps")])
+    states = [e.add("Unsqueeze", [x[1 + k], e.ints([0], "axes")]) for k in range(n_states)]
+    inputs = [data, e.const(gates(i2h_w), hint="W"), e.const(gates(h2h_w), hint="R"),
+              e.const(np.concatenate([gates(i2h_b), gates(h2h_b)], axis=1), hint="B"), "",
+              *states]
+    attrs = {"hidden_size": hidden, "direction": "forward"}
+    if kind == "gru":
+        attrs["linear_before_reset"] = 1        # ours applies the reset after h2h, as cuDNN
+    elif kind != "lstm":
+        attrs["activations"] = ["Relu" if kind == "rnn_relu" else "Tanh"]
+    results = [e.fresh("Y"), e.fresh("Y_h")] + ([e.fresh("Y_c")] if kind == "lstm" else [])
+    e.add(_ONNX_RNN[kind], inputs, results, **attrs)
+    e.add("Squeeze", [results[0], e.ints([1], "axes")], [out[0]])
+    for k, name in enumerate(out[1:]):
+        e.add("Squeeze", [results[1 + k], e.ints([0], "axes")], [name])
+
+
+def _body_nodes(node):
+    from ..symbol.symbol import topological
+    return topological(node.subgraphs[0]._outputs)
