@@ -145,32 +145,40 @@ def load_dict(path) -> dict[str, np.ndarray]:
     return dict(zip(names, arrays))
 
 
-def _array_bytes(array: np.ndarray, name: str) -> bytes:
+def _array_bytes(array: np.ndarray, name: str, magic: int) -> bytes:
     array = np.asarray(array)
     flag = TYPE_FLAGS.get(array.dtype)
     if flag is None:
         raise TypeError(f"{name}: dtype {array.dtype} has no MXNet type flag; use one of "
                         f"{sorted(set(DTYPES.values()))}")
-    if array.ndim == 0:
-        raise ValueError(f"{name}: MXNet's .params format (without NumPy shape semantics) "
-                         f"has no 0-d arrays; reshape it to (1,) first")
-    head = struct.pack(f"<Iii{array.ndim}qiii", V2_MAGIC, DENSE, array.ndim, *array.shape,
+    head = struct.pack(f"<Iii{array.ndim}qiii", magic, DENSE, array.ndim, *array.shape,
                        CPU, 0, flag)
     return head + np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
 
 
-def encode(data) -> bytes:
-    """The bytes of an MXNet file holding a dict {name: array} or a list of arrays."""
+def encode(data, np_shape=None) -> bytes:
+    """The bytes of an MXNet file holding a dict {name: array} or a list of arrays.
+
+    np_shape=True writes every array as MXNet 1.9.1 does under ``mx.np_shape()`` (V3 magic;
+    MXNet then loads the file only under np_shape too). None: when np_shape is on here, or
+    an array is 0-d, which only that layout can hold (V2 reads ndim 0 as "no array")."""
     if isinstance(data, dict):
-        names, arrays = list(data), list(data.values())
+        names, arrays = list(data), [np.asarray(a) for a in data.values()]
         for name in names:
             if not isinstance(name, str):
                 raise TypeError(f"array names must be strings, got {name!r}")
     else:
-        names, arrays = [], list(data)
+        names, arrays = [], [np.asarray(a) for a in data]
+    if np_shape is None:
+        from .util import is_np_shape
+        np_shape = is_np_shape() or any(a.ndim == 0 for a in arrays)
+    magic = V3_MAGIC if np_shape else V2_MAGIC
+    if magic == V2_MAGIC and any(a.ndim == 0 for a in arrays):
+        raise ValueError("MXNet's layout without NumPy shapes (np_shape=False) has no 0-d "
+                         "arrays; pass np_shape=True (or None), or reshape them to (1,)")
     parts = [FILE_START, struct.pack("<Q", len(arrays))]
     for k, array in enumerate(arrays):
-        parts.append(_array_bytes(array, names[k] if names else f"array {k}"))
+        parts.append(_array_bytes(array, names[k] if names else f"array {k}", magic))
     parts.append(struct.pack("<Q", len(names)))
     for name in names:
         raw = name.encode("utf-8")
@@ -178,7 +186,8 @@ def encode(data) -> bytes:
     return b"".join(parts)
 
 
-def save(path, data) -> None:
-    """Write a dict {name: array} or a list of arrays as MXNet does (atomically)."""
-    blob = encode(data)
+def save(path, data, np_shape=None) -> None:
+    """Write a dict {name: array} or a list of arrays as MXNet does (atomically); np_shape
+    as in `encode`."""
+    blob = encode(data, np_shape)
     atomic_write(path, lambda f: f.write(blob))

@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import straightdope as mx
 from straightdope import gluon, mxnet_format, nd
 from straightdope.gluon import nn
 from straightdope.mxnet_format import MXNetFileError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mxnet"
-MXNET_FILES = ["nd_list", "nd_dict", "net", "net-0000", "net_io"]
+MXNET_FILES = ["nd_list", "nd_dict", "net", "net-0000", "net_io", "np_shape"]
 
 
 def mxnet_net():
@@ -216,7 +217,44 @@ def test_load_parameters_names_the_file_when_an_mxnet_file_is_damaged(tmp_path):
         mxnet_net().load_parameters(str(path))
 
 
-def test_a_0d_array_cannot_be_written_in_mxnet_format(tmp_path):
-    with pytest.raises(ValueError, match="no 0-d arrays; reshape it to \\(1,\\)"):
-        mxnet_format.save(tmp_path / "s.params", {"s": np.float32(1.0)})
+def test_0d_arrays_are_written_as_mxnet_writes_them_under_np_shape(tmp_path):
+    # np_shape.params: MXNet 1.9.1's nd.save under mx.np_shape(True) of two 0-d arrays and a
+    # (2, 3) one; every array then carries the V3 magic (see make_fixtures.py).
+    mxnet_file = FIXTURES / "np_shape.params"
+    data = {"step": nd.array(np.array(7), dtype="int64"),
+            "loss": nd.array(np.array(0.25, dtype="float32")),
+            "w": nd.array(np.arange(6, dtype="float32").reshape(2, 3))}
+    nd.save(str(tmp_path / "ours.params"), data)             # no np_shape here: 0-d says so
+    assert (tmp_path / "ours.params").read_bytes() == mxnet_file.read_bytes()
+    with mx.np_shape(True):
+        nd.save(str(tmp_path / "np.params"), {"w": data["w"]})
+    assert struct.unpack_from("<I", (tmp_path / "np.params").read_bytes(), 24)[0] == 0xF993FACA
+    back = nd.load(str(mxnet_file))
+    assert back["step"].shape == () and back["step"].asnumpy() == 7
+    assert back["loss"].dtype == np.float32 and back["loss"].asnumpy() == 0.25
+
+
+def test_a_0d_array_is_refused_when_the_older_layout_is_asked_for(tmp_path):
+    with pytest.raises(ValueError, match="has no 0-d arrays; pass np_shape=True"):
+        mxnet_format.save(tmp_path / "s.params", {"s": np.float32(1.0)}, np_shape=False)
     assert not (tmp_path / "s.params").exists()
+
+
+def test_nd_save_writes_mxnet_files_for_params_names_or_on_request(tmp_path):
+    data = {"weight": nd.array(np.arange(4).reshape(2, 2) / 4, dtype="float32"),
+            "count": nd.array([7], dtype="int32"),
+            "pixels": nd.array([0, 128, 255], dtype="uint8"),
+            "half": nd.array([1.5, -2.0], dtype="float16")}
+    nd.save(str(tmp_path / "d.params"), data)           # the bytes MXNet's nd.save wrote
+    assert (tmp_path / "d.params").read_bytes() == (FIXTURES / "nd_dict.params").read_bytes()
+    nd.save(str(tmp_path / "d.bin"), data, format="mxnet")
+    assert (tmp_path / "d.bin").read_bytes() == (FIXTURES / "nd_dict.params").read_bytes()
+    nd.save(str(tmp_path / "d.npz"), data)
+    nd.save(str(tmp_path / "e.params"), data, format="npz")
+    for name in ("d.npz", "e.params"):
+        assert (tmp_path / name).read_bytes()[:4] == b"PK\x03\x04"
+        assert nd.load(str(tmp_path / name))["count"].asnumpy().tolist() == [7]
+    nd.save(str(tmp_path / "l.params"), [data["weight"], data["count"]])
+    assert [a.dtype for a in nd.load(str(tmp_path / "l.params"))] == [np.float32, np.int32]
+    with pytest.raises(ValueError, match="format must be 'mxnet' or 'npz', got 'pickle'"):
+        nd.save(str(tmp_path / "x.params"), data, format="pickle")

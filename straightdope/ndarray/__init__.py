@@ -10,6 +10,7 @@ The functions below the creation helpers are *generated* from the op registry
 from __future__ import annotations
 
 import numbers as _numbers
+import os as _os
 
 import numpy as _np
 
@@ -171,11 +172,26 @@ def waitall():
     """Nothing to wait for: every straightdope op has finished when it returns."""
 
 
-def save(fname, data):
-    """Save an NDArray, a list or a dict of them (NumPy .npz, no pickle, atomic). Under
-    NumPy shape semantics (`mx.np_shape()`, `npx.set_np()`) the file says so: see load."""
+def save(fname, data, format=None):
+    """Save an NDArray, a list or a dict of them, atomically and without pickle.
+
+    format='mxnet' writes MXNet's binary file (MXNet's nd.load reads it; under NumPy shape
+    semantics, or with 0-d arrays, as MXNet writes it under ``mx.np_shape()``); 'npz' writes
+    NumPy's .npz. The default is 'mxnet' for a name ending in ``.params`` (MXNet's own
+    convention), else 'npz'. Under NumPy shape semantics an .npz file says so: see load."""
     if isinstance(data, NDArray):
         data = [data]
+    if format is None:
+        format = "mxnet" if _os.fspath(fname).endswith(".params") else "npz"
+    if format == "mxnet":
+        from .. import mxnet_format
+        if isinstance(data, dict):
+            mxnet_format.save(fname, {k: v.asnumpy() for k, v in data.items()})
+        else:
+            mxnet_format.save(fname, [v.asnumpy() for v in data])
+        return
+    if format != "npz":
+        raise ValueError(f"nd.save({fname!r}): format must be 'mxnet' or 'npz', got {format!r}")
     mode = "np-" if _util.is_np_shape() else ""
     if isinstance(data, dict):
         arrays = {f"{mode}dict:{k}": v.asnumpy() for k, v in data.items()}
