@@ -2,7 +2,7 @@
 
 MXNet's model zoo downloads ``.params`` files from the internet. straightdope never goes
 online: ``pretrained=True`` reads ``{root}/{name}.params``, a file written by
-``net.save_parameters(path)``. The default root is ``~/.straightdope/models``
+``net.save_parameters(path)`` here or in MXNet (MXNet's own zoo files load too). The default root is ``~/.straightdope/models``
 (or ``$STRAIGHTDOPE_HOME/models`` when that variable is set)::
 
     net = vision.resnet18_v1()                 # train it, or load weights another way
@@ -46,9 +46,8 @@ def get_model_file(name, root=None):
         f"    net(x)                      # one batch, so that every shape is known\n"
         f"    ...                         # train it\n"
         f"    net.save_parameters({path!r})\n"
-        f"or pass root='<folder holding {name}.params>'. Or use pretrained=False for random "
-        f"weights. (MXNet's own .params files use MXNet's binary format and cannot be read "
-        f"here.)")
+        f"or pass root='<folder holding {name}.params>'. A file of MXNet's own model zoo (renamed "
+        f"to {name}.params) works too. Or use pretrained=False for random weights.")
 
 
 def purge(root=None):
