@@ -15,13 +15,27 @@ left out, since only inference runs.
 """
 import numpy as np
 
-from .registry import Bool, Choice, Float, Int, OpError, register
+from .registry import Bool, Choice, Float, Int, OpError, OptFloat, OptInt, register
 
 GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 ATTRS = {"state_size": Int(required=True, minimum=1), "num_layers": Int(required=True, minimum=1),
          "mode": Choice(*GATES, required=True), "bidirectional": Bool(False),
-         "state_outputs": Bool(False), "p": Float(0.0)}
+         "state_outputs": Bool(False), "p": Float(0.0),
+         # MXNet writes these into every exported gluon.rnn graph; only their defaults
+         # (features off) are computed here, others are refused by name (_unsupported).
+         "projection_size": OptInt(None), "lstm_state_clip_min": OptFloat(None),
+         "lstm_state_clip_max": OptFloat(None), "lstm_state_clip_nan": Bool(False),
+         "use_sequence_length": Bool(False)}
+OFF = {"projection_size": None, "lstm_state_clip_min": None, "lstm_state_clip_max": None,
+       "lstm_state_clip_nan": False, "use_sequence_length": False}
+
+
+def _unsupported(attrs):
+    used = [f"{k}={attrs[k]}" for k, off in OFF.items() if attrs.get(k, off) != off]
+    if used:
+        raise OpError(f"RNN: {', '.join(used)} is not supported here (only the default: "
+                      f"off); export the model from MXNet without it")
 
 
 def _inputs(attrs):
@@ -47,6 +61,7 @@ def parameter_count(attrs, input_size):
 
 
 def _shape(attrs, in_shapes):
+    _unsupported(attrs)
     data = in_shapes[0]
     hidden = attrs["state_size"]
     directions = 2 if attrs["bidirectional"] else 1
@@ -107,6 +122,7 @@ def _step(mode, x_proj, h, c, h2h_w, h2h_b):
 
 
 def _forward(attrs, data, params, state, state_cell=None):
+    _unsupported(attrs)
     mode, directions = attrs["mode"], 2 if attrs["bidirectional"] else 1
     cells = _unpack(attrs, params, data.shape[2])
     x, last_h, last_c = data, [], []

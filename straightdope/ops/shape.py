@@ -228,6 +228,10 @@ register("concat", variadic=True, attrs={"dim": Int(1), "num_args": OptInt(None)
                                           for k in range(len(i))],
          doc="concat(*data, dim=1): join arrays along `dim`.")
 alias("Concat", "concat")
+# MXNet's gluon.rnn layers join their flattened weights with `_rnn_param_concat`, a concat
+# whose only difference is shape inference from the output: their exported graphs use it.
+alias("_rnn_param_concat", "concat")
+alias("_npi_rnn_param_concat", "concat")
 
 
 def _concat_grad_forward(attrs, og, *xs):

@@ -57,6 +57,8 @@ def graph_doc(entries) -> dict:
             attrs = {k: _attr_text(k, v) for k, v in node.attrs.items()
                      if node.op.attrs[k].kind != "subgraphs"
                      and (v != node.op.attrs[k].default or node.op.attrs[k].required)}
+            if "num_args" in node.op.attrs and node.attrs.get("num_args") is None:
+                attrs["num_args"] = str(len(node.inputs))   # MXNet requires it (concat)
             if attrs:
                 entry["attrs"] = attrs
         entry["inputs"] = [[index[id(child)], i, 0] for child, i in node.inputs]
