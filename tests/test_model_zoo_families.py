@@ -138,7 +138,11 @@ def test_bad_configurations_say_what_to_choose():
         vision.SqueezeNet("2.0")
 
 
-@pytest.mark.parametrize("family", family_params)
+ONNX_SLOW = SLOW | {"vgg", "squeezenet"}     # a 4096x4096 Dense; 224x224 inputs
+
+
+@pytest.mark.parametrize("family", [pytest.param(f, marks=pytest.mark.slow) if f in ONNX_SLOW
+                                    else f for f in FAMILIES])
 def test_one_model_per_family_exports_to_onnx_and_matches_onnx_runtime(family, tmp_path):
     pytest.importorskip("onnx")
     pytest.importorskip("onnxruntime")
