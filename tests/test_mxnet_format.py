@@ -229,7 +229,10 @@ def test_0d_arrays_are_written_as_mxnet_writes_them_under_np_shape(tmp_path):
     with mx.np_shape(True):
         nd.save(str(tmp_path / "np.params"), {"w": data["w"]})
     assert struct.unpack_from("<I", (tmp_path / "np.params").read_bytes(), 24)[0] == 0xF993FACA
-    back = nd.load(str(mxnet_file))
+    with pytest.raises(mx.base.MXNetError, match="saved with NumPy shape semantics"):
+        nd.load(str(mxnet_file))                              # as MXNet: only under them
+    with mx.np_shape(True):
+        back = nd.load(str(mxnet_file))
     assert back["step"].shape == () and back["step"].asnumpy() == 7
     assert back["loss"].dtype == np.float32 and back["loss"].asnumpy() == 0.25
 

@@ -210,6 +210,11 @@ def load(fname):
     from .. import mxnet_format
     if mxnet_format.is_mxnet_file(fname):
         arrays, names = mxnet_format.load(fname)
+        if not _util.is_np_shape() and any(a.ndim == 0 for a in arrays):
+            # Only MXNet's np_shape layout holds 0-d arrays, and MXNet reads it only so.
+            raise _MXNetError(
+                f"nd.load({fname!r}): the file was saved with NumPy shape semantics and "
+                f"holds 0-d arrays; load it under them: `with mx.np_shape(True): nd.load(...)`.")
         arrays = [NDArray(a) for a in arrays]
         return dict(zip(names, arrays)) if names else arrays
     arrays = _load_arrays(fname)
