@@ -1,8 +1,11 @@
-"""Ready-made vision networks, MXNet Gluon's model zoo (the part this book uses).
+"""Ready-made vision networks: MXNet 1.9.1 Gluon's whole model zoo (ResNet, AlexNet, DenseNet,
+Inception-v3, MobileNet V1/V2, SqueezeNet, VGG), with MXNet's structure and parameter names,
+so MXNet's own .params files load; plus the book's LeNet and MLP.
 
     from straightdope.gluon.model_zoo import vision
     net = vision.resnet18_v1(classes=10, thumbnail=True)    # random weights
     net = vision.get_model('resnet50_v2', pretrained=True)  # weights from a local file
+    net = vision.get_model('mobilenetv2_0.5', classes=10)   # MXNet's names
 
 ``pretrained=True`` never downloads: it reads ``{root}/{name}.params`` (see ``model_store``).
 """
