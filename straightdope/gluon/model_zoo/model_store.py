@@ -2,8 +2,9 @@
 
 MXNet's model zoo downloads ``.params`` files from the internet. straightdope never goes
 online: ``pretrained=True`` reads ``{root}/{name}.params``, a file written by
-``net.save_parameters(path)`` here or in MXNet (MXNet's own zoo files load too). The default root is ``~/.straightdope/models``
-(or ``$STRAIGHTDOPE_HOME/models`` when that variable is set)::
+``net.save_parameters(path)`` here or in MXNet (MXNet's own zoo files load too). The
+default root is ``~/.straightdope/models`` (or ``$STRAIGHTDOPE_HOME/models`` when that
+variable is set)::
 
     net = vision.resnet18_v1()                 # train it, or load weights another way
     net.initialize(); net(mx.nd.ones((1, 3, 224, 224)))
