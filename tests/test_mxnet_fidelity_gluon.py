@@ -804,13 +804,16 @@ def test_auto_reload_starts_loading_before_the_loop_and_each_epoch_gives_the_sam
         assert firsts == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
 
 
-def test_pin_memory_labels_the_batches_cpu_pinned():
+@pytest.mark.parametrize("np_mode", [False, True])
+def test_pin_memory_labels_the_batches_cpu_pinned(np_mode):
     data = mx.gluon.data.ArrayDataset(np.arange(6, dtype=np.float32), np.arange(6))
-    plain = next(iter(mx.gluon.data.DataLoader(data, batch_size=3)))
-    pinned = next(iter(mx.gluon.data.DataLoader(data, batch_size=3, pin_memory=True,
-                                                pin_device_id=1)))
+    with mx.util.np_array(np_mode), mx.util.np_shape(np_mode):
+        plain = next(iter(mx.gluon.data.DataLoader(data, batch_size=3)))
+        pinned = next(iter(mx.gluon.data.DataLoader(data, batch_size=3, pin_memory=True,
+                                                    pin_device_id=1)))
     assert plain[0].context == mx.cpu(0)
     assert [b.context for b in pinned] == [mx.context.cpu_pinned(1)] * 2
+    assert [type(b) for b in pinned] == [type(b) for b in plain]     # np stays np
     assert pinned[0].asnumpy().tolist() == [0, 1, 2]
 
 

@@ -71,11 +71,12 @@ def to_ndarray(batch):
 
 
 def _relabel(batch, context):
-    """The same batch (NDArrays, possibly in tuples/lists) labelled with `context`."""
+    """The same batch (NDArrays or np ndarrays, possibly in tuples/lists) labelled with
+    `context`."""
     from ...ndarray import NDArray
     if isinstance(batch, (tuple, list)):
         return type(batch)(_relabel(b, context) for b in batch)
-    return NDArray(batch._data, context) if type(batch) is NDArray else batch
+    return type(batch)(batch._data, context) if isinstance(batch, NDArray) else batch
 
 
 def default_batchify_fn(data):
