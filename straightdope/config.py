@@ -10,7 +10,9 @@
   and the memory plan, `3` also the generated source;
 * `STRAIGHTDOPE_MAX_LOAD_BYTES` (16 GiB): the most array data one loaded file may declare;
 * `STRAIGHTDOPE_ONNX_MAX_NODES` (100000): the most nodes an imported ONNX graph may have;
-* `STRAIGHTDOPE_HOME` (`~/.straightdope`): where `pretrained=True` looks for weights.
+* `STRAIGHTDOPE_HOME` (`~/.straightdope`): where `pretrained=True` looks for weights;
+* `STRAIGHTDOPE_LANG` (`en`, or `zh` in a notebook under `book/zh/`): the language the
+  book's widgets and figures speak (widgets/messages.py).
 
 Variables read by the libraries underneath are not read here: `OPENBLAS_CORETYPE`,
 for one, forces OpenBLAS's kernels (README's table of knobs says what it costs).
@@ -28,6 +30,7 @@ EXECUTORS = ("numba", "numpy")
 COMPILE_MODES = ("sync", "tiered")
 DEFAULT_MAX_LOAD_BYTES = 16 << 30
 DEFAULT_ONNX_MAX_NODES = 100_000
+LANGUAGES = ("en", "zh")
 
 
 def _choice(value, variable, default, choices, what) -> str:
@@ -81,3 +84,15 @@ def home() -> Path:
     """$STRAIGHTDOPE_HOME, else ~/.straightdope."""
     return Path(os.path.expanduser(os.environ.get("STRAIGHTDOPE_HOME")
                                    or os.path.join("~", ".straightdope")))
+
+
+def language(name: str | None = None, cwd: Path | None = None) -> str:
+    """`name`, else $STRAIGHTDOPE_LANG, else 'zh' when the working directory is book/zh/
+    (where JupyterLab starts a Chinese chapter's kernel), else 'en'."""
+    here = Path.cwd() if cwd is None else Path(cwd)
+    default = "zh" if (here.name, here.parent.name) == ("zh", "book") else "en"
+    chosen = (name or os.environ.get("STRAIGHTDOPE_LANG") or default).lower()
+    if chosen not in LANGUAGES:
+        raise ValueError(f"unknown language {chosen!r}: choose one of {LANGUAGES} "
+                         f"(widgets.messages.set_language(...) or STRAIGHTDOPE_LANG)")
+    return chosen

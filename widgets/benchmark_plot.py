@@ -27,10 +27,12 @@ import ipywidgets as w
 import numpy as np
 
 from . import _style as st
+from .messages import t as tr, use_fonts
 from .graph_view import is_block, is_hybridized
 
 MODES = ("imperative", "hybridized")
 COLORS = {"imperative": st.IMPERATIVE, "hybridized": st.HYBRIDIZED}
+KNOB_KEYS = {"batch_size": "bench.batch_size", "width": "bench.config_width"}
 
 
 # ---------------------------------------------------------------- measuring
@@ -152,6 +154,7 @@ def draw(result: dict, fig=None):
     left, median bars and the speedup on the right, the compile time in the title."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
+    use_fonts()
     fig = fig if fig is not None else Figure(figsize=(10, 4.4))
     fig.clf()
     fig.set_layout_engine("constrained")
@@ -185,19 +188,19 @@ def draw(result: dict, fig=None):
         shown = times if cap is None else np.minimum(times, cap)
         left.plot(calls[~early], shown[~early], ".",
                   color=COLORS[mode], ms=4 if len(times) <= 200 else 2, alpha=0.7,
-                  label=f"{mode}: median, 10-90% band")
+                  label=tr("bench.band", mode=tr(f"bench.{mode}")))
         if early.any():
             left.plot(calls[early], shown[early], "o", mfc="none", color=COLORS[mode],
-                      ms=5, label="hybridized, NumPy reference tier (compiling)")
+                      ms=5, label=tr("bench.reference_tier"))
         if mode == "hybridized" and result.get("switch_call"):
             left.axvline(result["switch_call"] - 0.5, color=COLORS[mode], ls="--", lw=1.5,
-                         label="switch to the compiled code")
+                         label=tr("bench.switch"))
         if cap is not None and (times > cap).any():
             off = times > cap
             left.plot(calls[off], np.full(off.sum(), cap), "^", ms=9, color=COLORS[mode])
     left.xaxis.set_major_locator(MaxNLocator(integer=True))
-    left.set_xlabel("call", fontsize=14)
-    left.set_ylabel(f"time per call ({unit})", fontsize=14)
+    left.set_xlabel(tr("bench.axis_call"), fontsize=14)
+    left.set_ylabel(tr("bench.axis_time", unit=unit), fontsize=14)
     if log:
         left.set_yscale("log")
         left.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
@@ -207,8 +210,8 @@ def draw(result: dict, fig=None):
         left.set_ylim(0, cap * 1.04 if cap else None)
         slow = sum(t * scale > cap for t in every) if cap else 0
         if slow:
-            left.set_title(f"▲ {slow} slow call{'s' if slow > 1 else ''} off the scale "
-                           f"(up to {format_seconds(max(every))})", fontsize=12, loc="left",
+            left.set_title(tr("bench.slow_calls" if slow > 1 else "bench.slow_call", n=slow,
+                              time=format_seconds(max(every))), fontsize=12, loc="left",
                            color=st.MUTED)
     left.tick_params(labelsize=12)
     left.grid(alpha=0.3)
@@ -220,7 +223,7 @@ def draw(result: dict, fig=None):
               for m in MODES]
     yerr = [[max(med - lo, 0) for med, (lo, _) in zip(medians, spread)],
             [max(hi - med, 0) for med, (_, hi) in zip(medians, spread)]]
-    bars = right.bar(MODES, medians, color=[COLORS[m] for m in MODES], yerr=yerr,
+    bars = right.bar([tr(f"bench.{m}") for m in MODES], medians, color=[COLORS[m] for m in MODES], yerr=yerr,
                      capsize=6, ecolor=st.MUTED)
     for bar, value, (_, high) in zip(bars, medians, spread):
         if value:
@@ -228,19 +231,19 @@ def draw(result: dict, fig=None):
                            (bar.get_x() + bar.get_width() / 2, max(value, high)),
                            ha="center", va="bottom", fontsize=13, xytext=(0, 2),
                            textcoords="offset points")
-    right.set_ylabel(f"median, 10-90% of calls ({unit})", fontsize=13)
+    right.set_ylabel(tr("bench.axis_median", unit=unit), fontsize=13)
     right.tick_params(labelsize=13)
     right.set_ylim(0, max(medians + [hi for _, hi in spread] + [1e-12]) * 1.25)
     if result["speedup"]:
         speedup = result["speedup"]
-        right.set_title(f"{speedup:.1f}x faster" if speedup >= 1 else
-                        f"{1 / speedup:.1f}x slower", fontsize=16, fontweight="bold")
-    what = "forward + backward" if result.get("backward") else "forward"
-    config = ", ".join(f"{k.replace('_', ' ')} {result[k]}" for k in ("batch_size", "width")
+        right.set_title(tr("bench.faster", x=speedup) if speedup >= 1 else
+                        tr("bench.slower", x=1 / speedup), fontsize=16, fontweight="bold")
+    what = tr("bench.backward" if result.get("backward") else "bench.forward")
+    config = ", ".join(f"{tr(KNOB_KEYS[k])} {result[k]}" for k in ("batch_size", "width")
                        if result.get(k) is not None)
     compile_text = ("" if result["compile_seconds"] is None else
-                    f"\nfirst hybridized call (trace + compile): "
-                    f"{format_seconds(result['compile_seconds'])}, kept out of the medians")
+                    "\n" + tr("bench.compile_title",
+                               time=format_seconds(result["compile_seconds"])))
     fig.suptitle(f"{what}, {config}{compile_text}", fontsize=14)
     return fig
 
@@ -278,27 +281,27 @@ class BenchmarkPlot(w.VBox):
 
         batches = sorted(set(batch_sizes) | {self.input_shape[0]})
         self.batch_slider = w.SelectionSlider(options=batches, value=self.input_shape[0],
-                                              description="batch size",
+                                              description=tr("bench.batch_size"),
                                               style={"description_width": "initial"},
                                               layout=w.Layout(width="320px"))
         widths = sorted(set(widths) | {width})
         self.width_slider = w.SelectionSlider(
-            options=widths, value=width, description="layer width",
+            options=widths, value=width, description=tr("bench.width"),
             style={"description_width": "initial"},
             layout=w.Layout(width="360px", display="flex" if self.factory else "none"))
         self.repeats_box = w.BoundedIntText(value=repeats, min=1, max=100000,
-                                            description="calls per mode",
+                                            description=tr("bench.repeats"),
                                             style={"description_width": "initial"},
                                             layout=w.Layout(width="200px"))
-        self.backward_box = w.Checkbox(value=backward, description="forward + backward",
+        self.backward_box = w.Checkbox(value=backward, description=tr("bench.backward"),
                                        indent=False)
-        self.run_button = w.Button(description="Run", icon="play", button_style="primary",
+        self.run_button = w.Button(description=tr("bench.run"), icon="play", button_style="primary",
                                    layout=w.Layout(width="auto"))
-        self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger",
+        self.stop_button = w.Button(description=tr("bench.stop"), icon="stop", button_style="danger",
                                     disabled=True, layout=w.Layout(width="auto"))
-        self.progress = w.IntProgress(value=0, min=0, max=1, description="progress",
+        self.progress = w.IntProgress(value=0, min=0, max=1, description=tr("bench.progress"),
                                       layout=w.Layout(width="360px"))
-        self.status_html = w.HTML(st.note("Press Run (or call run()) to measure."))
+        self.status_html = w.HTML(st.note(tr("bench.press_run")))
         self.image = w.Image(format="png", layout=w.Layout(max_width="100%", height="auto"))
 
         self.run_button.on_click(lambda _: self.start())
@@ -306,7 +309,7 @@ class BenchmarkPlot(w.VBox):
         self._quiet = False           # True while run() moves the controls itself
         for control in (self.batch_slider, self.width_slider, self.backward_box):
             control.observe(self._on_control, names="value")
-        header = w.HTML(st.CSS + st.heading("Imperative vs hybridized: time per call"))
+        header = w.HTML(st.CSS + st.heading(tr("bench.heading")))
         super().__init__([
             header,
             w.HBox([self.batch_slider, self.width_slider], layout=w.Layout(flex_flow="row wrap")),
@@ -396,23 +399,21 @@ class BenchmarkPlot(w.VBox):
         self.image.value = st.figure_png(self.figure, dpi=90)
         med = result["median"]
         scale, unit = _unit(med["imperative"] or med["hybridized"] or 1e-3)
-        bits = [f'<span style="color: {COLORS[m]};">{m} <b>{med[m] * scale:.3g} {unit}</b>'
+        bits = [f'<span style="color: {COLORS[m]};">{tr(f"bench.{m}")} '
+                f'<b>{med[m] * scale:.3g} {unit}</b>'
                 f'</span>' for m in MODES if med[m]]
         if result["speedup"]:
-            bits.append(f"speedup <b>{result['speedup']:.2f}x</b>")
+            bits.append(tr("bench.speedup", x=result["speedup"]))
         if result["compile_seconds"] is not None:
-            bits.append(f"first hybridized call (trace + compile) "
-                        f"<b>{format_seconds(result['compile_seconds'])}</b>")
+            bits.append(tr("bench.first_call", time=format_seconds(result["compile_seconds"])))
         tiers = result.get("tiers") or []
         if result.get("switch_call"):
-            bits.append(f"NumPy reference tier until the compiled code was ready: "
-                        f"<b>switched at hybridized call {result['switch_call']}</b> "
-                        f"(to the {tiers[result['switch_call'] - 1]} tier)")
+            bits.append(tr("bench.switched", call=result["switch_call"],
+                           tier=tiers[result["switch_call"] - 1]))
         elif tiers and tiers[-1] == "reference":
-            bits.append("still on the NumPy reference tier: the compiled code is being "
-                        "built")
+            bits.append(tr("bench.still_reference"))
         if result.get("stopped"):
-            bits.append('<span style="color: #c62828;">stopped</span>')
+            bits.append(f'<span style="color: #c62828;">{tr("bench.stopped")}</span>')
         self.status_html.value = (f'<span style="{st.FONT}">'
                                   f'{" &middot; ".join(bits)}</span>')
 

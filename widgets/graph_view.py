@@ -25,12 +25,17 @@ from straightdope.graph import Graph, annotate
 from straightdope.symbol import Symbol
 
 from . import _style as st
+from .messages import graphviz_font, t
 
 STAGE_ORDER = STAGES          # the compiler's pipeline list (compiler/backend.py PIPELINE)
 #: Below this width (px) for the drawing, the node inspector moves under it.
 GRAPH_MIN_WIDTH = 520
-STAGE_LABELS = {"traced": "traced", "shapes": "shapes inferred", "fused": "fused",
-                "memory": "memory planned", "source": "generated code"}
+STAGE_KEYS = ("traced", "shapes", "fused", "memory", "source")
+
+
+def stage_label(key: str) -> str:
+    """The button and title text of a compiler stage, in the reader's language."""
+    return t(f"graph.stage.{key}") if key in STAGE_KEYS else key
 
 
 # ------------------------------------------------------------ collecting the stages
@@ -156,7 +161,8 @@ def _stage_to_dot(stage, hide_params, title):
 def _polish(dot: str) -> str:
     """Graph-level defaults: Graphviz titles the drawing in Times by default."""
     first = dot.index("{") + 1
-    return dot[:first] + '\n  graph [fontname="Helvetica", fontsize=15];' + dot[first:]
+    return (dot[:first] + f'\n  graph [fontname="{graphviz_font()}", fontsize=15];'
+            + dot[first:])
 
 
 def _highlight(dot: str, node_id) -> str:
@@ -272,7 +278,7 @@ def node_details_html(stages: dict, stage_key: str, node) -> str:
     stage = stages[stage_key]
     graph = graph_of(stage)
     if node is None or graph is None:
-        return st.note("Pick a node to see its details.")
+        return st.note(t("graph.pick_node"))
     kind = node.kind if node.is_var else node.op.name
     parts = [st.heading(f"{node.name}", size=16), st.note(kind)]
     rows = []
@@ -299,7 +305,7 @@ def node_details_html(stages: dict, stage_key: str, node) -> str:
     parts.append(st.table(rows))
     code = code_for(stages, node)
     if code:
-        parts.append(st.note("generated code for it:"))
+        parts.append(st.note(t("graph.generated_code")))
         parts.append(st.pre(code))
     return "".join(parts)
 
@@ -321,14 +327,14 @@ class GraphView(w.VBox):
         if stage is None:
             stage = "shapes" if "shapes" in self.stages else next(iter(self.stages))
         self.stage_buttons = w.ToggleButtons(
-            options=[(STAGE_LABELS.get(k, k), k) for k in self.stages], value=stage,
-            tooltips=[f"show the '{k}' stage" for k in self.stages],
+            options=[(stage_label(k), k) for k in self.stages], value=stage,
+            tooltips=[t("graph.stage_tooltip", stage=k) for k in self.stages],
             style={"button_width": "auto"})
-        self.hide_params = w.Checkbox(value=hide_params, description="hide parameters",
+        self.hide_params = w.Checkbox(value=hide_params, description=t("graph.hide_params"),
                                       indent=False)
-        self.node_picker = w.Dropdown(description="node", layout=w.Layout(width="95%"))
+        self.node_picker = w.Dropdown(description=t("graph.node"), layout=w.Layout(width="95%"))
         # A loop (foreach, while_loop, cond) is one node; this opens its body.
-        self.body_button = w.Button(description="open its body", icon="search-plus",
+        self.body_button = w.Button(description=t("graph.open_body"), icon="search-plus",
                                     layout=w.Layout(display="none"))
         self.body_button.on_click(lambda _: self.open_body())
         self.body = None            # (node name, body Graph) while a body is on show
@@ -342,7 +348,7 @@ class GraphView(w.VBox):
         side = w.VBox([self.node_picker, self.body_button, self.details_html],
                       layout=w.Layout(flex="2 1 280px", min_width="280px",
                                       padding="0 0 0 12px"))
-        header = w.HTML(st.CSS + st.heading("The graph hybridize() traced"))
+        header = w.HTML(st.CSS + st.heading(t("graph.heading")))
         super().__init__([header, w.HBox([self.stage_buttons, self.hide_params]),
                           w.HBox([self.graph_html, side],
                                  layout=w.Layout(width="100%", flex_flow="row wrap"))])
@@ -419,12 +425,11 @@ class GraphView(w.VBox):
         node = self._selected_node()
         has_body = node is not None and bool(getattr(node, "subgraphs", ()))
         self.body_button.layout.display = None if has_body or self.body else "none"
-        self.body_button.description = "back to the whole graph" if self.body \
-            else "open its body"
+        self.body_button.description = t("graph.back" if self.body else "graph.open_body")
         if self.body is not None:
             name, body = self.body
             self.dot = body.to_dot(hide_params=self.hide_params.value,
-                                   title=f"the body of '{name}': compiled once, run per step")
+                                   title=t("graph.body_title", name=name))
             self.svg = st.dot_to_svg(self.dot, self.zoom)
             self.graph_html.value = f'<div style="text-align: center;">{self.svg}</div>'
             self.details_html.value = node_details_html(self.stages, self._last_graph_stage(),
@@ -435,7 +440,7 @@ class GraphView(w.VBox):
 
     def _render(self, stage, node):
         """(dot, svg, html) of the main panel: a drawing, or the text of a text stage."""
-        title = f"stage: {STAGE_LABELS.get(self.stage, self.stage)}"
+        title = t("graph.stage_title", stage=stage_label(self.stage))
         highlight = node.id if node is not None and graph_of(stage) is not None else None
         try:
             dot = stage_dot(stage, self.hide_params.value, highlight, title)
@@ -443,8 +448,7 @@ class GraphView(w.VBox):
                 return None, "", st.pre(str(stage))
             svg = st.dot_to_svg(dot, self.zoom)
         except Exception as exc:   # noqa: BLE001 - one broken stage must not break the view
-            return None, "", st.pre(f"Could not draw this stage: {type(exc).__name__}: "
-                                    f"{exc}", color=st.ERROR, background="#fdecea",
+            return None, "", st.pre(f"{t('graph.cannot_draw')}{type(exc).__name__}: {exc}", color=st.ERROR, background="#fdecea",
                                     border=st.ERROR)
         return dot, svg, f'<div style="text-align: center;">{svg}</div>'
 

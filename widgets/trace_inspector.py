@@ -18,6 +18,7 @@ import ipywidgets as w
 
 from . import _style as st
 from .graph_view import as_ndarray, is_hybridized
+from .messages import t
 
 #: How many calls each panel lists (older ones are summarised in one line).
 SHOWN_CALLS = 5
@@ -40,8 +41,7 @@ def _tier(op) -> str:
     """The tier the cached graph's forward ran on, with a switch still pending if any."""
     stats = op.stats().get("forward", {}) if hasattr(op, "stats") else {}
     tier = stats.get("tier") or ""
-    return tier + (" (NumPy), the compiled code is compiling in the background"
-                   if stats.get("pending") else "")
+    return tier + (t("trace.tier_pending") if stats.get("pending") else "")
 
 
 def _describe(result) -> str:
@@ -75,22 +75,22 @@ class TraceInspector(w.VBox):
         self.imperative_html = w.HTML(layout=w.Layout(flex="1 1 0%", margin="0 6px 0 0"))
         self.hybridized_html = w.HTML(layout=w.Layout(flex="1 1 0%", margin="0 0 0 6px"))
         self.counter_html = w.HTML()
-        self.call_button = w.Button(description="Call once more", icon="play",
+        self.call_button = w.Button(description=t("trace.call_button"), icon="play",
                                     button_style="primary",
-                                    tooltip="call the block again in the current mode",
+                                    tooltip=t("trace.call_tooltip"),
                                     layout=w.Layout(width="auto"))
-        self.mode_button = w.Button(description="Un-hybridize", layout=w.Layout(width="auto"))
-        self.reset_button = w.Button(description="Reset", icon="undo",
-                                     tooltip="un-hybridize, forget the calls, start over",
+        self.mode_button = w.Button(description=t("trace.unhybridize"), layout=w.Layout(width="auto"))
+        self.reset_button = w.Button(description=t("trace.reset"), icon="undo",
+                                     tooltip=t("trace.reset_tooltip"),
                                      layout=w.Layout(width="auto"))
         self.json_html = w.HTML()
         self.json_view = w.Accordion(children=[self.json_html], selected_index=None)
-        self.json_view.set_title(0, "The traced Symbol as JSON (what hybridize() recorded)")
+        self.json_view.set_title(0, t("trace.json_title"))
 
         self.call_button.on_click(lambda _: self.call())
         self.mode_button.on_click(lambda _: self.set_hybridized(not self.hybridized))
         self.reset_button.on_click(lambda _: self.reset())
-        header = w.HTML(st.CSS + st.heading("What hybrid_forward prints, and when"))
+        header = w.HTML(st.CSS + st.heading(t("trace.heading")))
         super().__init__([
             header,
             w.HBox([self.call_button, self.mode_button, self.reset_button, self.counter_html],
@@ -154,58 +154,61 @@ class TraceInspector(w.VBox):
     # ------------------------------------------------------------- drawing
     def _call_html(self, call: Call, accent: str) -> str:
         if call.mode == "imperative":
-            what = "Python ran, F = ndarray"
+            what = t("trace.ran_python")
         elif call.trace_failed:
-            what = "tracing failed: Python ran on Symbols, F = symbol"
+            what = t("trace.trace_failed")
         elif call.traced:
-            what = "traced: Python ran once, F = symbol"
+            what = t("trace.traced")
         else:
-            what = "cached graph ran, no Python"
+            what = t("trace.cached")
         parts = [f'<div style="{st.FONT} font-weight: bold; color: {accent}; '
-                 f'margin-top: 8px;">call {call.index} &middot; {st.esc(what)}</div>']
+                 f'margin-top: 8px;">{t("trace.call", index=call.index)} &middot; '
+                 f'{st.esc(what)}</div>']
         if call.tier and call.tier != "numpy":
-            parts.append(st.note(f"tier: {call.tier}"))
+            parts.append(st.note(t("trace.tier", tier=call.tier)))
         if call.printed:
             parts.append(st.pre(call.printed.rstrip("\n"), border=accent))
         elif call.error is None:
-            parts.append(st.note("(nothing printed)"))
+            parts.append(st.note(t("trace.nothing_printed")))
         if call.error is not None:
             parts.append(st.pre(f"{type(call.error).__name__}: {call.error}", color=st.ERROR,
                                 background="#fdecea", border=st.ERROR))
         else:
-            parts.append(st.note(f"returned {call.result}"))
+            parts.append(st.note(t("trace.returned", result=call.result)))
         return "".join(parts)
 
     def _panel_html(self, mode: str, accent: str, title: str) -> str:
         mine = [c for c in self.calls if c.mode == mode]
         active = (mode == "hybridized") == self.hybridized
-        badge = " &larr; current mode" if active else ""
+        badge = t("trace.current_mode") if active else ""
         body = [f'<div style="{st.FONT} font-size: 17px; font-weight: bold; color: {accent};">'
                 f'{st.esc(title)}<span style="font-size: 14px; font-weight: normal;">'
                 f'{badge}</span></div>']
         if not mine:
-            body.append(st.note("no calls in this mode yet"))
+            body.append(st.note(t("trace.no_calls")))
         hidden = len(mine) - SHOWN_CALLS
         if hidden > 0:
-            body.append(st.note(f"... {hidden} earlier call{'s' if hidden > 1 else ''}"))
+            body.append(st.note(t("trace.earlier_calls" if hidden > 1 else "trace.earlier_call",
+                                   n=hidden)))
         body.extend(self._call_html(c, accent) for c in mine[-SHOWN_CALLS:])
         return st.panel("".join(body), accent if active else "#cccccc")
 
     def _refresh(self):
         self.imperative_html.value = self._panel_html("imperative", st.IMPERATIVE,
-                                                      "Imperative: net(x) runs the Python")
+                                                      t("trace.imperative_title"))
         self.hybridized_html.value = self._panel_html("hybridized", st.HYBRIDIZED,
-                                                      "Hybridized: net.hybridize()")
-        self.mode_button.description = "Un-hybridize" if self.hybridized else "Hybridize"
+                                                      t("trace.hybridized_title"))
+        self.mode_button.description = t("trace.unhybridize" if self.hybridized
+                                        else "trace.hybridize")
         self.mode_button.icon = "pause" if self.hybridized else "bolt"
         imperative = sum(c.mode == "imperative" for c in self.calls)
         hybridized = len(self.calls) - imperative
         errors = sum(c.error is not None for c in self.calls)
         plural = "s" if self.traces != 1 else ""
-        text = (f"<b>{len(self.calls)}</b> calls ({imperative} imperative, {hybridized} "
-                f"hybridized) &middot; <b>{self.traces}</b> trace{plural}")
+        text = t("trace.counter", calls=len(self.calls), imperative=imperative,
+                 hybridized=hybridized, traces=self.traces, plural=plural)
         if errors:
-            text += f' &middot; <span style="color: {st.ERROR};">{errors} failed</span>'
+            text += f' &middot; <span style="color: {st.ERROR};">{t("trace.failed", n=errors)}</span>'
         self.counter_html.value = f'<span style="{st.FONT} margin-left: 12px;">{text}</span>'
         self.json_html.value = (st.pre(self.traced_json) if self.traced_json else
-                                st.note("Not traced yet: hybridize() and call the block."))
+                                st.note(t("trace.not_traced")))

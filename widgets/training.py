@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+from .messages import t, use_fonts
+
 __all__ = ['train', 'evaluate_accuracy']
 
 
@@ -73,6 +75,7 @@ class LivePlot:
         self._integer_ticks = MaxNLocator
         self.epochs = epochs
         self.metric_name = metric_name
+        use_fonts()
         self.fig = Figure(figsize=(6, 3.2), dpi=100)
         self.ax_loss = self.fig.add_subplot(1, 2, 1)
         self.ax_acc = self.fig.add_subplot(1, 2, 2)
@@ -87,15 +90,16 @@ class LivePlot:
         epochs = list(range(1, len(history['train_loss']) + 1))
         ax = self.ax_loss
         ax.clear()
-        ax.plot(epochs, history['train_loss'], 'o-', label='train loss')
-        ax.set(xlabel='epoch', ylabel='loss', xlim=(0.5, self.epochs + 0.5))
+        ax.plot(epochs, history['train_loss'], 'o-', label=t('train.train_loss'))
+        ax.set(xlabel=t('train.epoch'), ylabel=t('train.loss'), xlim=(0.5, self.epochs + 0.5))
         ax.legend()
         ax = self.ax_acc
         ax.clear()
-        ax.plot(epochs, history['train_acc'], 'o-', label=f'train {self.metric_name}')
+        metric = _metric_label(self.metric_name)
+        ax.plot(epochs, history['train_acc'], 'o-', label=t('train.train_metric', metric=metric))
         if any(v == v for v in history['test_acc']):          # not all NaN (no test data)
-            ax.plot(epochs, history['test_acc'], 's--', label=f'test {self.metric_name}')
-        ax.set(xlabel='epoch', ylabel=self.metric_name, xlim=(0.5, self.epochs + 0.5))
+            ax.plot(epochs, history['test_acc'], 's--', label=t('train.test_metric', metric=metric))
+        ax.set(xlabel=t('train.epoch'), ylabel=metric, xlim=(0.5, self.epochs + 0.5))
         ax.legend()
         for ax in (self.ax_loss, self.ax_acc):
             # Epochs are whole numbers: no ticks at 0.5, 1.5, ...
@@ -104,11 +108,16 @@ class LivePlot:
         self._handle.update(self._Image(data=self._png()))
 
 
+def _metric_label(name):
+    """The metric's name on the plot: 'accuracy' is translated, others stay as they are."""
+    return t('train.accuracy') if name == 'accuracy' else name
+
+
 def _epoch_line(h, epochs):
     e = len(h['train_loss'])
-    return (f"epoch {e:>{len(str(epochs))}}/{epochs}: loss {h['train_loss'][-1]:.4f}, "
-            f"train acc {h['train_acc'][-1]:.3f}, test acc {h['test_acc'][-1]:.3f}, "
-            f"{h['epoch_time_s'][-1]:.2f} s")
+    return t('train.epoch_line', e=f"{e:>{len(str(epochs))}}", epochs=epochs,
+             loss=h['train_loss'][-1], train=h['train_acc'][-1], test=h['test_acc'][-1],
+             seconds=h['epoch_time_s'][-1])
 
 
 def train(net, train_data, test_data, loss_fn, trainer, epochs, metric=None,
