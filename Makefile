@@ -21,9 +21,12 @@ KERNELS := $(VENV)/.kernels
 PYTEST_ARGS ?=
 
 # Debian packages: command -> package
-SYSDEPS := dot:graphviz chromium:chromium npm:npm
+SYSDEPS := dot:graphviz chromium:chromium npm:npm fc-list:fontconfig
+# Debian font packages: language (a font for it is listed by `fc-list :lang=LANG`) -> package.
+# The Chinese edition needs a CJK font in the browser, in matplotlib and in Graphviz.
+SYSFONTS := zh:fonts-noto-cjk
 
-.PHONY: help venv sysdeps book slides test lab demo clean distclean
+.PHONY: help venv sysdeps book slides test lab demo zh-status clean distclean
 
 help:
 	@echo "make book       build the book into _build/html/ (creates .venv, installs system packages)"
@@ -33,7 +36,8 @@ help:
 	@echo "make demo       run python -m straightdope.demo"
 	@echo "make venv       create .venv, pip install -e '.[book,test]' (only when pyproject.toml changed),"
 	@echo "                compile the library's kernels for this machine (python -m straightdope.warmup)"
-	@echo "make sysdeps    apt-get install graphviz, chromium and npm if missing (root only)"
+	@echo "make zh-status  Chinese chapters behind their English source, and those not translated"
+	@echo "make sysdeps    apt-get install graphviz, chromium, npm and a CJK font if missing (root only)"
 	@echo "make clean      remove build outputs (keeps .venv);  make distclean: also .venv"
 
 venv: $(STAMP) $(LAB_OVERRIDES) $(KERNELS)
@@ -70,6 +74,10 @@ sysdeps:
 	    cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 	    command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
+	for pair in $(SYSFONTS); do \
+	    lang=$${pair%%:*}; pkg=$${pair##*:}; \
+	    [ -n "$$(fc-list :lang=$$lang 2>/dev/null)" ] || missing="$$missing $$pkg"; \
+	done; \
 	if [ -z "$$missing" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ]; then \
 	    echo "==> apt-get install -y$$missing"; \
@@ -78,7 +86,8 @@ sysdeps:
 	    echo "Missing system packages:$$missing" >&2; \
 	    echo "Install them once with:  sudo apt-get install -y$$missing" >&2; \
 	    echo "(graphviz provides 'dot' for graph drawings, chromium the browser for the tests," >&2; \
-	    echo " npm fetches require.js, the widget manager and MathJax so the book works offline)" >&2; \
+	    echo " npm fetches require.js, the widget manager and MathJax so the book works offline," >&2; \
+	    echo " fonts-noto-cjk draws the Chinese edition's text in pages, figures and graphs)" >&2; \
 	    exit 1; \
 	fi
 
@@ -98,9 +107,13 @@ lab: venv
 demo: venv
 	$(VPY) -m straightdope.demo
 
+zh-status:
+	@$(or $(wildcard $(VPY)),$(PYTHON)) scripts/zh_status.py
+
 clean:
 	rm -rf _build build book/_build book/static_js artifacts .pytest_cache .hypothesis *.egg-info
-	rm -f book/*.params book/*-symbol.json book/*.onnx
+	rm -f book/*.params book/*-symbol.json book/*.onnx book/zh/*.params book/zh/*-symbol.json book/zh/*.onnx
+	rm -rf book/zh/static_js
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
