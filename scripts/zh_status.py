@@ -7,8 +7,8 @@
 Every book/zh/<name>.ipynb records the English version it translates in its notebook
 metadata, `straightdope.source_blob`: the `git hash-object` of book/<name>.ipynb at the
 time. A chapter is *behind* when the English file's hash is now different; the report
-shows how much changed (`git diff --numstat` of the two blobs, and which cells) and the
-command that shows the change. A Markdown page (index.md, references.md,
+shows how much changed (lines added and removed, which cells) and the command that shows
+the change. A Markdown page (index.md, references.md,
 instructor_guide.md) may record the same in an HTML comment on its first line:
 `<!-- straightdope: translation_of=references.md source_blob=<sha> -->`.
 """
@@ -64,22 +64,24 @@ def _cells(text: str) -> list[tuple[str, str]]:
 
 
 def change_hint(root: Path, old: str, new: str, english: Path) -> list[str]:
-    """What changed between two versions of an English file, in a few lines."""
-    hint = [f"see the change: git diff {old[:10]} {new[:10]}"]
-    stat = git(root, "diff", "--numstat", old, new)
-    if stat.returncode != 0:
+    """What changed between the translated and the current version of an English file."""
+    relative = english.relative_to(root)
+    old_text = git(root, "cat-file", "blob", old)
+    if old_text.returncode != 0:
         return [f"the recorded version {old[:10]} is not in this repository's objects; "
-                f"compare with `git log -p -- {english.relative_to(root)}`"]
-    added, removed = (stat.stdout.split() + ["0", "0"])[:2]
-    hint.insert(0, f"+{added} -{removed} lines")
+                f"compare with `git log -p -- {relative}`"]
+    before, after = old_text.stdout, english.read_text(encoding="utf-8")
+    diff = list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0))
+    added = sum(1 for d in diff if d.startswith("+") and not d.startswith("+++"))
+    removed = sum(1 for d in diff if d.startswith("-") and not d.startswith("---"))
+    hint = [f"+{added} -{removed} lines"]
     if english.suffix == ".ipynb":
-        before = _cells(git(root, "cat-file", "blob", old).stdout)
-        after = _cells(english.read_text(encoding="utf-8"))
-        matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+        matcher = difflib.SequenceMatcher(a=_cells(before), b=_cells(after), autojunk=False)
         changed = [f"{tag} English cells {j1}-{j2 - 1}" if j2 > j1 + 1 else
                    f"{tag} English cell {j1}" if j2 > j1 else f"{tag} {i2 - i1} cell(s) at {j1}"
                    for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
-        hint.insert(1, "; ".join(changed) if changed else "cell sources equal (metadata changed)")
+        hint.append("; ".join(changed) if changed else "cell sources equal (metadata changed)")
+    hint.append(f"see the change: diff <(git cat-file blob {old[:10]}) {relative}")
     return hint
 
 
@@ -106,8 +108,8 @@ def status(root: Path = ROOT) -> list[Status]:
 def report(statuses: list[Status]) -> str:
     chapters = [s for s in statuses if s.name.endswith(".ipynb")]
     done = [s for s in chapters if s.state != "untranslated"]
-    lines = [f"Chinese edition: {len(done)} of {len(chapters)} chapters translated "
-             f"({sum(s.state == 'current' for s in statuses)} pages up to date)"]
+    lines = [f"Chinese edition: {len(done)} of {len(chapters)} chapters translated; "
+             f"up to date with the English: {sum(s.state == 'current' for s in statuses)}"]
     behind = [s for s in statuses if s.state == "behind"]
     if behind:
         lines.append("\nBehind the English source (translate the change, then set "
