@@ -16,6 +16,8 @@ LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 # straightdope's Numba kernels compiled for this machine (python -m straightdope.warmup):
 # about a minute once, then a second or two; run again when the compiler changes.
 KERNELS := $(VENV)/.kernels
+# matplotlib knows the CJK font (its font cache may predate `make sysdeps`'s install).
+CJK_FONTS := $(VENV)/.cjk-fonts
 
 # Extra arguments for pytest, e.g.  make test PYTEST_ARGS='-k environment -x'
 PYTEST_ARGS ?=
@@ -91,14 +93,20 @@ sysdeps:
 	    exit 1; \
 	fi
 
-book: venv sysdeps
+# Tell matplotlib's font cache about the CJK font once it is installed (the Chinese
+# edition's figures); the stamp is made only when one was found.
+$(CJK_FONTS): widgets/messages.py | $(STAMP)
+	@out="$$($(VPY) -m widgets.messages)"; echo "==> $$out"; \
+	case "$$out" in *Noto*) touch $@;; esac
+
+book: venv sysdeps $(CJK_FONTS)
 	bash scripts/build_book.sh
 
-slides: venv sysdeps
+slides: venv sysdeps $(CJK_FONTS)
 	@start=$$(date +%s); bash scripts/build_slides.sh && \
 	echo "==> make slides took $$(( $$(date +%s) - start )) s"
 
-test: venv sysdeps
+test: venv sysdeps $(CJK_FONTS)
 	STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra --durations=15 --timeout=1800 $(PYTEST_ARGS)
 
 lab: venv

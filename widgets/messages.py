@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from straightdope import config
 
-#: Fonts tried after the first, glyph by glyph (matplotlib >= 3.6 and Graphviz via
-#: fontconfig fall back along the list).
+#: Fonts for the Chinese glyphs, in order of preference (matplotlib >= 3.6 and Graphviz
+#: via fontconfig fall back along a list of families, glyph by glyph).
 CJK_FONTS = ["Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Micro Hei", "Source Han Sans SC"]
 
 _chosen: str | None = None
@@ -166,18 +166,45 @@ def t(key: str, **fields) -> str:
 
 
 def use_fonts() -> list:
-    """In Chinese, put CJK fonts right after DejaVu Sans in matplotlib's sans-serif list,
-    so Chinese glyphs fall back to them (Latin text keeps DejaVu Sans). Called by the
-    widgets before they draw; English leaves matplotlib untouched. Returns the list."""
+    """In Chinese, let matplotlib fall back to an installed CJK font for the glyphs DejaVu
+    Sans lacks: font.family becomes ['sans-serif', <CJK fonts>] (matplotlib >= 3.6 falls
+    back along font.family, glyph by glyph; Latin text keeps DejaVu Sans). Called by the
+    widgets before they draw; English leaves matplotlib untouched. book/zh/matplotlibrc
+    does the same for the chapters' own figures. Returns font.family."""
     import matplotlib
-    families = matplotlib.rcParams["font.sans-serif"]
-    if language() != "en" and not set(CJK_FONTS) <= set(families):
-        first = families[:1] if families[:1] == ["DejaVu Sans"] else []
-        rest = [f for f in families[len(first):] if f not in CJK_FONTS]
-        matplotlib.rcParams["font.sans-serif"] = first + CJK_FONTS + rest
-    return list(matplotlib.rcParams["font.sans-serif"])
+    if language() != "en":
+        installed = register_cjk_fonts()
+        family = [f for f in matplotlib.rcParams["font.family"] if f not in CJK_FONTS]
+        matplotlib.rcParams["font.family"] = family + installed
+    return list(matplotlib.rcParams["font.family"])
+
+
+def register_cjk_fonts(save: bool = False) -> list:
+    """The CJK fonts of CJK_FONTS that matplotlib can use, after adding those installed
+    since it cached its font list (on a fresh machine the cache predates `make sysdeps`).
+    `save=True` writes the list back to matplotlib's cache, for every later process."""
+    import matplotlib
+    from matplotlib import font_manager
+    manager = font_manager.fontManager
+    if not {f.name for f in manager.ttflist} & set(CJK_FONTS):
+        for path in font_manager.findSystemFonts():
+            name = path.rsplit("/", 1)[-1].lower()
+            if name.startswith(("notosanscjk", "wqy-microhei", "sourcehansans")):
+                manager.addfont(path)
+        if save:
+            cache = f"{matplotlib.get_cachedir()}/fontlist-v{manager.__version__}.json"
+            font_manager.json_dump(manager, cache)
+    known = {f.name for f in manager.ttflist}
+    return [f for f in CJK_FONTS if f in known]
 
 
 def graphviz_font(default: str = "Helvetica") -> str:
     """A Graphviz fontname for the current language (a fontconfig family list)."""
     return default if language() == "en" else ",".join([default, *CJK_FONTS[:1]])
+
+
+if __name__ == "__main__":
+    # python -m widgets.messages: tell matplotlib's font cache about the CJK fonts (make
+    # venv runs it; needed once after `apt-get install fonts-noto-cjk`).
+    fonts = register_cjk_fonts(save=True)
+    print(f"matplotlib CJK fonts: {', '.join(fonts) or 'none (apt-get install fonts-noto-cjk)'}")
