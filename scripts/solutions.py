@@ -23,7 +23,8 @@ Use it from a notebook-editing script::
     from scripts.solutions import solution_cells
     nb.cells += solution_cells(1, "Prose answer.", "print('code that shows it')")
 
-`python scripts/solutions.py` prints, per chapter, the exercises and the solutions found.
+`python scripts/solutions.py` prints, per chapter (and per Chinese chapter, book/zh/), the
+exercises and the solutions found.
 """
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ import nbformat
 BOOK = Path(__file__).resolve().parent.parent / "book"
 TAG = "solution"
 SUMMARY = re.compile(r'^<details class="solution"><summary>Solution (\d+)</summary>\n')
+# The same headings and summaries in the Chinese edition (book/zh/).
+HEADINGS = {"en": ("## Exercises", "## Solutions", "Solution"),
+            "zh": ("## 练习", "## 参考答案", "参考答案")}
 # A numbered item of the Exercises list starts a line: "1. Run ...".
 ITEM = re.compile(r"^(\d+)\. ", re.M)
 
@@ -63,29 +67,33 @@ def solution_cells(number: int, text: str, *codes: str) -> list:
     return [solution_markdown(number, text), *(solution_code(number, c) for c in codes)]
 
 
-def exercise_numbers(nb) -> list[int]:
+def exercise_numbers(nb, lang="en") -> list[int]:
     """The item numbers of the chapter's `## Exercises` list."""
+    heading = HEADINGS[lang][0]
     for cell in nb.cells:
-        if cell.cell_type == "markdown" and "## Exercises" in cell.source:
-            listing = cell.source.split("## Exercises", 1)[1]
+        if cell.cell_type == "markdown" and heading in cell.source:
+            listing = cell.source.split(heading, 1)[1]
             return [int(n) for n in ITEM.findall(listing)]
     return []
 
 
-def solution_numbers(nb) -> list[int]:
+def solution_numbers(nb, lang="en") -> list[int]:
     """The numbers N of the chapter's `Solution N` markdown cells, in order."""
+    summary = re.compile(SUMMARY.pattern.replace("Solution", HEADINGS[lang][2]))
     return [int(m.group(1)) for cell in nb.cells if cell.cell_type == "markdown"
-            for m in [SUMMARY.match(cell.source)] if m]
+            for m in [summary.match(cell.source)] if m]
 
 
 def main() -> int:
     total_ex = total_sol = 0
-    for path in sorted(BOOK.glob("[0-9]*.ipynb")):
+    chapters = [(p, "en") for p in sorted(BOOK.glob("[0-9]*.ipynb"))]
+    chapters += [(p, "zh") for p in sorted(BOOK.glob("zh/[0-9]*.ipynb"))]
+    for path, lang in chapters:
         nb = nbformat.read(path, as_version=4)
-        ex, sol = exercise_numbers(nb), solution_numbers(nb)
+        ex, sol = exercise_numbers(nb, lang), solution_numbers(nb, lang)
         total_ex, total_sol = total_ex + len(ex), total_sol + len(sol)
         missing = sorted(set(ex) - set(sol))
-        print(f"{path.stem:40s} exercises {len(ex):2d}  solutions {len(sol):2d}"
+        print(f"{path.relative_to(BOOK).with_suffix('').as_posix():40s} exercises {len(ex):2d}  solutions {len(sol):2d}"
               + (f"  missing {missing}" if missing else ""))
     print(f"{'total':40s} exercises {total_ex:2d}  solutions {total_sol:2d}")
     return 0 if total_ex == total_sol else 1
