@@ -28,6 +28,12 @@ LAB_SETTINGS = {
 # The settings override `make venv` installs into the environment (see the Makefile).
 LAB_OVERRIDES = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
 NEWS_QUESTION = "official Jupyter news"
+# The interface's words the helpers below click or wait for, per JupyterLab locale (the
+# Chinese one comes from jupyterlab-language-pack-zh-cn, the `book` extra).
+UI = {"en": {"View": "View", "Expand All Code": "Expand All Code", "Run": "Run",
+             "Run All Cells": "Run All Cells", "Idle": "Idle"},
+      "zh_CN": {"View": "查看", "Expand All Code": "展开所有代码", "Run": "运行",
+                "Run All Cells": "运行所有单元格", "Idle": "空闲"}}
 
 
 def _free_port() -> int:
@@ -53,13 +59,18 @@ def _wait_for_server(url: str, proc: subprocess.Popen, log: Path, timeout=90.0):
 
 
 @contextmanager
-def jupyterlab(root: Path, home: Path, env_overrides: dict | None = None):
+def jupyterlab(root: Path, home: Path, env_overrides: dict | None = None, locale: str = "en"):
     """Run JupyterLab serving `root`; yields its base URL. Stopped (and killed if it must
     be) on the way out. `home` holds its settings, workspaces and runtime files, so that
     nothing of the user's ~/.jupyter is read or written. `env_overrides` sets variables
-    of the server's (and so its kernels') environment."""
+    of the server's (and so its kernels') environment. `locale` "zh_CN" shows the
+    interface in Chinese (as Settings > Language does)."""
     settings = home / "settings"
-    for rel, value in LAB_SETTINGS.items():
+    user_settings = dict(LAB_SETTINGS)
+    if locale != "en":
+        user_settings["@jupyterlab/translation-extension/plugin.jupyterlab-settings"] = {
+            "locale": locale}
+    for rel, value in user_settings.items():
         path = settings / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
@@ -98,24 +109,26 @@ def jupyterlab(root: Path, home: Path, env_overrides: dict | None = None):
             proc.wait(timeout=10)
 
 
-def wait_for_kernel_idle(page, timeout_ms=90_000):
+def wait_for_kernel_idle(page, timeout_ms=90_000, locale="en"):
     """Wait until the notebook's kernel is connected and idle. (The toolbar's execution
     indicator already says 'idle' while the kernel is still starting, and cells run then
     are lost, so read the status bar: "Python 3 (ipykernel) | Idle".)"""
-    page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"\| Idle")).first.wait_for(
+    idle = UI[locale]["Idle"]
+    page.locator(".jp-StatusBar-Widget", has_text=re.compile(rf"\| {idle}")).first.wait_for(
         timeout=timeout_ms)
 
 
-def run_all_cells(page, timeout_ms=240_000):
+def run_all_cells(page, timeout_ms=240_000, locale="en"):
     """Run > Run All Cells (command `runmenu:run-all`), then wait until every code cell
     has an execution count and the kernel is idle, or until a cell shows an error
     (JupyterLab then stops running the rest: the caller checks for error outputs).
     Cells with hidden code (the book's solutions) show no execution count, so View >
     Expand All Code comes first."""
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^View$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Expand All Code$")).click()
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    words = UI[locale]
+    for menu, item in (("View", "Expand All Code"), ("Run", "Run All Cells")):
+        page.locator(".lm-MenuBar-itemLabel",
+                     has_text=re.compile(f"^{words[menu]}$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{words[item]}$")).click()
     page.wait_for_function(
         """() => {
             if (document.querySelector(".jp-OutputArea-output[data-mime-type*='error']"))

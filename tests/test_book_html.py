@@ -9,23 +9,32 @@ For each page (index + one per book/[0-9]*.ipynb) it asserts:
   * math renders (MathJax served locally),
   * pages with saved widget views render widgets (html-manager served locally).
 A full-page screenshot of each page goes to artifacts/screenshots/<page>.png.
+
+The Chinese edition (book/zh/, built into zh/) gets the same checks on its pages, and:
+<html lang="zh-CN">, the language switch to the English page (every English page has
+one to the Chinese), no paragraph of English prose outside code, its Chinese drawn with a
+font that has the glyphs (no tofu), and no figure that matplotlib drew with missing glyphs.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from browser_util import PageLog, serve_directory
+from test_zh_edition import CJK, english_paragraphs
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BOOK = REPO_ROOT / "book"
 CHAPTERS = sorted(p.stem for p in BOOK.glob("[0-9]*.ipynb"))
-PAGES = ["index", *CHAPTERS]
+ZH_CHAPTERS = sorted(p.stem for p in BOOK.glob("zh/[0-9]*.ipynb"))
+PAGES = ["index", *CHAPTERS, "zh/index", "zh/glossary", *(f"zh/{c}" for c in ZH_CHAPTERS)]
 
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -79,7 +88,7 @@ def test_page_renders_offline(name, built_book, book_url, chromium_browser, arti
 
         shots = artifacts_dir / "screenshots"
         shots.mkdir(exist_ok=True)
-        page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(shots / f"{name.replace('/', '_')}.png"), full_page=True)
 
         assert not log.foreign_requests, (
             f"{name}: requests to other hosts (the book must work offline):\n"
@@ -111,6 +120,7 @@ def test_page_renders_offline(name, built_book, book_url, chromium_browser, arti
         assert "Traceback" not in outputs_text, f"{name}: a cell output shows a Traceback"
         assert "Error displaying widget" not in page.content(), f"{name}: a widget failed to render"
 
+        check_language(page, name)
         if n_math:
             assert page.locator("mjx-container").count() > 0, (
                 f"{name}: {n_math} math element(s) but MathJax rendered none"
@@ -127,6 +137,114 @@ def test_page_renders_offline(name, built_book, book_url, chromium_browser, arti
         context.close()
 
 
+def check_language(page, name):
+    """The page's language, its switch to the other edition, and (Chinese) its prose."""
+    chinese = name.startswith("zh/")
+    lang = page.locator("html").get_attribute("lang")
+    assert lang == ("zh-CN" if chinese else "en"), f"{name}: <html lang={lang!r}>"
+    link = page.locator(".bd-article .sd-lang-switch a")
+    assert link.count() == 1, f"{name}: no language switch"
+    stem = name.split("/")[-1]
+    if chinese:
+        english = (BOOK / f"{stem}.ipynb").is_file() or stem == "index"
+        assert link.get_attribute("href") == f"../{stem if english else 'index'}.html"
+        assert link.inner_text() == "English"
+        # Prose outside code cells, code and math: no paragraph left in English.
+        prose = page.evaluate("""() => {
+            const article = document.querySelector('.bd-article').cloneNode(true);
+            article.querySelectorAll('.cell, pre, code, .math, mjx-container, '
+                + '.sd-lang-switch, .headerlink, script, style').forEach(e => e.remove());
+            return [...article.querySelectorAll('p, li, h1, h2, h3, td, th, summary, caption')]
+                .map(e => e.innerText);
+        }""")
+        english_prose = [p for text in prose for p in english_paragraphs(text)]
+        if stem == "glossary":            # its first column is the English term
+            english_prose = [p for p in english_prose if len(p.split()) > 8]
+        assert not english_prose, f"{name}: English prose in the Chinese page: {english_prose[:3]}"
+        assert CJK.search(page.locator("h1").first.inner_text())
+    else:
+        translated = (BOOK / "zh" / f"{stem}.ipynb").is_file() or stem == "index"
+        assert link.get_attribute("href") == f"zh/{stem if translated else 'index'}.html"
+        assert link.inner_text() == "中文"
+
+
+def fonts_drawing(page, selector: str) -> list[str]:
+    """The fonts Chromium drew the text of `selector` with (DevTools: platform fonts)."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": selector})["nodeId"]
+    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    return [f["familyName"] for f in fonts if f["glyphCount"]]
+
+
+def glyphs_of(family: str) -> set[int]:
+    """The code points of the font fontconfig picks for `family` (what Chromium loads)."""
+    from fontTools.ttLib import TTCollection, TTFont
+    path = subprocess.run(["fc-match", "-f", "%{file}", family], capture_output=True,
+                          text=True, check=True).stdout
+    font = TTCollection(path).fonts[0] if path.endswith(".ttc") else TTFont(path, lazy=True)
+    return set(font.getBestCmap())
+
+
+def test_chinese_pages_draw_their_text_with_a_cjk_font(built_book, book_url, chromium_browser,
+                                                       artifacts_dir):
+    """No tofu: the fonts Chromium used for the heading and a paragraph of the Chinese
+    front page have a glyph for every character, and two different Chinese words render
+    differently (tofu would be the same empty box for both)."""
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(f"{book_url}/zh/index.html", wait_until="networkidle", timeout=60_000)
+        for selector in (".bd-article h1", ".bd-article p"):
+            text = page.locator(selector).first.inner_text()
+            families = fonts_drawing(page, selector)
+            covered = set().union(*(glyphs_of(f) for f in families))
+            missing = sorted({c for c in text if CJK.match(c) and ord(c) not in covered})
+            assert not missing, f"{selector}: {families} lack {missing[:10]} (tofu)"
+            assert any("CJK" in f for f in families), families
+        shots = []
+        for word in ("命令式", "符号式"):
+            page.evaluate("""word => {
+                const span = document.createElement('span');
+                span.id = 'sd-font-probe'; span.textContent = word;
+                span.style.fontSize = '40px';
+                document.querySelector('.bd-article h1').replaceWith(span);
+            }""", word)
+            shots.append(page.locator("#sd-font-probe").screenshot())
+            page.evaluate("document.querySelector('#sd-font-probe').id = ''")
+        assert shots[0] != shots[1], "two different Chinese words drew the same pixels: tofu"
+        (artifacts_dir / "screenshots").mkdir(exist_ok=True)
+        (artifacts_dir / "screenshots" / "zh_font_probe.png").write_bytes(shots[0])
+    finally:
+        context.close()
+
+
+def test_chinese_figures_were_drawn_with_every_glyph(built_book):
+    """matplotlib warns 'Glyph N (...) missing from font(s)' when it draws tofu: no
+    executed Chinese chapter has that warning in an output."""
+    executed = built_book.parent / "zh" / "_build" / "jupyter_execute"
+    tofu = []
+    for name in ZH_CHAPTERS:
+        nb = json.loads((executed / f"{name}.ipynb").read_text(encoding="utf-8"))
+        for i, cell in enumerate(nb["cells"]):
+            for out in cell.get("outputs", []):
+                if re.search(r"Glyph \d+ .* missing from font", out.get("text", "")):
+                    tofu.append((name, i, out["text"][:160]))
+    assert not tofu, tofu
+
+
+def test_every_chinese_chapter_is_in_the_chinese_toc(built_book):
+    toc = (BOOK / "zh" / "_toc.yml").read_text()
+    listed = [line.split(":", 1)[1].strip() for line in toc.splitlines()
+              if line.startswith("- file:")]
+    assert [f for f in listed if f[:1].isdigit()] == ZH_CHAPTERS
+    assert "glossary" in listed
+    for name in ZH_CHAPTERS:
+        assert (built_book / "zh" / f"{name}.html").is_file(), name
+
+
 def test_every_chapter_notebook_is_in_the_toc(built_book):
     """The generated TOC lists every book/[0-9]*.ipynb, in order (pages such as
     references and the instructor's guide may follow them)."""
@@ -141,8 +259,10 @@ def test_executed_notebooks_keep_widget_state(built_book):
     """A chapter that displays widgets must keep their state after execution,
     otherwise the HTML shows nothing where the widget was."""
     executed = built_book.parent / "jupyter_execute"
-    for name in CHAPTERS:
-        nb_path = executed / f"{name}.ipynb"
+    executed_zh = built_book.parent / "zh" / "_build" / "jupyter_execute"
+    for nb_path in ([executed / f"{name}.ipynb" for name in CHAPTERS]
+                    + [executed_zh / f"{name}.ipynb" for name in ZH_CHAPTERS]):
+        name = nb_path.stem
         if not nb_path.is_file():
             continue
         nb = json.loads(nb_path.read_text(encoding="utf-8"))

@@ -4,7 +4,8 @@ The book build executes every chapter with nbclient (test_book_part*.py), but a 
 runs them in JupyterLab, where widgets need their front end and the library runs with
 its defaults (the tiered compile: the first hybridized call may answer from the NumPy
 tier while a background process compiles). Each chapter here is copied with the book's
-data into a temporary root, run with Run > Run All Cells, and checked in the DOM.
+data into a temporary root, run with Run > Run All Cells, and checked in the DOM. A Chinese
+chapter runs in JupyterLab's Chinese interface, its widgets speaking Chinese.
 """
 from __future__ import annotations
 
@@ -88,4 +89,54 @@ def test_the_recurrent_networks_chapter_runs_in_jupyterlab(book_lab, chromium_br
         shots = artifacts_dir / "screenshots"
         shots.mkdir(exist_ok=True)
         page.screenshot(path=str(shots / "chapter31_jupyterlab.png"), full_page=True)
+        context.close()
+
+
+ZH_CHAPTER = "zh/21_hybridblock.ipynb"
+
+
+@pytest.fixture
+def chinese_lab(tmp_path):
+    """JupyterLab with its Chinese interface (jupyterlab-language-pack-zh-cn) serving a
+    copy of book/, and no STRAIGHTDOPE_LANG: the widgets must find the language from
+    the kernel's working directory (book/zh/)."""
+    if not (BOOK / ZH_CHAPTER).is_file():
+        pytest.skip(f"book/{ZH_CHAPTER} is not translated yet")
+    root = tmp_path / "book"
+    shutil.copytree(BOOK, root, ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints"))
+    home = tmp_path / "jupyter"
+    home.mkdir()
+    with jupyterlab(root, home, env_overrides={"STRAIGHTDOPE_COMPILE": "tiered",
+                                               "STRAIGHTDOPE_LANG": ""},
+                    locale="zh_CN") as url:
+        yield url
+
+
+def test_a_chinese_chapter_runs_in_jupyterlab_in_chinese(chinese_lab, chromium_browser,
+                                                          artifacts_dir):
+    context = chromium_browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    log = PageLog.attach(page)
+    try:
+        page.goto(f"{chinese_lab}/lab/tree/{ZH_CHAPTER}", wait_until="domcontentloaded")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        # The interface is Chinese: the menu bar reads 文件 (File), 运行 (Run).
+        menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+        assert "文件" in menus and "运行" in menus, menus
+        wait_for_kernel_idle(page, locale="zh_CN")
+        run_all_cells(page, timeout_ms=600_000, locale="zh_CN")
+
+        errors = page.locator(".jp-OutputArea-output[data-mime-type*='error']")
+        assert errors.count() == 0, errors.first.inner_text()
+        # The TraceInspector speaks Chinese, found from the kernel's folder (book/zh/).
+        widget = page.locator(".sd-widget", has_text="hybrid_forward 打印了什么").first
+        widget.wait_for(timeout=30_000)
+        assert widget.locator("button", has_text="再调用一次").count() == 1
+        assert "命令式：net(x) 运行 Python 代码" in widget.inner_text()
+        assert not log.page_errors, log.page_errors
+        assert not log.failed_responses, log.failed_responses
+    finally:
+        shots = artifacts_dir / "screenshots"
+        shots.mkdir(exist_ok=True)
+        page.screenshot(path=str(shots / "zh_chapter21_jupyterlab.png"), full_page=True)
         context.close()

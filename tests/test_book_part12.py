@@ -4,6 +4,8 @@ Each notebook is executed with nbclient in a fresh kernel whose working director
 temporary directory (so a chapter that writes files cannot leave any in the repository).
 The test is parametrized per notebook: a failing chapter is named in the test id, and the
 failure message shows the failing cell's error. Notebooks are committed without outputs.
+The Chinese chapters (book/zh/, "zh/<name>") are checked too: by default in the run the
+Chinese book build made of them (tests/zh_util.py says why and how to run them here).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from zh_util import executed_by_book_build, execute_here, is_zh, kernel_environment, zh_names
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 
@@ -41,18 +44,23 @@ def error_outputs(nb):
             for out in cell.get("outputs", []) if out.get("output_type") == "error"]
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_without_error(name, tmp_path):
+@pytest.mark.parametrize("name", NOTEBOOKS + zh_names(NOTEBOOKS))
+def test_notebook_runs_without_error(name, tmp_path, request):
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     path = BOOK / f"{name}.ipynb"
     assert path.exists(), f"{path} is missing"
+    if is_zh(name) and not execute_here():
+        nb = executed_by_book_build(request.getfixturevalue("built_book"), name)
+        assert not error_outputs(nb), f"{name}.ipynb has error outputs: {error_outputs(nb)}"
+        return
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     try:
-        NotebookClient(nb, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": str(tmp_path)}}).execute()
+        with kernel_environment(name):
+            NotebookClient(nb, timeout=300, kernel_name="python3",
+                           resources={"metadata": {"path": str(tmp_path)}}).execute()
     except CellExecutionError as err:
         pytest.fail(f"{name}.ipynb: a cell failed:\n{err}", pytrace=False)
     seconds = time.perf_counter() - start

@@ -5,6 +5,8 @@ temporary directory (chapters that write files, e.g. `export`, write them there)
 "no error output", chapter 21 is checked for the lesson it teaches: the prints inside
 `hybrid_forward` fire once, at trace time, with F = straightdope.symbol, and never again;
 chapter 31 for its measurement: the foreach graph keeps one size while the unrolled one grows.
+The Chinese chapters (book/zh/, "zh/<name>") are checked the same way, by default in the run
+the Chinese book build made of them (tests/zh_util.py).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from zh_util import executed_by_book_build, execute_here, is_zh, kernel_environment, zh_names
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 
@@ -34,18 +37,22 @@ pytestmark = pytest.mark.slow
 _executed: dict[str, nbformat.NotebookNode] = {}
 
 
-def execute(name: str, tmp_path_factory) -> nbformat.NotebookNode:
+def execute(name: str, tmp_path_factory, request) -> nbformat.NotebookNode:
     """The executed notebook (run once per test session, shared by the tests below)."""
     if name not in _executed:
         from nbclient import NotebookClient
         path = BOOK / f"{name}.ipynb"
         if not path.exists():
             pytest.skip(f"{path.name} is not written yet")
+        if is_zh(name) and not execute_here():
+            _executed[name] = executed_by_book_build(request.getfixturevalue("built_book"), name)
+            return _executed[name]
         nb = nbformat.read(path, as_version=4)
-        cwd = tmp_path_factory.mktemp(name)
+        cwd = tmp_path_factory.mktemp(name.replace("/", "_"))
         start = time.perf_counter()
-        NotebookClient(nb, timeout=600, kernel_name="python3",
-                       resources={"metadata": {"path": str(cwd)}}).execute()
+        with kernel_environment(name):
+            NotebookClient(nb, timeout=600, kernel_name="python3",
+                           resources={"metadata": {"path": str(cwd)}}).execute()
         nb.metadata["execution_seconds"] = time.perf_counter() - start
         _executed[name] = nb
     return _executed[name]
@@ -69,17 +76,19 @@ def cell_tagged(nb, tag):
     return cells[0]
 
 
-@pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_runs_without_errors(name, tmp_path_factory):
-    nb = execute(name, tmp_path_factory)
-    print(f"{name}: executed in {nb.metadata['execution_seconds']:.1f} s")
+@pytest.mark.parametrize("name", NOTEBOOKS + zh_names(NOTEBOOKS))
+def test_notebook_runs_without_errors(name, tmp_path_factory, request):
+    nb = execute(name, tmp_path_factory, request)
     assert not error_outputs(nb), error_outputs(nb)
-    # Stay in the book's time budget (generous: shared CI machines are slower).
-    assert nb.metadata["execution_seconds"] < 300
+    if "execution_seconds" in nb.metadata:          # (the book build does not time them)
+        print(f"{name}: executed in {nb.metadata['execution_seconds']:.1f} s")
+        # Stay in the book's time budget (generous: shared CI machines are slower).
+        assert nb.metadata["execution_seconds"] < 300
 
 
-def test_hybrid_forward_prints_fire_once(tmp_path_factory):
-    nb = execute("21_hybridblock", tmp_path_factory)
+@pytest.mark.parametrize("name", ["21_hybridblock", *zh_names(["21_hybridblock"])])
+def test_hybrid_forward_prints_fire_once(name, tmp_path_factory, request):
+    nb = execute(name, tmp_path_factory, request)
     f_line = re.compile(r"^F:", re.MULTILINE)
 
     imperative = stdout_of(cell_tagged(nb, "imperative-call"))
@@ -93,9 +102,11 @@ def test_hybrid_forward_prints_fire_once(tmp_path_factory):
     assert not f_line.findall(second), second
 
 
+@pytest.mark.parametrize("name", ["31_recurrent_networks",
+                                  *zh_names(["31_recurrent_networks"])])
 def test_chapter_31_measures_a_fixed_size_loop_against_a_growing_unrolled_graph(
-        tmp_path_factory):
-    nb = execute("31_recurrent_networks", tmp_path_factory)
+        name, tmp_path_factory, request):
+    nb = execute(name, tmp_path_factory, request)
     sizes = [tuple(int(v) for v in line.split())
              for line in stdout_of(cell_tagged(nb, "graph-sizes")).splitlines()[1:]]
     assert [s[0] for s in sizes] == [5, 10, 20, 35]
