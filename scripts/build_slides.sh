@@ -6,18 +6,21 @@
 # Decks land in PATH_OUTPUT/_build/slides/<chapter>.slides.html (default: the
 # repository root, like scripts/build_book.sh), with reveal.js, require.js,
 # the widget manager and MathJax copied next to them: no request to another host.
+# The Chinese edition's decks (book/zh/) land in PATH_OUTPUT/_build/slides/zh/.
 #
 # Which cells become slides is chosen per chapter in the notebooks' cell
 # metadata (`slideshow.slide_type`, see docs/authoring.md); JupyterLab shows the
 # same slides live with RISE (jupyterlab-rise).
 #
 # Executed notebooks come from the book build when it is newer than the chapter
-# (PATH_OUTPUT/_build/jupyter_execute/, written by scripts/build_book.sh), so
+# (PATH_OUTPUT/_build/jupyter_execute/ and, for book/zh/, _build/zh/_build/jupyter_execute/,
+# written by scripts/build_book.sh), so
 # `make book && make slides` runs every notebook once. A chapter without a fresh
 # executed copy is executed here (nbconvert --execute).
 #
 # Environment:
-#   SLIDES_CHAPTERS  space-separated chapter names to render (default: all)
+#   SLIDES_CHAPTERS  space-separated chapter names to render (default: all; in both
+#                    editions, for those translated)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -57,34 +60,53 @@ for item in digits_demo.js onnxruntime models; do
 done
 
 # --- 2. one deck per chapter ------------------------------------------------
-start=$SECONDS
-shopt -s nullglob
-chapters=(book/[0-9]*.ipynb)
-shopt -u nullglob
-if [[ -n "${SLIDES_CHAPTERS:-}" ]]; then
-    chapters=()
-    for name in $SLIDES_CHAPTERS; do chapters+=("book/$name.ipynb"); done
-fi
-for nb in "${chapters[@]}"; do
-    name="$(basename "$nb" .ipynb)"
-    source="$EXECUTED/$name.ipynb"
-    execute=()
-    if [[ ! -f "$source" || "$source" -ot "$nb" ]]; then
-        source="$nb"
-        execute=(--execute --ExecutePreprocessor.timeout=600)
-        echo "==> $name: executing (no executed copy newer than the chapter)"
+# make_decks SOURCE_DIR EXECUTED_DIR DECK_DIR UP: one deck per SOURCE_DIR/[0-9]*.ipynb into
+# DECK_DIR, reusing EXECUTED_DIR's executed copies; UP is the way from DECK_DIR back to
+# $SLIDES, where the shared assets are ("" or "../").
+make_decks() {
+    local source_dir="$1" executed="$2" decks="$3" up="$4" nb name source
+    local chapters=()
+    shopt -s nullglob
+    chapters=("$source_dir"/[0-9]*.ipynb)
+    shopt -u nullglob
+    if [[ -n "${SLIDES_CHAPTERS:-}" ]]; then
+        chapters=()
+        for name in $SLIDES_CHAPTERS; do
+            [[ -f "$source_dir/$name.ipynb" ]] && chapters+=("$source_dir/$name.ipynb")
+        done
     fi
-    # Executed in book/ (as the book build does); the deck is named after the chapter.
-    "$JUPYTER" nbconvert "$source" --to slides "${execute[@]}" \
-        --TemplateExporter.extra_template_basedirs="$ROOT/scripts/slides_template" \
-        --template straightdope_reveal \
-        --SlidesExporter.reveal_url_prefix=reveal.js \
-        --SlidesExporter.reveal_theme=white \
-        --HTMLExporter.require_js_url=assets/require.js \
-        --HTMLExporter.mathjax_url=assets/mathjax/tex-chtml.js \
-        --HTMLExporter.widget_renderer_url=assets/html-manager/embed-amd.js \
-        --ExecutePreprocessor.kernel_name=python3 \
-        --output-dir "$SLIDES" --output "$name" --log-level=WARN
-    [[ -f "$SLIDES/$name.slides.html" ]] || { echo "build_slides.sh: no deck for $name" >&2; exit 1; }
-done
-echo "==> ${#chapters[@]} decks in $((SECONDS - start)) s: $SLIDES/<chapter>.slides.html"
+    mkdir -p "$decks"
+    for nb in "${chapters[@]}"; do
+        name="$(basename "$nb" .ipynb)"
+        source="$executed/$name.ipynb"
+        execute=()
+        if [[ ! -f "$source" || "$source" -ot "$nb" ]]; then
+            source="$nb"
+            execute=(--execute --ExecutePreprocessor.timeout=600)
+            echo "==> $source_dir/$name: executing (no executed copy newer than the chapter)"
+        fi
+        # Executed in its folder (as the book build does); the deck is named after the chapter.
+        "$JUPYTER" nbconvert "$source" --to slides "${execute[@]}" \
+            --TemplateExporter.extra_template_basedirs="$ROOT/scripts/slides_template" \
+            --template straightdope_reveal \
+            --SlidesExporter.reveal_url_prefix="${up}reveal.js" \
+            --SlidesExporter.reveal_theme=white \
+            --HTMLExporter.require_js_url="${up}assets/require.js" \
+            --HTMLExporter.mathjax_url="${up}assets/mathjax/tex-chtml.js" \
+            --HTMLExporter.widget_renderer_url="${up}assets/html-manager/embed-amd.js" \
+            --ExecutePreprocessor.kernel_name=python3 \
+            --output-dir "$decks" --output "$name" --log-level=WARN
+        [[ -f "$decks/$name.slides.html" ]] || { echo "build_slides.sh: no deck for $name" >&2; exit 1; }
+    done
+    echo "==> ${#chapters[@]} decks: $decks/<chapter>.slides.html"
+}
+
+start=$SECONDS
+make_decks book "$EXECUTED" "$SLIDES" ""
+# The Chinese edition (book/zh/): decks in zh/, sharing the assets one folder up; its
+# executed notebooks come from the Chinese book build (build_book.sh), its widgets and
+# figures speak Chinese (widgets/messages.py, book/zh/matplotlibrc).
+mkdir -p "$SLIDES/zh"
+ln -sfn ../_static "$SLIDES/zh/_static"
+STRAIGHTDOPE_LANG=zh make_decks book/zh "$OUT/_build/zh/_build/jupyter_execute" "$SLIDES/zh" "../"
+echo "==> slides built in $((SECONDS - start)) s"

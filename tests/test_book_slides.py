@@ -20,6 +20,8 @@ from browser_util import PageLog, serve_directory
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BOOK = REPO_ROOT / "book"
 CHAPTERS = sorted(p.stem for p in BOOK.glob("[0-9]*.ipynb"))
+# The Chinese edition's chapters (book/zh/), their decks in slides/zh/.
+ZH_CHAPTERS = sorted(f"zh/{p.stem}" for p in BOOK.glob("zh/[0-9]*.ipynb"))
 STARTS = ("slide", "subslide")
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -29,7 +31,7 @@ def slide_types(name):
     return nb, [c.metadata.get("slideshow", {}).get("slide_type") for c in nb.cells]
 
 
-@pytest.mark.parametrize("name", CHAPTERS)
+@pytest.mark.parametrize("name", CHAPTERS + ZH_CHAPTERS)
 def test_chapter_has_hand_chosen_slides(name):
     nb, types = slide_types(name)
     assert types[0] == "slide", f"{name}.ipynb: the title cell must start a slide"
@@ -37,7 +39,8 @@ def test_chapter_has_hand_chosen_slides(name):
         f"{name}.ipynb: only {sum(t in STARTS for t in types)} slides; mark the title, "
         "the key code, the widget or plot and the summary (slideshow.slide_type)")
     summary = [t for c, t in zip(nb.cells, types)
-               if c.cell_type == "markdown" and "## Summary" in c.source]
+               if c.cell_type == "markdown"
+               and ("## 小结" if name.startswith("zh/") else "## Summary") in c.source]
     assert summary == ["slide"], f"{name}.ipynb: the Summary cell must start a slide"
 
 
@@ -69,7 +72,7 @@ def slides_url(built_slides):
 
 @pytest.mark.browser
 @pytest.mark.slow
-@pytest.mark.parametrize("name", CHAPTERS)
+@pytest.mark.parametrize("name", CHAPTERS + ZH_CHAPTERS)
 def test_deck_loads_offline_with_its_slides_widgets_and_figures(
         name, built_slides, slides_url, chromium_browser, artifacts_dir):
     deck = built_slides / f"{name}.slides.html"
@@ -100,7 +103,8 @@ def test_deck_loads_offline_with_its_slides_widgets_and_figures(
             assert page.evaluate("document.images.length + "
                                  "document.querySelectorAll('.reveal svg').length") > 0
 
-        page.screenshot(path=str(artifacts_dir / "screenshots" / f"{name}.slides.png"))
+        shot = f"{name.replace('/', '_')}.slides.png"
+        page.screenshot(path=str(artifacts_dir / "screenshots" / shot))
         assert not log.foreign_requests, (
             f"{name}: requests to other hosts:\n" + "\n".join(log.foreign_requests))
         assert not log.failed_responses and not log.failed_requests, (
