@@ -105,6 +105,7 @@ def test_graph_view_in_chinese_draws_its_title_with_a_cjk_font(chinese):
     assert view.hide_params.description == "隐藏参数"
     assert "阶段：形状推断" in svg_texts(view.svg)
     assert "Noto Sans CJK SC" in view.dot
+    assert "输入: data" in view.details_html.value and "参数个数" in view.details_html.value
     view.stage_buttons.value = "traced"
     assert "阶段：追踪" in svg_texts(view.svg)
 

@@ -25,7 +25,7 @@ from straightdope.graph import Graph, annotate
 from straightdope.symbol import Symbol
 
 from . import _style as st
-from .messages import graphviz_font, t
+from .messages import MESSAGES, graphviz_font, t
 
 STAGE_ORDER = STAGES          # the compiler's pipeline list (compiler/backend.py PIPELINE)
 #: Below this width (px) for the drawing, the node inspector moves under it.
@@ -188,8 +188,7 @@ def _type_text(graph, entry):
     return f"{tuple(shape)}" + (f" {np.dtype(dtype).name}" if dtype is not None else "")
 
 
-PLACES = {"input": "the caller's array (an input)",
-          "output": "a fresh array each call (an output: the caller may keep it)"}
+PLACES = {"input": "graph.place.input", "output": "graph.place.output"}
 
 
 def _stage_rows(stage, graph, node):
@@ -201,11 +200,11 @@ def _stage_rows(stage, graph, node):
         step = next((s for s in steps if s.id == step_of[node.id]), None)
         if step is not None:
             label = step.label(graph) if hasattr(step, "label") else str(step)
-            rows.append(("step", f"{step.id}: {label}"))
+            rows.append((t("graph.row.step"), f"{step.id}: {label}"))
     clusters = getattr(stage, "clusters", None)
     clusters = clusters() if callable(clusters) else clusters
     if isinstance(clusters, dict) and node.id in clusters:
-        rows.append(("fused group", clusters[node.id]))
+        rows.append((t("graph.row.fused_group"), clusters[node.id]))
     where, root = getattr(stage, "where", None), getattr(stage, "root", None)
     if callable(where) and isinstance(root, dict):
         buffer_of = getattr(stage, "buffer_of", {})
@@ -216,20 +215,21 @@ def _stage_rows(stage, graph, node):
                 continue
             place = where(entry)
             if entry in registers:
-                place = "no memory: a local variable inside its fused loop"
+                place = t("graph.place.register")
             elif place == "arena" and root[entry] in buffer_of:
-                place = f"arena buffer {buffer_of[root[entry]]}"
+                place = t("graph.place.arena", buffer=buffer_of[root[entry]])
                 buffers = getattr(stage, "buffers", None)
                 if buffers is not None:
                     others = [graph._value(v) for v in buffers[buffer_of[root[entry]]].values
                               if v != root[entry]]
                     if others:
-                        place += f", reused: also holds {', '.join(others)}"
+                        place += t("graph.place.reused", others=", ".join(others))
             elif place in PLACES:
-                place = PLACES[place]
+                place = t(PLACES[place])
             if root[entry] != entry:
-                place += f", a view of {graph._value(root[entry])}"
-            rows.append((f"stored ({k})" if node.num_outputs > 1 else "stored", place))
+                place += t("graph.place.view", value=graph._value(root[entry]))
+            stored = t("graph.row.stored")
+            rows.append((f"{stored} ({k})" if node.num_outputs > 1 else stored, place))
     return rows
 
 
@@ -283,9 +283,9 @@ def node_details_html(stages: dict, stage_key: str, node) -> str:
     parts = [st.heading(f"{node.name}", size=16), st.note(kind)]
     rows = []
     if node.is_var:
-        rows.append(("role", {"data": "input data", "param": "parameter",
-                              "aux": "auxiliary state"}.get(node.kind, node.kind)))
-        rows.append(("value", _type_text(graph, (node.id, 0))))
+        role = f"graph.role.{node.kind}"
+        rows.append((t("graph.row.role"), t(role) if role in MESSAGES else node.kind))
+        rows.append((t("graph.row.value"), _type_text(graph, (node.id, 0))))
     else:
         defaults = {k: a.default for k, a in node.op.attrs.items()}
         for k, v in node.attrs.items():
@@ -293,14 +293,15 @@ def node_details_html(stages: dict, stage_key: str, node) -> str:
                 rows.append((k, v))
         names = node.op.input_names(node.attrs, len(node.inputs))
         for name, entry in zip(names, node.inputs):
-            rows.append((f"in: {name}", f"{graph.nodes[entry[0]].name}  "
+            rows.append((f"{t('graph.row.in')}: {name}", f"{graph.nodes[entry[0]].name}  "
                                         f"{_type_text(graph, entry)}"))
         for k in range(node.num_outputs):
-            rows.append((f"out {k}" if node.num_outputs > 1 else "out",
+            rows.append((f"{t('graph.row.out')} {k}" if node.num_outputs > 1
+                         else t("graph.row.out"),
                          _type_text(graph, (node.id, k))))
         params = graph.num_params(node)
         if params:
-            rows.append(("parameters", f"{params:,}"))
+            rows.append((t("graph.row.parameters"), f"{params:,}"))
     rows.extend(_stage_rows(stage, graph, node))
     parts.append(st.table(rows))
     code = code_for(stages, node)
