@@ -204,16 +204,13 @@ def test_chinese_pages_draw_their_text_with_a_cjk_font(built_book, book_url, chr
             missing = sorted({c for c in text if CJK.match(c) and ord(c) not in covered})
             assert not missing, f"{selector}: {families} lack {missing[:10]} (tofu)"
             assert any("CJK" in f for f in families), families
-        shots = []
-        for word in ("命令式", "符号式"):
-            page.evaluate("""word => {
-                const span = document.createElement('span');
-                span.id = 'sd-font-probe'; span.textContent = word;
-                span.style.fontSize = '40px';
-                document.querySelector('.bd-article h1').replaceWith(span);
-            }""", word)
-            shots.append(page.locator("#sd-font-probe").screenshot())
-            page.evaluate("document.querySelector('#sd-font-probe').id = ''")
+        page.evaluate("""words => words.forEach((word, k) => {
+            const span = document.createElement('span');
+            span.id = 'sd-font-probe-' + k; span.textContent = word;
+            span.style.fontSize = '40px'; span.style.display = 'inline-block';
+            document.querySelector('.bd-article').prepend(span);
+        })""", ["命令式", "符号式"])
+        shots = [page.locator(f"#sd-font-probe-{k}").screenshot() for k in range(2)]
         assert shots[0] != shots[1], "two different Chinese words drew the same pixels: tofu"
         (artifacts_dir / "screenshots").mkdir(exist_ok=True)
         (artifacts_dir / "screenshots" / "zh_font_probe.png").write_bytes(shots[0])
