@@ -10,7 +10,7 @@ time. A chapter is *behind* when the English file's hash is now different; the r
 shows how much changed (lines added and removed, which cells) and the command that shows
 the change. A Markdown page (index.md, references.md,
 instructor_guide.md) may record the same in an HTML comment on its first line:
-`<!-- straightdope: translation_of=references.md source_blob=<sha> -->`.
+`<!-- translation_of: references.md source_blob: <sha> -->`.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MD_RECORD = re.compile(r"<!--\s*straightdope:\s*translation_of=(\S+)\s+source_blob=([0-9a-f]{40})\s*-->")
+MD_RECORD = re.compile(r"<!--\s*translation_of:\s*(\S+)\s+source_blob:\s*([0-9a-f]{40})\s*-->")
 PAGES = ("index.md", "references.md", "instructor_guide.md")
 
 

@@ -275,6 +275,26 @@ def test_zh_status_finds_the_chapter_whose_english_changed(small_repo, capsys):
     assert "book/02_two.ipynb" in out.split("Not translated yet:")[1]
 
 
+def test_zh_status_follows_markdown_pages_by_their_first_line_comment(small_repo):
+    (small_repo / "book" / "index.md").write_text("# Front\n")
+    blob = subprocess.run(["git", "-C", str(small_repo), "hash-object", "book/index.md"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (small_repo / "book" / "zh" / "index.md").write_text(
+        f"<!-- translation_of: index.md source_blob: {blob} -->\n# 首页\n")
+    assert {s.name: s.state for s in zh_status.status(small_repo)}["index.md"] == "current"
+    (small_repo / "book" / "index.md").write_text("# Front page\n")
+    page = {s.name: s for s in zh_status.status(small_repo)}["index.md"]
+    assert page.state == "behind" and page.recorded == blob
+
+
+@pytest.mark.parametrize("page", ["index", "references", "instructor_guide"])
+def test_chinese_pages_record_their_english_version(page):
+    if not (ZH / f"{page}.md").is_file():
+        pytest.skip(f"book/zh/{page}.md is not written yet")
+    assert re.fullmatch(r"[0-9a-f]{40}", zh_status.recorded_blob(ZH / f"{page}.md")), (
+        f"book/zh/{page}.md: first line <!-- translation_of: {page}.md source_blob: <sha> -->")
+
+
 def test_zh_status_reports_this_repository():
     """The drift of this checkout, printed (it reports, it does not fail the suite)."""
     statuses = zh_status.status(REPO)
