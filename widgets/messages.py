@@ -225,6 +225,6 @@ def graphviz_font(default: str = "Helvetica") -> str:
 
 if __name__ == "__main__":
     # python -m widgets.messages: tell matplotlib's font cache about the CJK fonts (make
-    # venv runs it; needed once after `apt-get install fonts-noto-cjk`).
+    # book, slides and test run it; needed once after `apt-get install fonts-noto-cjk`).
     fonts = register_cjk_fonts(save=True)
     print(f"matplotlib CJK fonts: {', '.join(fonts) or 'none (apt-get install fonts-noto-cjk)'}")
