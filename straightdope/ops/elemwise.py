@@ -299,10 +299,10 @@ BINARY = {
     # Python's and NumPy's modulo: the result has the sign of the divisor
     "broadcast_mod": (np.mod, "({0} - np.floor({0} / {1}) * {1})",
                       lambda F, a, b, y, og: og, lambda F, a, b, y, og: -og * F.floor(a / b)),
-    "broadcast_maximum": (np.maximum, "max({0}, {1})",
+    "broadcast_maximum": (np.maximum, "np.maximum({0}, {1})",     # NaN from either side
                           lambda F, a, b, y, og: og * F.broadcast_greater_equal(a, b),
                           lambda F, a, b, y, og: og * F.broadcast_lesser(a, b)),
-    "broadcast_minimum": (np.minimum, "min({0}, {1})",
+    "broadcast_minimum": (np.minimum, "np.minimum({0}, {1})",
                           lambda F, a, b, y, og: og * F.broadcast_lesser_equal(a, b),
                           lambda F, a, b, y, og: og * F.broadcast_greater(a, b)),
 }

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .registry import Bool, Choice, Float, Int, OpError, Shape, like_input, register
+from .registry import Bool, Choice, Float, Int, OpError, Shape, axis_in, like_input, register
 from .reduce import norm_axes
 
 
@@ -496,7 +496,7 @@ BN_ATTRS = {"eps": Float(1e-3), "momentum": Float(0.9), "fix_gamma": Bool(True),
 
 
 def _bn_layout(attrs, x):
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in("BatchNorm", attrs["axis"], x.shape)
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]
     return axis, tuple(a for a in range(x.ndim) if a != axis), tuple(shape)
@@ -506,7 +506,7 @@ def _bn_shape(attrs, in_shapes):
     data = in_shapes[0]
     if data is None:
         return in_shapes, [None, None, None]
-    channels = (data[attrs["axis"] % len(data)],)
+    channels = (data[axis_in("BatchNorm", attrs["axis"], data)],)
     for name, s in zip(("gamma", "beta", "moving_mean", "moving_var"), in_shapes[1:]):
         if s is not None and tuple(s) != channels:
             raise OpError(f"BatchNorm: {name} has shape {s} but data {data} has {channels[0]} "
@@ -586,12 +586,12 @@ def _ln_shape(attrs, in_shapes):
     data = in_shapes[0]
     if data is None:
         return in_shapes, [None]
-    channels = (data[attrs["axis"] % len(data)],)
+    channels = (data[axis_in("LayerNorm", attrs["axis"], data)],)
     return [data, channels, channels], [data]
 
 
 def _ln_stats(attrs, x):
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in("LayerNorm", attrs["axis"], x.shape)
     bshape = [1] * x.ndim
     bshape[axis] = x.shape[axis]
     mu = x.mean(axis=axis, keepdims=True)

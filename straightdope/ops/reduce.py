@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptShape, like_input, register,
-                       scipy_special)
+from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptShape, axis_in,
+                       like_input, refuse_empty_gather, register, scipy_special)
 
 
 def norm_axes(axis, ndim, exclude=False):
@@ -198,7 +198,7 @@ register("log_softmax", attrs=dict(SOFTMAX_ATTRS), forward=_log_softmax_forward,
 # ------------------------------------------------------------- pick, one_hot
 def _pick_index(attrs, x, index):
     """The axis, and the indices clipped into range, shaped like x with 1 on the axis."""
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in("pick", attrs["axis"], x.shape)
     idx = index.astype(np.int64)                # a new array: clip it in place (ufuncs
     np.maximum(idx, 0, out=idx)                 # directly: np.clip's Python costs more
     np.minimum(idx, x.shape[axis] - 1, out=idx)  # than the work at small sizes)
@@ -215,10 +215,11 @@ def _pick_shape(attrs, in_shapes):
     x, index = in_shapes
     if x is None:
         return in_shapes, [None]
-    axis = attrs["axis"] % len(x)
+    axis = axis_in("pick", attrs["axis"], x)
     rest = x[:axis] + x[axis + 1:]
     if index is not None and int(np.prod(index)) != int(np.prod(rest)):
         raise OpError(f"pick: index shape {index} does not match data {x} without axis {axis}")
+    refuse_empty_gather("pick", x, axis, math.prod(rest))
     out = x[:axis] + ((1,) if attrs["keepdims"] else ()) + x[axis + 1:]
     return [x, index if index is not None else rest], [out]
 
@@ -408,6 +409,8 @@ def _softmax_ce_shape(attrs, in_shapes):
     x, label = in_shapes
     if x is not None and len(x) != 2:
         raise OpError(f"softmax_cross_entropy: data must be 2-D (batch, classes), got {x}")
+    if x is not None:
+        refuse_empty_gather("softmax_cross_entropy", x, 1, x[0])
     return [x, label if label is not None or x is None else x[:1]], [(1,)]
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptInt, OptShape, Shape, alias,
-                       like_input, register, unify)
+                       axis_in, like_input, register, unify)
 from .elemwise import same_shape
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8", "bool")
@@ -111,9 +111,11 @@ def _transpose_axes(attrs, ndim):
     axes = attrs["axes"]
     if not axes:
         return tuple(range(ndim))[::-1]
-    if sorted(a % ndim for a in axes) != list(range(ndim)):
-        raise OpError(f"transpose: axes {axes} is not a permutation of {ndim} dimensions")
-    return tuple(a % ndim for a in axes)
+    normal = tuple(a + ndim if a < 0 else a for a in axes)
+    if sorted(normal) != list(range(ndim)):
+        raise OpError(f"transpose: axes {axes} is not a permutation of the {ndim} axes of the "
+                      f"data")
+    return normal
 
 
 def _transpose_grad(F, attrs, inputs, outputs, out_grads):
@@ -135,12 +137,13 @@ def _expand_shape(attrs, in_shapes):
     s = in_shapes[0]
     if s is None:
         return in_shapes, [None]
-    axis = attrs["axis"] if attrs["axis"] >= 0 else attrs["axis"] + len(s) + 1
+    axis = axis_in("expand_dims", attrs["axis"], s, extra=1)
     return in_shapes, [s[:axis] + (1,) + s[axis:]]
 
 
 register("expand_dims", attrs={"axis": Int(required=True)},
-         forward=lambda attrs, x: np.expand_dims(x, attrs["axis"]).copy(),
+         forward=lambda attrs, x: np.expand_dims(
+             x, axis_in("expand_dims", attrs["axis"], x.shape, extra=1)).copy(),
          infer_shape=_expand_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
          doc="expand_dims(data, axis): insert an axis of length 1.")
@@ -176,7 +179,7 @@ register("squeeze", attrs={"axis": OptShape(None)},
 def _concat_shape(attrs, in_shapes):
     if any(s is None for s in in_shapes):
         return in_shapes, [None]
-    dim = attrs["dim"] % len(in_shapes[0])
+    dim = axis_in("concat", attrs["dim"], in_shapes[0])
     first = in_shapes[0]
     for s in in_shapes[1:]:
         if len(s) != len(first) or any(a != b for k, (a, b) in enumerate(zip(s, first)) if k != dim):
@@ -195,7 +198,7 @@ def _concat_partial(attrs, in_shapes, out_shapes):
             raise OpError(f"concat: shapes {in_shapes} have different numbers of dimensions")
         return in_shapes, out_shapes
     rank = ranks.pop()
-    dim = attrs["dim"] % rank
+    dim = axis_in("concat", attrs["dim"], (None,) * rank)
     unknown = (None,) * rank
 
     def outside(s):
@@ -222,7 +225,8 @@ _concat_shape.partial = _concat_partial
 
 
 register("concat", variadic=True, attrs={"dim": Int(1), "num_args": OptInt(None)},
-         forward=lambda attrs, *xs: np.concatenate(xs, axis=attrs["dim"]),
+         forward=lambda attrs, *xs: np.concatenate(
+             xs, axis=axis_in("concat", attrs["dim"], xs[0].shape if xs else ())),
          infer_shape=_concat_shape,
          gradient=lambda F, a, i, o, og: [F._concat_grad(og[0], *i, dim=a["dim"], index=k)
                                           for k in range(len(i))],
@@ -251,7 +255,7 @@ def _split_shape(attrs, in_shapes):
     n = attrs["num_outputs"]
     if s is None:
         return in_shapes, [None] * n
-    axis = attrs["axis"] % len(s)
+    axis = axis_in("split", attrs["axis"], s)
     if s[axis] % n:
         raise OpError(f"split: axis {axis} of shape {s} has length {s[axis]}, which does not "
                       f"split into {n} equal parts")
@@ -265,7 +269,7 @@ def _split_shape(attrs, in_shapes):
 
 
 def _split_forward(attrs, x):
-    parts = np.split(x, attrs["num_outputs"], axis=attrs["axis"])
+    parts = np.split(x, attrs["num_outputs"], axis=axis_in("split", attrs["axis"], x.shape))
     if attrs["squeeze_axis"]:
         parts = [np.squeeze(p, axis=attrs["axis"]) for p in parts]
     return tuple(np.ascontiguousarray(p) for p in parts)
@@ -299,13 +303,13 @@ def _slice_axis_shape(attrs, in_shapes):
     s = in_shapes[0]
     if s is None:
         return in_shapes, [None]
-    axis = attrs["axis"] % len(s)
+    axis = axis_in("slice_axis", attrs["axis"], s)
     b, e = _slice_axis_range(attrs, s[axis])
     return in_shapes, [s[:axis] + (e - b,) + s[axis + 1:]]
 
 
 def _slice_axis_forward(attrs, x):
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in("slice_axis", attrs["axis"], x.shape)
     b, e = _slice_axis_range(attrs, x.shape[axis])
     return np.ascontiguousarray(np.take(x, range(b, e), axis=axis))
 
@@ -543,7 +547,9 @@ def _embedding_grad_forward(attrs, og, data, weight):
     return out
 
 
-EMBED_ATTRS = {"input_dim": Int(required=True), "output_dim": Int(required=True),
+# input_dim >= 1 as in MXNet: an empty table has no row to give (and a compiled lookup
+# would read outside it)
+EMBED_ATTRS = {"input_dim": Int(required=True, minimum=1), "output_dim": Int(required=True),
                "dtype": Choice(*DTYPES), "sparse_grad": Bool(False)}
 register("Embedding", inputs=("data", "weight"), attrs=dict(EMBED_ATTRS),
          forward=_embedding_forward, infer_shape=_embedding_shape,
@@ -591,7 +597,7 @@ def _repeat_shape(attrs, in_shapes):
     if attrs["axis"] is None:
         return in_shapes, [(int(np.prod(s)) * attrs["repeats"],)]
     out = list(s)
-    out[attrs["axis"]] *= attrs["repeats"]
+    out[axis_in("repeat", attrs["axis"], s)] *= attrs["repeats"]
     return in_shapes, [tuple(out)]
 
 
@@ -752,7 +758,7 @@ def _split_v2_bounds(attrs, n):
 
 
 def _split_v2_forward(attrs, x):
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in("split_v2", attrs["axis"], x.shape)
     parts = []
     for start, stop in _split_v2_bounds(attrs, x.shape[axis]):
         key = (slice(None),) * axis + (slice(start, stop),)
@@ -766,7 +772,7 @@ def _split_v2_shape(attrs, in_shapes):
     s = in_shapes[0]
     if s is None:
         return in_shapes, [None] * _split_v2_count(attrs)
-    axis = attrs["axis"] % len(s)
+    axis = axis_in("split_v2", attrs["axis"], s)
     shapes = []
     for start, stop in _split_v2_bounds(attrs, s[axis]):
         part = list(s)
