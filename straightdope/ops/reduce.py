@@ -196,9 +196,9 @@ register("log_softmax", attrs=dict(SOFTMAX_ATTRS), forward=_log_softmax_forward,
 
 
 # ------------------------------------------------------------- pick, one_hot
-def _pick_index(attrs, x, index):
+def _pick_index(attrs, x, index, name="pick"):
     """The axis, and the indices clipped into range, shaped like x with 1 on the axis."""
-    axis = axis_in("pick", attrs["axis"], x.shape)
+    axis = axis_in(name, attrs["axis"], x.shape)
     idx = index.astype(np.int64)                # a new array: clip it in place (ufuncs
     np.maximum(idx, 0, out=idx)                 # directly: np.clip's Python costs more
     np.minimum(idx, x.shape[axis] - 1, out=idx)  # than the work at small sizes)
@@ -211,15 +211,15 @@ def _pick_forward(attrs, x, index):
     return out if attrs["keepdims"] else np.squeeze(out, axis=axis)
 
 
-def _pick_shape(attrs, in_shapes):
+def _pick_shape(attrs, in_shapes, name="pick"):
     x, index = in_shapes
     if x is None:
         return in_shapes, [None]
-    axis = axis_in("pick", attrs["axis"], x)
+    axis = axis_in(name, attrs["axis"], x)
     rest = x[:axis] + x[axis + 1:]
     if index is not None and int(np.prod(index)) != int(np.prod(rest)):
-        raise OpError(f"pick: index shape {index} does not match data {x} without axis {axis}")
-    refuse_empty_gather("pick", x, axis, math.prod(rest))
+        raise OpError(f"{name}: index shape {index} does not match data {x} without axis {axis}")
+    refuse_empty_gather(name, x, axis, math.prod(rest))
     out = x[:axis] + ((1,) if attrs["keepdims"] else ()) + x[axis + 1:]
     return [x, index if index is not None else rest], [out]
 
@@ -296,7 +296,7 @@ def _sparse_softmax_ce_forward(attrs, x, label):
         loops.sparse_softmax_ce(x.reshape(-1), 0, label.reshape(-1), 0, out.reshape(-1), 0,
                                 *_class_split(attrs, x))
         return out
-    axis, idx = _pick_index(attrs, x, label)
+    axis, idx = _pick_index(attrs, x, label, "_sparse_softmax_ce")
     z = x - x.max(axis=axis, keepdims=True)
     picked = np.take_along_axis(z, idx, axis=axis)
     out = (np.log(np.exp(z).sum(axis=axis, keepdims=True)) - picked).astype(x.dtype,
@@ -311,7 +311,7 @@ def _sparse_softmax_ce_grad_forward(attrs, og, x, label):
         loops.sparse_softmax_ce_grad(og.reshape(-1), 0, x.reshape(-1), 0, label.reshape(-1), 0,
                                      out.reshape(-1), 0, *_class_split(attrs, x))
         return out
-    axis, idx = _pick_index(attrs, x, label)
+    axis, idx = _pick_index(attrs, x, label, "_sparse_softmax_ce")
     if not attrs["keepdims"]:
         og = og.reshape(idx.shape)              # the class axis back, for broadcasting
     p = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -323,7 +323,7 @@ def _sparse_softmax_ce_grad_forward(attrs, og, x, label):
 
 register("_sparse_softmax_ce", inputs=("data", "label"),
          attrs={"axis": Int(-1), "keepdims": Bool(True)}, forward=_sparse_softmax_ce_forward,
-         infer_shape=_pick_shape,
+         infer_shape=lambda attrs, s: _pick_shape(attrs, s, "_sparse_softmax_ce"),
          gradient=lambda F, a, i, o, og: [F._sparse_softmax_ce_grad(og[0], i[0], i[1], **a),
                                           None],
          doc="-log_softmax(data, axis)[label] per sample (keepdims: the axis kept with "
