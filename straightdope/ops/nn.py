@@ -450,7 +450,7 @@ def _pool_forward(attrs, x):
     win = _windows(x, kernel, stride, pad, dilate, fill, extra)
     if kind == "max":
         return np.ascontiguousarray(win.max(axis=window_axes))
-    total = win.sum(axis=window_axes)
+    total = win.sum(axis=window_axes, dtype=np.float64)     # as the compiled loops
     if kind == "sum":
         return total.astype(x.dtype)
     return (total / _pool_counts(attrs, x, kernel, stride, pad, extra)).astype(x.dtype)
@@ -519,8 +519,8 @@ def _bn_forward(attrs, x, gamma, beta, mean, var, is_train=False):
     if attrs["fix_gamma"]:
         gamma = np.ones_like(gamma)
     if is_train and not attrs["use_global_stats"]:
-        batch_mean = x.mean(axis=reduce_axes)
-        batch_var = x.var(axis=reduce_axes)
+        batch_mean = x.mean(axis=reduce_axes, dtype=np.float64)   # as the compiled kernel
+        batch_var = x.var(axis=reduce_axes, dtype=np.float64)
         m = attrs["momentum"]
         new_mean = (mean * m + batch_mean * (1 - m)).astype(mean.dtype)
         new_var = (var * m + batch_var * (1 - m)).astype(var.dtype)

@@ -45,11 +45,14 @@ def _reduce_shape(attrs, in_shapes):
 REDUCE_ATTRS = {"axis": OptShape(None), "keepdims": Bool(False), "exclude": Bool(False)}
 
 
-def _reducer(fn):
+def _reducer(fn, accumulate=False):
+    """forward of a reduction; `accumulate`: float32/16 sums in float64, as the compiled
+    kernels do, so both overflow (or not) alike: 3e38 + 3e38 - 3e38 is 3e38, not inf."""
     def forward(attrs, x):
         axes = norm_axes(attrs["axis"], x.ndim, attrs["exclude"])
-        return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"])).astype(x.dtype,
-                                                                               copy=False)
+        wide = {"dtype": np.float64} if accumulate and x.dtype.kind == "f" else {}
+        return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"], **wide)).astype(
+            x.dtype, copy=False)
     return forward
 
 
@@ -76,7 +79,8 @@ def _prod_grad(F, attrs, inputs, outputs, out_grads):
 for _name, _fn, _grad in [("sum", np.sum, _sum_grad), ("mean", np.mean, _mean_grad),
                           ("max", np.max, _extreme_grad), ("min", np.min, _extreme_grad),
                           ("prod", np.prod, _prod_grad)]:
-    register(_name, attrs=dict(REDUCE_ATTRS), forward=_reducer(_fn),
+    register(_name, attrs=dict(REDUCE_ATTRS), forward=_reducer(_fn, _name in ("sum", "mean",
+                                                                            "prod")),
              infer_shape=_reduce_shape, gradient=_grad,
              doc=f"{_name}(data, axis=None, keepdims=False, exclude=False).")
 
@@ -400,7 +404,8 @@ register("Softmax", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
 
 
 def _softmax_ce_forward(attrs, x, label):
-    logp = scipy_special().log_softmax(x, axis=-1)
+    logp = _log_softmax_forward({"axis": -1, "temperature": 1.0}, x)   # as compiled (NaN
+    # at +inf: inf - inf), where scipy's log_softmax would special-case infinities
     idx = np.clip(label.astype(np.int64), 0, x.shape[-1] - 1)
     return np.array([-np.take_along_axis(logp, idx[:, None], axis=-1).sum()], dtype=x.dtype)
 

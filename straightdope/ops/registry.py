@@ -190,6 +190,8 @@ class Op:
     numba_kernel: Any = None               # filled in by straightdope.compiler.kernels
     numpy_only: bool = False               # no Numba kernel: compiled graphs run its NumPy
                                            # forward between compiled segments
+    infer_dtype: Callable | None = None    # (attrs, input dtypes) -> output dtype, for an op
+                                           # whose output dtype is not its first input's
 
     def __post_init__(self):
         if self.num_visible_outputs is None:

@@ -526,6 +526,25 @@ register("_cast_like", inputs=("data", "like"),
          doc="Cast data to the element type of `like` (Cast's gradient).")
 
 
+# mx.np's dtype promotion (numpy/multiarray.py) for a traced graph, where the dtype is
+# known only when the graph is compiled for its inputs: bool and int data become int64
+# for a sum, float32 for a mean, a true division or a product with a Python float.
+def np_promoted(rule, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "biu":
+        return dtype
+    return np.dtype(np.int64 if rule == "sum" else np.float32)
+
+
+register("_np_promote", attrs={"rule": Choice("sum", "mean", "divide", "float")},
+         forward=lambda attrs, x: x.astype(np_promoted(attrs["rule"], x.dtype)),
+         infer_shape=same_shape, numpy_only=True,
+         infer_dtype=lambda attrs, dtypes: np_promoted(attrs["rule"], dtypes[0]),
+         gradient=lambda F, a, i, o, og: [F._cast_like(og[0], i[0])],
+         doc="x in the dtype mx.np's rules give it for a sum, mean, division or a float "
+             "operand (unchanged if it is a float already).")
+
+
 # ---------------------------------------------------------------- embedding
 def _embedding_shape(attrs, in_shapes):
     data, weight = in_shapes

@@ -26,10 +26,10 @@ def softmax(x, xo, y, yo, A, C, B, temperature, log):
             s = 0.0
             for c in range(C):
                 s += np.exp(row[c] / temperature - m)
-            if log:
-                shift = m + np.log(s)
+            if log:             # (x - m) - log(s), NumPy's order: m + log(s) would
+                ls = np.log(s)  # lose log(s) next to a huge m
                 for c in range(C):
-                    out[c] = row[c] / temperature - shift
+                    out[c] = (row[c] / temperature - m) - ls
             else:
                 inv = 1.0 / s
                 for c in range(C):
@@ -87,7 +87,7 @@ def sparse_softmax_ce(x, xo, label, lo, y, yo, A, C, B):
             row = X[a, :, b]
             logs, m = _log_softmax_row(row, C)
             k = min(max(int(L[a, b]), 0), C - 1)
-            Y[a, b] = m + logs - row[k]
+            Y[a, b] = logs - (row[k] - m)        # NumPy's order (see softmax)
 
 
 @njit(**JIT)
