@@ -117,12 +117,18 @@ def test_compiled_matches_imperative_on_nan_inf_and_extreme_values(case, kind):
 
 
 # ------------------------------------------------------------------ empty inputs
-def emptied(arrays):
+PARAMETERS = {"weight", "bias", "gamma", "beta", "moving_mean", "moving_var", "parameters"}
+
+
+def emptied(case, arrays):
     """The arrays with the first one's leading axis set to 0, and the leading axis of
-    every other array of the same leading length (labels, indices) with it."""
+    every other input of the same leading length (labels, indices; not the weights) too."""
+    op = OPS[case.op]
+    names = op.input_names(op.parse_attrs(case.attrs), len(arrays))
     lead = arrays[0].shape[0] if arrays and arrays[0].ndim else None
-    return [np.zeros((0,) + a.shape[1:], np.float32) if a.ndim and a.shape[0] == lead
-            else np.asarray(a, np.float32) for a in arrays]
+    return [np.zeros((0,) + a.shape[1:], np.float32)
+            if a.ndim and a.shape[0] == lead and (k == 0 or name not in PARAMETERS)
+            else np.asarray(a, np.float32) for k, (name, a) in enumerate(zip(names, arrays))]
 
 
 EMPTY_CASES = [c for c in VALUE_CASES if OPS[c.op].inputs and not c.train]
@@ -153,7 +159,7 @@ def _empty_run():
         rng = np.random.default_rng(2)
         accepted, outs, params = [], [], {}
         for k, case in enumerate(EMPTY_CASES):
-            arrays = emptied([np.asarray(a) for a in case.make(rng)])
+            arrays = emptied(case, [np.asarray(a) for a in case.make(rng)])
             want = _imperative(case, arrays)
             EMPTY_RUN[case.id] = [arrays, want, None]
             if isinstance(want, Exception) or _plan_error(case, arrays):

@@ -875,3 +875,45 @@ def test_loading_a_symbol_file_with_a_huge_add_n_takes_linear_time(tmp_path):
         return time.perf_counter() - start
     small, big = min(load_seconds(4000) for _ in range(2)), load_seconds(32000)
     assert big < 20 * small, f"8x the inputs took {big / small:.1f}x the time (quadratic?)"
+
+
+RUNTIME_CHILD = ("from straightdope import nd\n"
+                 "from straightdope.gluon import nn\n"
+                 "net = nn.Dense(2, in_units=3)\n"
+                 "net.initialize()\n"
+                 "net.hybridize(compile='sync')\n"
+                 "print(net(nd.ones((1, 3))).shape)\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["truncated object", "garbage in the ELF header",
+                                    "garbage in the symbol names"])
+def test_a_damaged_runtime_file_with_a_valid_hash_line_is_replaced_not_fatal(tmp_path, damage):
+    """Issue 28: LLVM aborts the process on a malformed object; the loader checks the
+    object first (and, for damage it cannot see, notices the crash and replaces it)."""
+    import hashlib
+    folder = tmp_path / "cache"
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder))
+
+    def child():
+        return subprocess.run([sys.executable, "-c", RUNTIME_CHILD], cwd=ROOT, env=env,
+                              capture_output=True, timeout=600)
+    assert [child().returncode for _ in range(2)] == [0, 0]    # compiles; loads, saves
+    [path] = folder.rglob("runtime-*.bin")
+    head, _, data = path.read_bytes().partition(b"\n")
+    size = int(head.split()[1])
+    rng = np.random.default_rng(0)
+    if damage == "truncated object":
+        data, size = data[:size // 2] + data[size:], size // 2
+    elif damage == "garbage in the ELF header":
+        data = data[:8] + rng.bytes(56) + data[64:]
+    else:
+        at = data.find(b"NRT_MemInfo_call_dtor")
+        assert at > 0
+        data = data[:at + 4] + b"Xyzzy" + data[at + 9:]
+    bad = f"{hashlib.sha256(data).hexdigest()} {size}\n".encode() + data
+    path.write_bytes(bad)
+    results = [child() for _ in range(2)]
+    assert [r.returncode for r in results] == [0, 0], results[0].stderr[-300:]
+    assert path.read_bytes() != bad                      # replaced by a good one
+    assert not list(path.parent.glob("*.loading-*"))     # no marker left behind

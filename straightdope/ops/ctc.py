@@ -28,9 +28,9 @@ def _ctc_shape(attrs, in_shapes):
     data, label = in_shapes[0], in_shapes[1]
     if data is None:
         return in_shapes, [None]
-    if len(data) != 3:
-        raise OpError(f"CTCLoss: data must be 3-D (time, batch, alphabet incl. the blank), "
-                      f"got {data}")
+    if len(data) != 3 or data[0] == 0:
+        raise OpError(f"CTCLoss: data must be 3-D (time, batch, alphabet incl. the blank) "
+                      f"with at least one time step, got {data}")
     if label is not None and (len(label) != 2 or label[0] != data[1]):
         raise OpError(f"CTCLoss: label must be (batch, max label length) with batch "
                       f"{data[1]}, got {label}")

@@ -64,7 +64,7 @@ register("_take_grad", inputs=("out_grad", "a", "indices"), attrs=dict(TAKE_ATTR
 
 
 def _batch_take_forward(attrs, a, indices):
-    rows = a.reshape(a.shape[0], -1)
+    rows = a.reshape(a.shape[0], int(np.prod(a.shape[1:])))     # not -1: 0 rows
     idx = np.clip(indices.astype(np.int64).reshape(-1), 0, rows.shape[1] - 1)
     return rows[np.arange(rows.shape[0]), idx]
 

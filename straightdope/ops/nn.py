@@ -594,12 +594,10 @@ def _ln_stats(attrs, x):
     axis = axis_in("LayerNorm", attrs["axis"], x.shape)
     bshape = [1] * x.ndim
     bshape[axis] = x.shape[axis]
-    # statistics in float64, as the compiled kernel keeps them: float32 squares of 3e38
-    # overflow to inf and would zero the whole row
+    # in float64, as the compiled kernel computes: float32 squares of 3e38 overflow to
+    # inf and would zero the whole row (the callers cast the results back)
     mu = x.mean(axis=axis, keepdims=True, dtype=np.float64)
     inv = 1.0 / np.sqrt(x.var(axis=axis, keepdims=True, dtype=np.float64) + attrs["eps"])
-    if x.dtype != np.float64:
-        mu, inv = mu.astype(x.dtype), inv.astype(x.dtype)
     return axis, tuple(bshape), (x - mu) * inv, inv
 
 

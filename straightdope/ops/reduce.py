@@ -42,6 +42,23 @@ def _reduce_shape(attrs, in_shapes):
     return in_shapes, [reduced_shape(s, axes, attrs["keepdims"])]
 
 
+def no_identity(name, shape, axes):
+    """max, min, argmax, argmin of nothing are undefined: an empty reduced axis is
+    refused, as NumPy does (sum and prod have 0 and 1; mean is NaN)."""
+    if any(shape[a] == 0 for a in axes):
+        raise OpError(f"{name + ': ' if name else ''}cannot reduce the empty axis (size 0) of data of shape "
+                      f"{tuple(shape)}: there is no value to pick")
+
+
+def _extreme_shape(name):
+    def infer_shape(attrs, in_shapes):
+        s = in_shapes[0]
+        if s is not None:
+            no_identity(name, s, norm_axes(attrs["axis"], len(s), attrs["exclude"]))
+        return _reduce_shape(attrs, in_shapes)
+    return infer_shape
+
+
 REDUCE_ATTRS = {"axis": OptShape(None), "keepdims": Bool(False), "exclude": Bool(False)}
 
 
@@ -81,7 +98,8 @@ for _name, _fn, _grad in [("sum", np.sum, _sum_grad), ("mean", np.mean, _mean_gr
                           ("prod", np.prod, _prod_grad)]:
     register(_name, attrs=dict(REDUCE_ATTRS), forward=_reducer(_fn, _name in ("sum", "mean",
                                                                             "prod")),
-             infer_shape=_reduce_shape, gradient=_grad,
+             infer_shape=_extreme_shape(_name) if _name in ("max", "min") else _reduce_shape,
+             gradient=_grad,
              doc=f"{_name}(data, axis=None, keepdims=False, exclude=False).")
 
 
@@ -156,12 +174,16 @@ def _shifted(attrs, x):
 
 
 def _softmax_forward(attrs, x):
+    if x.size == 0:                 # nothing to normalise (and no max to shift by)
+        return x.copy()
     e = np.exp(_shifted(attrs, x))
     e /= e.sum(axis=attrs["axis"], keepdims=True)
     return e.astype(x.dtype, copy=False)
 
 
 def _log_softmax_forward(attrs, x):
+    if x.size == 0:
+        return x.copy()
     z = _shifted(attrs, x)
     z -= np.log(np.exp(z).sum(axis=attrs["axis"], keepdims=True))
     return z.astype(x.dtype, copy=False)
@@ -448,8 +470,10 @@ def _arg_shape(attrs, in_shapes):
     if s is None:
         return in_shapes, [None]
     if attrs["axis"] is None:
+        no_identity("", s, range(len(s)))         # Op.shapes names argmax or argmin
         return in_shapes, [()]
     axes = norm_axes((attrs["axis"],), len(s))
+    no_identity("", s, axes)
     return in_shapes, [reduced_shape(s, axes, attrs["keepdims"])]
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptInt, OptShape, Shape, alias,
-                       axis_in, like_input, register, unify)
+                       axis_in, is_complete, like_input, register, unify)
 from .elemwise import same_shape
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8", "bool")
@@ -74,9 +74,17 @@ register("reshape", attrs={"shape": Shape(required=True), "reverse": Bool(False)
          doc="reshape(data, shape) with MXNet's codes (0 copy, -1 infer, -2 rest, -3 merge, -4 split).")
 alias("Reshape", "reshape")
 
+def _reshape_like_shape(attrs, in_shapes):
+    lhs, rhs = in_shapes
+    if is_complete(lhs) and is_complete(rhs) and math.prod(lhs) != math.prod(rhs):
+        raise OpError(f"reshape_like: lhs of shape {lhs} ({math.prod(lhs)} elements) cannot "
+                      f"take the shape {rhs} ({math.prod(rhs)} elements)")
+    return in_shapes, [rhs]
+
+
 register("reshape_like", inputs=("lhs", "rhs"),
          forward=lambda attrs, x, like: x.reshape(like.shape).copy(),
-         infer_shape=like_input(1),
+         infer_shape=_reshape_like_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0]), None],
          doc="reshape_like(lhs, rhs): lhs with the shape of rhs.")
 
@@ -414,8 +422,18 @@ def _slice_assign_scalar_forward(attrs, x):
 
 # x[begin:end:step] = value as ops that return a new array (MXNet's _slice_assign and
 # _slice_assign_scalar, older names _crop_assign*); with out=x they write in place.
+def _slice_assign_shape(attrs, in_shapes):
+    lhs, rhs = in_shapes
+    if is_complete(lhs) and is_complete(rhs):
+        part = _slice_shape(attrs, [lhs])[1][0]
+        if np.broadcast_shapes(part, rhs) != part:
+            raise OpError(f"_slice_assign: a value of shape {rhs} does not fit the slice of "
+                          f"shape {part} of lhs {lhs}")
+    return in_shapes, [lhs]
+
+
 register("_slice_assign", inputs=("lhs", "rhs"), attrs=dict(SLICE_ATTRS),
-         forward=_slice_assign_forward, infer_shape=like_input(0), numpy_only=True,
+         forward=_slice_assign_forward, infer_shape=_slice_assign_shape, numpy_only=True,
          gradient=lambda F, a, i, o, og: [F._slice_assign_scalar(og[0], scalar=0.0, **a),
                                           F.slice(og[0], **a)],
          doc="_slice_assign(lhs, rhs, begin, end, step): lhs with that slice set to rhs.")

@@ -38,7 +38,7 @@ def reduce_krk(x, xo, y, yo, A, R, B, op):
     """y[a, b] = reduce over r of x[a, r, b]."""
     X = x[xo:xo + A * R * B].reshape((A, R, B))
     Y = y[yo:yo + A * B].reshape((A, B))
-    scale = 1.0 / R if op == MEAN and R > 0 else 1.0
+    scale = (1.0 / R if R > 0 else np.nan) if op == MEAN else 1.0    # mean of nothing: NaN
     start = _init(op)
     if B == 1:                                  # reduce a contiguous row: scalar accumulator
         for a in range(A):
@@ -85,7 +85,7 @@ def reduce_rkr(x, xo, y, yo, R1, K, R2, op):
     X = x[xo:xo + R1 * K * R2].reshape((R1, K, R2))
     Y = y[yo:yo + K]
     count = R1 * R2
-    scale = 1.0 / count if op == MEAN and count > 0 else 1.0
+    scale = (1.0 / count if count > 0 else np.nan) if op == MEAN else 1.0
     acc = np.empty(K, np.float64)
     acc[:] = _init(op)
     for r1 in range(R1):
@@ -139,7 +139,7 @@ def reduce_6d(x, xo, y, yo, dims, reduced, op):
                                 acc[o] = nan_min(acc[o], v)
                             else:
                                 acc[o] *= v
-    scale = 1.0 / count if op == MEAN and count > 0 else 1.0
+    scale = (1.0 / count if count > 0 else np.nan) if op == MEAN else 1.0
     flat = acc.reshape(acc.size)
     Y = y[yo:yo + acc.size]
     for o in range(acc.size):
