@@ -917,3 +917,54 @@ def test_a_damaged_runtime_file_with_a_valid_hash_line_is_replaced_not_fatal(tmp
     assert [r.returncode for r in results] == [0, 0], results[0].stderr[-300:]
     assert path.read_bytes() != bad                      # replaced by a good one
     assert not list(path.parent.glob("*.loading-*"))     # no marker left behind
+
+
+@pytest.mark.parametrize("hybridized", [False, True])
+def test_an_lstm_over_an_empty_sequence_says_so_not_reshape_or_slice(hybridized):
+    lstm = _gluon.rnn.LSTM(4, input_size=3)
+    lstm.initialize()
+    if hybridized:
+        lstm.hybridize()
+    with pytest.raises(OpError, match=r"LSTM .*: the sequence has length 0 \(input shape "
+                                      r"\(0, 2, 3\), layout TNC\)"):
+        lstm(nd.zeros((0, 2, 3)))
+
+
+EXTREMES = {
+    "x ** 0.5 at -inf, -0 and inf": (lambda F, x: x ** 0.5,
+                                     [np.array([-np.inf, -0.0, np.inf, -1, 4], F32)]),
+    "mod at +-3e38": (lambda F, x, y: F.broadcast_mod(x, y),
+                      [np.array([3e38, -3e38, 5, -3e38, 1, -1], F32),
+                       np.array([7, 7, 3e38, 3e38, np.inf, np.inf], F32)]),
+    "x % 7 at +-3e38": (lambda F, x: x % 7, [np.array([3e38, -3e38, 5, -5], F32)]),
+    "7 % x": (lambda F, x: 7 % x, [np.array([3e38, -3e38, np.inf, -np.inf], F32)]),
+    "LayerNorm at 3e38": (lambda F, x, g, b: F.LayerNorm(x, g, b),
+                          [np.array([[3e38, -3e38, 1]], F32), np.ones(3, F32),
+                           np.zeros(3, F32)]),
+    "log_softmax of two equal huge values": (lambda F, x: F.log_softmax(x),
+                                             [np.array([[3e38, 3e38, -3e38, 1]], F32)]),
+}
+
+
+@pytest.mark.parametrize("case", list(EXTREMES))
+def test_compiled_and_imperative_agree_at_extreme_values(case):
+    fn, arrays = EXTREMES[case]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = on_every_path(fn, *arrays)
+    want = got["imperative"]
+    assert isinstance(want, np.ndarray), want
+    for path in ("reference", "numba"):
+        np.testing.assert_allclose(got[path], want, rtol=1e-6, err_msg=f"{case}: {path}")
+        np.testing.assert_array_equal(np.signbit(got[path]), np.signbit(want))
+
+
+def test_mxnet_format_writes_big_endian_arrays_as_mxnet_reads_them(tmp_path):
+    values = np.arange(6, dtype=">f4").reshape(2, 3)
+    mxnet_format.save(tmp_path / "be.params", {"w": values, "i": values.astype(">i4")})
+    back = mxnet_format.load_dict(tmp_path / "be.params")
+    assert back["w"].dtype == np.float32 and back["i"].dtype == np.int32
+    np.testing.assert_array_equal(back["w"], values)
+    np.testing.assert_array_equal(back["i"], values.astype(np.int32))
+    little = mxnet_format.encode({"w": values.astype("<f4"), "i": values.astype("<i4")})
+    assert (tmp_path / "be.params").read_bytes() == little

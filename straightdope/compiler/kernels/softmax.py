@@ -15,6 +15,8 @@ JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 @njit(**JIT)
 def softmax(x, xo, y, yo, A, C, B, temperature, log):
+    if C == 0:                  # an empty axis: nothing to write (and no 1 / sum of nothing)
+        return
     X = x[xo:xo + A * C * B].reshape((A, C, B))
     Y = y[yo:yo + A * C * B].reshape((A, C, B))
     for a in range(A):
