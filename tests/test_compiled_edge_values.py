@@ -65,7 +65,8 @@ def _same(got, want, what, scale=0.0):
     float32's limit, sums and products are exact only to float32's rounding of them
     (3e38 - 3e38 + 0.5 may be 0 or 0.5 by summation order), so finite values may differ
     by that much, and a value that overflows in one summation order may be a finite one
-    beyond 1e37 (or inf - inf a NaN) in the other; NaN and inf patterns must match."""
+    beyond 1e37 (or inf - inf a NaN) in the other. Everywhere else NaN and inf must
+    match exactly."""
     assert got.shape == want.shape, f"{what}: shape {got.shape} vs {want.shape}"
     if scale:
         got, want = np.array(got, np.float64), np.array(want, np.float64)
