@@ -528,10 +528,13 @@ def _bn_forward(attrs, x, gamma, beta, mean, var, is_train=False):
     else:
         new_mean, new_var = mean.copy(), var.copy()
         use_mean, use_var = mean, var
-    inv = 1.0 / np.sqrt(use_var + attrs["eps"])
-    scale = (gamma * inv).reshape(bshape)
-    shift = (beta - use_mean * gamma * inv).reshape(bshape)
-    return (x * scale + shift).astype(x.dtype, copy=False), new_mean, new_var
+    # per-channel factors in float64, as the compiled kernel has them: in float32,
+    # mean * gamma * inv of huge values overflows and x * scale + shift turns NaN
+    inv = 1.0 / np.sqrt(np.asarray(use_var, np.float64) + attrs["eps"])
+    scale = gamma * inv
+    shift = beta - use_mean * scale
+    return (x * scale.reshape(bshape) + shift.reshape(bshape)).astype(x.dtype, copy=False), \
+        new_mean, new_var
 
 
 def _bn_grad_forward(attrs, og, x, gamma, mean, var):
