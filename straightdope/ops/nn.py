@@ -528,12 +528,12 @@ def _bn_forward(attrs, x, gamma, beta, mean, var, is_train=False):
     else:
         new_mean, new_var = mean.copy(), var.copy()
         use_mean, use_var = mean, var
-    # per-channel factors in float64, as the compiled kernel has them: in float32,
-    # mean * gamma * inv of huge values overflows and x * scale + shift turns NaN
+    # per-channel factors computed in float64, then applied in x's dtype: exactly what
+    # the compiled kernel does (in float32, mean * gamma * inv of huge values overflows)
     inv = 1.0 / np.sqrt(np.asarray(use_var, np.float64) + attrs["eps"])
     scale = gamma * inv
-    shift = beta - use_mean * scale
-    return (x * scale.reshape(bshape) + shift.reshape(bshape)).astype(x.dtype, copy=False), \
+    shift = (beta - use_mean * scale).astype(x.dtype).reshape(bshape)
+    return (x * scale.astype(x.dtype).reshape(bshape) + shift).astype(x.dtype, copy=False), \
         new_mean, new_var
 
 
@@ -597,10 +597,12 @@ def _ln_stats(attrs, x):
     axis = axis_in("LayerNorm", attrs["axis"], x.shape)
     bshape = [1] * x.ndim
     bshape[axis] = x.shape[axis]
-    # in float64, as the compiled kernel computes: float32 squares of 3e38 overflow to
-    # inf and would zero the whole row (the callers cast the results back)
+    # statistics in float64, as the compiled kernel keeps them: float32 squares of 3e38
+    # overflow to inf and would zero the whole row; applied in x's dtype (fast)
     mu = x.mean(axis=axis, keepdims=True, dtype=np.float64)
     inv = 1.0 / np.sqrt(x.var(axis=axis, keepdims=True, dtype=np.float64) + attrs["eps"])
+    if x.dtype != np.float64:
+        mu, inv = mu.astype(x.dtype), inv.astype(x.dtype)
     return axis, tuple(bshape), (x - mu) * inv, inv
 
 
