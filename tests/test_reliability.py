@@ -644,6 +644,9 @@ EMPTY_GATHERS = {
     "softmax_cross_entropy with no classes": (
         lambda F, x, i: F.softmax_cross_entropy(x, i),
         [np.zeros((2, 0), F32), np.array([0, 1], F32)], "softmax_cross_entropy: cannot read"),
+    "SoftmaxOutput with no classes": (
+        lambda F, x, i: F.SoftmaxOutput(x, i),
+        [np.zeros((2, 0), F32), np.array([0, 1], F32)], "SoftmaxOutput: cannot read 2 value"),
     "a SoftmaxCrossEntropyLoss's pick with no classes": (
         lambda F, x, i: F._sparse_softmax_ce(x, i),
         [np.zeros((2, 0), F32), np.array([0, 1], F32)], "_sparse_softmax_ce: cannot read"),

@@ -408,10 +408,17 @@ def _softmax_output_grad_forward(attrs, y, label):
 SOFTMAX_OUTPUT_ATTRS = {"grad_scale": Float(1.0), "ignore_label": Float(-1.0),
                         "use_ignore": Bool(False), "multi_output": Bool(False),
                         "normalization": Choice("null", "batch", "valid")}
+def _softmax_output_shape(attrs, s):
+    if s[0] is not None and len(s[0]):      # its gradient reads data at each label
+        axis = 1 if attrs["multi_output"] and len(s[0]) > 1 else len(s[0]) - 1
+        refuse_empty_gather("SoftmaxOutput", s[0], axis,
+                            math.prod(d for k, d in enumerate(s[0]) if k != axis))
+    return [s[0], s[1] if s[1] is not None or s[0] is None else s[0][:-1]], [s[0]]
+
+
 register("SoftmaxOutput", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
          forward=_softmax_output_forward,
-         infer_shape=lambda attrs, s: ([s[0], s[1] if s[1] is not None or s[0] is None
-                                        else s[0][:-1]], [s[0]]),
+         infer_shape=_softmax_output_shape,
          gradient=lambda F, a, i, o, og: [F._softmax_output_grad(o[0], i[1], **a), None],
          doc="SoftmaxOutput(data, label): softmax forward; its backward is softmax - one_hot "
              "(the cross-entropy gradient), ignoring the incoming gradient like MXNet.")
