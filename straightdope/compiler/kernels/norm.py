@@ -40,7 +40,6 @@ def batchnorm(x, xo, gamma, go, beta, bo, mean, mo, var, vo, y, yo, nm, nmo, nv,
               A, C, B, eps, momentum, fix_gamma, batch_stats):
     X = x[xo:xo + A * C * B].reshape((A, C, B))
     Y = y[yo:yo + A * C * B].reshape((A, C, B))
-    factors = np.empty(2, x.dtype)
     for c in range(C):
         if batch_stats:
             mu, v = _channel_stats(X, c)
@@ -52,9 +51,8 @@ def batchnorm(x, xo, gamma, go, beta, bo, mean, mo, var, vo, y, yo, nm, nmo, nv,
             nv[nvo + c] = v
         g = 1.0 if fix_gamma else gamma[go + c]
         inv = 1.0 / np.sqrt(v + eps)
-        factors[0] = g * inv                    # in float64, then in x's dtype, as the
-        factors[1] = beta[bo + c] - mu * (g * inv)  # NumPy forward: same values to the bit
-        scale, shift = factors[0], factors[1]
+        scale = g * inv
+        shift = beta[bo + c] - mu * scale
         for a in range(A):
             src, dst = X[a, c], Y[a, c]
             for b in range(B):
