@@ -103,6 +103,8 @@ def _read_array(c: _Cursor, k: int) -> np.ndarray:
     if flag not in DTYPES:
         c.fail(f"{where}: unknown type flag {flag} (known: {DTYPES})")
     dtype = np.dtype(DTYPES[flag]).newbyteorder("<")
+    if math.prod(d for d in shape if d) * dtype.itemsize >= 2 ** 63:
+        c.fail(f"{where}: shape {shape} is too big for any array (a damaged or hostile file)")
     nbytes = math.prod(shape) * dtype.itemsize
     raw = c.take(nbytes, f"{where}: values of shape {shape} ({DTYPES[flag]})")
     return np.frombuffer(raw, dtype=dtype).astype(DTYPES[flag]).reshape(shape)
@@ -147,7 +149,7 @@ def load_dict(path) -> dict[str, np.ndarray]:
 
 def _array_bytes(array: np.ndarray, name: str, magic: int) -> bytes:
     array = np.asarray(array)
-    flag = TYPE_FLAGS.get(array.dtype)
+    flag = TYPE_FLAGS.get(array.dtype.newbyteorder("="))     # big-endian too: written as <
     if flag is None:
         raise TypeError(f"{name}: dtype {array.dtype} has no MXNet type flag; use one of "
                         f"{sorted(set(DTYPES.values()))}")

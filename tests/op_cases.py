@@ -379,6 +379,9 @@ add(Case("_full", lambda rng: [], {"shape": (2, 3), "value": 2.5}, wrt=(),
          expected=lambda ins, a: [np.full((2, 3), 2.5, np.float32)]))
 add(Case("Cast", inputs(U((2, 3))), {"dtype": "float32"},
          expected=lambda ins, a: [ins[0].astype(np.float32)], wrt=()))
+# mx.np's promotion: float data passes unchanged (ints: tests/test_np_ndarray.py)
+add(Case("_np_promote", inputs(U((2, 3))), {"rule": "mean"},
+         expected=lambda ins, a: [ins[0]]))
 for name, f in (("argmax", np.argmax), ("argmin", np.argmin)):
     add(Case(name, inputs(distinct((3, 4))), {"axis": 1}, wrt=(),
              expected=lambda ins, a, f=f: [f(ins[0], axis=1).astype(np.float64)]))

@@ -414,3 +414,49 @@ def test_compose_cast_and_ndarray_in_ndarray_out():
     t = T.ToTensor()(nd.array(img, dtype='uint8'))
     assert hasattr(t, 'asnumpy') and t.shape == (1, 4, 4)
     np.testing.assert_allclose(t.asnumpy(), T.ToTensor()(img))
+
+
+SIGINT_CHILD = """
+import sys, time
+import numpy as np
+from straightdope.gluon.data import DataLoader, Dataset
+
+class Busy(Dataset):          # each sample holds the GIL a while, as Python transforms do
+    def __len__(self):
+        return 4000
+    def __getitem__(self, i):
+        s = 0
+        for k in range(20000):
+            s += k
+        return np.full((8, 8), i, np.float32)
+
+n = 0
+try:
+    for batch in DataLoader(Busy(), batch_size=4, num_workers=4):
+        n += 1
+        if n == 10:
+            print("ready", flush=True)
+except KeyboardInterrupt:
+    print("interrupted at batch", n, flush=True)
+    sys.exit(3)
+print("ran to the end:", n, flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_dataloader_with_workers_in_the_middle_of_an_epoch():
+    """Issue 28: SIGINT must reach the loop at once, not after the epoch."""
+    import signal
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    child = subprocess.Popen([sys.executable, "-c", SIGINT_CHILD], stdout=subprocess.PIPE,
+                             text=True, cwd=root)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGINT)
+        out = child.communicate(timeout=120)[0]
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 3, out
+    assert int(out.split()[-1]) < 10 + 25, out          # of 1000 batches

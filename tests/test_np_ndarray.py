@@ -202,3 +202,45 @@ def test_an_lstm_called_with_np_arrays_returns_np_arrays_hybridized_or_not():
     hybridized = layer(x)                # its loop is a foreach node over np Symbols
     assert type(imperative) is np.ndarray and type(hybridized) is np.ndarray
     assert onp.allclose(imperative.asnumpy(), hybridized.asnumpy(), atol=1e-6)
+
+
+# ---------------------------------------------------- dtype promotion (issue 28, item 5)
+class _Idioms(gluon.HybridBlock):
+    """The accuracy idiom and friends, written MXNet 2.0 style."""
+    def forward(self, x, y):
+        return ((x > 1.5).sum(), (x == y).mean(), np.sum(x > 1.5), np.mean(x), x / 2,
+                x * 0.5, 2 / x, x.sum())
+
+
+@pytest.mark.parametrize("flags", [None, {"executor": "numpy"}, {"compile": "sync"}])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int8"])
+def test_np_follows_numpy_dtype_promotion_imperatively_and_hybridized(flags, dtype):
+    net = _Idioms()
+    if flags is not None:
+        net.hybridize(**flags)
+    x = np.array([1, 2, 100], dtype=dtype)
+    y = np.array([1, 0, 100], dtype=dtype)
+    count, accuracy, count2, mean, half, half2, inverse, total = net(x, y)
+    floating = "float32"          # MXNet 2.0's default float (NumPy: float64 for ints)
+    assert (count.dtype, count.item()) == (onp.dtype("int64"), 2)          # not True
+    assert count2.dtype == onp.int64 and count2.item() == 2
+    assert accuracy.dtype == onp.float32 and accuracy.item() == pytest.approx(2 / 3)
+    assert mean.dtype == (dtype if dtype == "float32" else floating)
+    assert mean.item() == pytest.approx(103 / 3)
+    for value in (half, half2):
+        assert value.dtype == floating and value.asnumpy().tolist() == [0.5, 1.0, 50.0]
+    assert inverse.dtype == floating
+    np_total = onp.array([1, 2, 100], dtype=dtype).sum()
+    assert total.dtype == np_total.dtype and total.item() == 103     # int8: no overflow
+
+
+def test_np_mixed_arrays_promote_as_mxnet_2_documents():
+    i32, i64 = np.array([1, 2], dtype="int32"), np.array([1, 2], dtype="int64")
+    f32, f64 = np.array([1, 2], dtype="float32"), np.array([1, 2], dtype="float64")
+    b = np.array([True, False], dtype="bool")
+    assert (i32 + i64).dtype == onp.int64
+    assert (i32 + f32).dtype == onp.float32               # NumPy: float64; MXNet: the float
+    assert (f32 + f64).dtype == onp.float64
+    assert (b + 1).dtype == onp.int64 and (i32 + 1).dtype == onp.int32
+    assert (i32 / i32).dtype == onp.float32 and (b / b).dtype == onp.float32
+    assert np.sum(np.array([100, 100], dtype="int8"), dtype="float64").dtype == onp.float64

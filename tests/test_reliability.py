@@ -596,3 +596,381 @@ def test_data_of_another_dtype_gets_the_same_clear_error_imperatively_and_hybrid
         with pytest.raises(OpError, match=rf"different dtypes \(data: {dtype}, weight: float32"):
             net(x)
     assert net(x.astype("float32")).dtype == np.float32
+
+
+# ------------------------------------ compiled edge cases and hostile files (issue 28)
+from straightdope import gluon as _gluon  # noqa: E402
+from straightdope import mxnet_format  # noqa: E402
+from straightdope.graph import ReferenceBackend  # noqa: E402
+
+
+def on_every_path(fn, *arrays):
+    """fn(F, *xs) imperatively, on the reference executor and compiled by Numba: each
+    path's result (a NumPy array) or the exception it raised."""
+    results = {}
+    try:
+        results["imperative"] = fn(nd, *[nd.array(a, dtype=a.dtype) for a in arrays]).asnumpy()
+    except Exception as err:          # noqa: BLE001 - compared by the tests
+        results["imperative"] = err
+    names = [f"x{k}" for k in range(len(arrays))]
+    for path, backend in (("reference", ReferenceBackend), ("numba", NumbaBackend)):
+        try:
+            out = fn(sym, *[sym.var(n) for n in names])
+            graph = annotate(Graph.from_symbol(out, names), {n: a.shape for n, a in
+                                                             zip(names, arrays)},
+                             {n: a.dtype for n, a in zip(names, arrays)})
+            given = dict(zip(names, arrays))
+            results[path] = backend().compile(graph).run([given[n] for n in
+                                                          graph.input_names])[0]
+        except Exception as err:      # noqa: BLE001
+            results[path] = err
+    return results
+
+
+F32 = np.float32
+EMPTY_GATHERS = {
+    "Embedding from an empty table": (
+        lambda F, i, w: F.Embedding(i, w, input_dim=0, output_dim=4),
+        [np.array([0, 1, 2], F32), np.zeros((0, 4), F32)], "input_dim' must be at least 1"),
+    "pick along an empty axis": (
+        lambda F, x, i: F.pick(x, i, axis=1), [np.zeros((3, 0), F32), np.array([0, 1, 5], F32)],
+        r"pick: cannot read 3 value\(s\) by index from axis 1 of data of shape \(3, 0\)"),
+    "take from an empty axis": (
+        lambda F, x, i: F.take(x, i), [np.zeros((0, 3), F32), np.array([0, 1], F32)],
+        r"take: cannot read 2 value\(s\) by index from axis 0 of data of shape \(0, 3\)"),
+    "batch_take from empty rows": (
+        lambda F, x, i: F.batch_take(x, i), [np.zeros((2, 0), F32), np.array([0, 1], F32)],
+        "batch_take: cannot read 2 value"),
+    "softmax_cross_entropy with no classes": (
+        lambda F, x, i: F.softmax_cross_entropy(x, i),
+        [np.zeros((2, 0), F32), np.array([0, 1], F32)], "softmax_cross_entropy: cannot read"),
+    "SoftmaxOutput with no classes": (
+        lambda F, x, i: F.SoftmaxOutput(x, i),
+        [np.zeros((2, 0), F32), np.array([0, 1], F32)], "SoftmaxOutput: cannot read 2 value"),
+    "a SoftmaxCrossEntropyLoss's pick with no classes": (
+        lambda F, x, i: F._sparse_softmax_ce(x, i),
+        [np.zeros((2, 0), F32), np.array([0, 1], F32)], "_sparse_softmax_ce: cannot read"),
+}
+
+
+@pytest.mark.parametrize("case", list(EMPTY_GATHERS))
+def test_gathering_from_an_empty_axis_is_refused_on_every_path(case):
+    fn, arrays, message = EMPTY_GATHERS[case]
+    for path, result in on_every_path(fn, *arrays).items():
+        assert isinstance(result, OpError), f"{case}, {path}: gave {result!r:.200}"
+        assert __import__("re").search(message, str(result)), (path, str(result))
+
+
+# every kernel that reads by an index read from data: given indices far out of range,
+# negative, NaN, +-inf, compiled code clips (or skips) exactly as the NumPy reference does
+INDEXING = {
+    "pick": lambda F, x, i: F.pick(x, i, axis=1),
+    "pick keepdims axis 0": lambda F, x, i: F.pick(F.transpose(x), i, axis=0, keepdims=True),
+    "Embedding": lambda F, x, i: F.Embedding(i, x, input_dim=6, output_dim=5),
+    "take": lambda F, x, i: F.take(x, i),
+    "batch_take": lambda F, x, i: F.batch_take(x, i),
+    "one_hot": lambda F, x, i: F.one_hot(i, depth=5) + F.sum(x) * 0,
+    "softmax_cross_entropy": lambda F, x, i: F.softmax_cross_entropy(x, i),
+    "_sparse_softmax_ce": lambda F, x, i: F._sparse_softmax_ce(x, i),
+    "SoftmaxOutput": lambda F, x, i: F.SoftmaxOutput(x, i),
+}
+
+
+@pytest.mark.parametrize("op", list(INDEXING))
+def test_indexing_kernels_clip_hostile_indices_exactly_as_imperative_code(op):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 5)).astype(F32)
+    hostile = np.array([-1, 6, 5, 1e9, -1e30, np.inf, -np.inf, 2.9, -0.5], F32)
+    for trial in range(3):
+        idx = rng.choice(hostile, 6).astype(F32)
+        if trial == 0:
+            idx[0] = np.nan
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            got = on_every_path(INDEXING[op], x, idx)
+        want = got["imperative"]
+        assert isinstance(want, np.ndarray), want
+        for path in ("reference", "numba"):
+            assert isinstance(got[path], np.ndarray), (path, got[path])
+            np.testing.assert_allclose(got[path], want, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{op} on indices {idx}, {path}")
+
+
+OUT_OF_RANGE_AXES = {
+    "split": lambda F, x: F.split(x, num_outputs=1, axis=5),
+    "concat": lambda F, x: F.concat(x, x, dim=5),
+    "concat -3": lambda F, x: F.concat(x, x, dim=-3),
+    "expand_dims": lambda F, x: F.expand_dims(x, axis=3),
+    "expand_dims -4": lambda F, x: F.expand_dims(x, axis=-4),
+    "slice_axis": lambda F, x: F.slice_axis(x, axis=5, begin=0, end=1),
+    "transpose": lambda F, x: F.transpose(x, axes=(3, 0)),
+    "pick": lambda F, x: F.pick(x, F.sum(x, axis=1), axis=5),
+    "LayerNorm": lambda F, x: F.LayerNorm(x, F.sum(x, axis=0), F.sum(x, axis=0), axis=2),
+    "BatchNorm": lambda F, x: F.BatchNorm(x, *[F.sum(x, axis=0)] * 4, axis=-3),
+    "take": lambda F, x: F.take(x, F.sum(x, axis=1), axis=5),
+    "sort": lambda F, x: F.sort(x, axis=5),
+    "topk": lambda F, x: F.topk(x, axis=2, k=1),
+    "repeat": lambda F, x: F.repeat(x, repeats=2, axis=2),
+    "softmax": lambda F, x: F.softmax(x, axis=2),
+}
+
+
+@pytest.mark.parametrize("op", list(OUT_OF_RANGE_AXES))
+def test_an_out_of_range_axis_is_refused_on_every_path_naming_op_and_shape(op):
+    x = np.arange(6, dtype=F32).reshape(2, 3)
+    name = op.split()[0]
+    for path, result in on_every_path(OUT_OF_RANGE_AXES[op], x).items():
+        assert isinstance(result, OpError), f"{op}, {path}: gave {result!r:.200}"
+        assert name in str(result) and ("(2, 3)" in str(result) or "2 axes" in str(result)
+                                        or "2 dimensions" in str(result)), (path, str(result))
+
+
+class NanNet(_gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        pooled = F.Pooling(x, kernel=(2, 2), pool_type="max", stride=(2, 2))
+        flat = F.reshape(x, (0, -1))
+        return F.concat(F.reshape(pooled, (0, -1)), F.max(flat, axis=1, keepdims=True),
+                        F.min(flat, axis=1, keepdims=True),
+                        F.argmax(flat, axis=1, keepdims=True),
+                        F.argmin(flat, axis=1, keepdims=True),
+                        F.broadcast_maximum(flat, flat * 0),
+                        F.broadcast_minimum(flat * 0, flat), dim=1)
+
+
+def test_nan_and_inf_come_out_of_compiled_max_min_argmax_and_pooling_as_imperatively():
+    x = np.arange(32, dtype=F32).reshape(2, 1, 4, 4)
+    x[0, 0, 1, 1] = np.nan              # in the first pooling window, not its first value
+    x[1, 0, 3, 3] = np.nan              # the last value: a NaN-skipping max keeps 30
+    x[1, 0, 0, 1] = -np.inf
+    net = NanNet()
+    want = net(nd.array(x)).asnumpy()
+    assert np.isnan(want[0, 0]) and np.isnan(want[1, 3]) and want[0, 6] == 5
+    assert np.isnan(want[1, 8 + 15]) and np.isnan(want[1, 8 + 16 + 15])  # NaN on either side
+    for flags in ({"executor": "numpy"}, {"compile": "sync"}):
+        net = NanNet()
+        net.hybridize(**flags)
+        np.testing.assert_array_equal(net(nd.array(x)).asnumpy(), want, err_msg=str(flags))
+
+
+class EmptyLoop(_gluon.HybridBlock):
+    def hybrid_forward(self, F, x, s):
+        out, _ = F.contrib.foreach(lambda d, st: (d * 2 + st[0], [st[0] + 1]), x, [s])
+        return out
+
+
+class VectorCond(_gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        return F.contrib.cond(x > 0, lambda: x * 2, lambda: x * 3)
+
+
+@pytest.mark.parametrize("flags", [None, {"executor": "numpy"}, {"compile": "sync"},
+                                   {"compile": "tiered"}])
+def test_foreach_over_nothing_and_cond_on_a_vector_get_one_clear_error_on_every_tier(flags):
+    loop, choose = EmptyLoop(), VectorCond()
+    if flags is not None:
+        loop.hybridize(**flags)
+        choose.hybridize(**flags)
+    with pytest.raises(OpError, match=r"foreach: the data has length 0 along axis 0 "
+                                      r"\(shapes \[\(0, 3\)\]\)"):
+        loop(nd.zeros((0, 3)), nd.zeros((3,)))
+    with pytest.raises(OpError, match=r"cond: the condition must be one value .* got shape "
+                                      r"\(3,\)"):
+        choose(nd.array([-1.0, 2.0, 3.0]))
+    assert choose(nd.array([2.0])).asnumpy().tolist() == [4.0]       # one value: fine
+    assert loop(nd.ones((2, 3)), nd.zeros((3,))).shape == (2, 3)
+
+
+class CTC(_gluon.HybridBlock):
+    def hybrid_forward(self, F, d, label, dl, ll):
+        return F.CTCLoss(d, label, dl, ll, use_data_lengths=True, use_label_lengths=True)
+
+
+@pytest.mark.parametrize("lengths, message", [
+    (([-1, 5], [2, 2]), r"data_lengths\[0\] is -1.0; each must be a whole number from 1 to 5"),
+    (([0, 5], [2, 2]), r"data_lengths\[0\] is 0.0"),
+    (([np.nan, 5], [2, 2]), r"data_lengths\[0\] is nan"),
+    (([5, 6], [2, 2]), r"data_lengths\[1\] is 6.0"),
+    (([5, 2.5], [2, 2]), r"data_lengths\[1\] is 2.5"),
+    (([5, 5], [-1, 2]), r"label_lengths\[0\] is -1.0; each must be a whole number from 0 to 2"),
+    (([5, 5], [2, np.nan]), r"label_lengths\[1\] is nan"),
+])
+def test_ctc_loss_refuses_negative_zero_and_nan_lengths_on_every_path(lengths, message):
+    rng = np.random.default_rng(0)
+    args = [nd.array(rng.standard_normal((5, 2, 4))), nd.array([[1, 2], [3, 1]]),
+            nd.array(lengths[0]), nd.array(lengths[1])]
+    for flags in (None, {"executor": "numpy"}, {"compile": "sync"}):
+        net = CTC()
+        if flags:
+            net.hybridize(**flags)
+        with pytest.raises(OpError, match=message):
+            net(*args)
+
+
+def test_ctc_loss_of_an_empty_label_is_the_probability_of_all_blanks():
+    rng = np.random.default_rng(0)
+    d = rng.standard_normal((5, 1, 4))
+    p = np.exp(d) / np.exp(d).sum(-1, keepdims=True)
+    for flags in (None, {"compile": "sync"}):
+        net = CTC()
+        if flags:
+            net.hybridize(**flags)
+        got = net(nd.array(d), nd.array([[1, 2]]), nd.array([5]), nd.array([0])).asnumpy()
+        np.testing.assert_allclose(got, [-np.log(p[:, 0, 0]).sum()], rtol=1e-5)
+
+
+def test_a_params_file_with_an_absurd_shape_is_refused_naming_file_and_array(tmp_path):
+    import struct
+    blob = bytearray(mxnet_format.encode({"arg:w": np.zeros((0, 1, 1), F32)}))
+    at = blob.find(struct.pack("<3q", 0, 1, 1))
+    blob[at:at + 24] = struct.pack("<3q", 0, 2 ** 62, 2 ** 62)
+    path = tmp_path / "net-0000.params"
+    path.write_bytes(bytes(blob))
+    with pytest.raises(mxnet_format.MXNetFileError,
+                       match=r"net-0000.params: array 0: shape \(0, 4611686018427387904, "
+                             r"4611686018427387904\) is too big for any array"):
+        nd.load(str(path))
+
+
+def _loop_doc(kind):
+    if kind == "_while_loop":
+        out, _ = sym.contrib.while_loop(lambda i: i < 3, lambda i: (i * 2, [i + 1]),
+                                        [sym.var("x")], max_iterations=5)
+        out = sym.Group(out) if isinstance(out, list) else out
+    else:
+        out, _ = sym.contrib.foreach(lambda a, s: (a + s[0], [s[0]]), sym.var("d"),
+                                     [sym.var("s")])
+    return json.loads(out.tojson())
+
+
+@pytest.mark.parametrize("kind, damage, message", [
+    ("_while_loop", {"num_outputs": "99"}, "num_outputs is 99"),
+    ("_while_loop", {"func_input_locs": "[7]"}, r"func_input_locs \[7\] must give"),
+    ("_while_loop", "no subgraphs", r"needs 2 subgraph\(s\), the node has 0"),
+    ("_foreach", "no subgraphs", r"needs 1 subgraph\(s\), the node has 0"),
+    ("_foreach", {"in_state_locs": "[5]"}, "must number the body's"),
+    ("_foreach", {"num_out_data": "3"}, "num_outputs is 2, but"),
+])
+def test_a_symbol_file_whose_loop_does_not_fit_its_subgraphs_is_refused(kind, damage, message):
+    doc = _loop_doc(kind)
+    [node] = [n for n in doc["nodes"] if n["op"] == kind]
+    assert sym.load_json(json.dumps(doc)) is not None      # undamaged: loads
+    if damage == "no subgraphs":
+        del node["subgraphs"]
+    else:
+        node["attrs"].update(damage)
+    with pytest.raises(SymbolFileError, match=rf"node \d+ \('{node['name']}'\): {kind}: its "
+                                              rf"attributes do not fit its subgraphs: .*{message}"):
+        sym.load_json(json.dumps(doc))
+
+
+def test_loading_a_symbol_file_with_a_huge_add_n_takes_linear_time(tmp_path):
+    import time
+
+    def load_seconds(n):
+        nodes = [{"op": "null", "name": f"v{i}", "inputs": []} for i in range(n)]
+        nodes.append({"op": "add_n", "name": "s", "inputs": [[i, 0, 0] for i in range(n)]})
+        path = tmp_path / f"add{n}-symbol.json"
+        path.write_text(json.dumps({"nodes": nodes, "heads": [[n, 0, 0]],
+                                    "arg_nodes": list(range(n))}))
+        start = time.perf_counter()
+        net = _gluon.SymbolBlock.imports(str(path), [f"v{i}" for i in range(0, n, 2)])
+        assert len(net.collect_params()) == n // 2          # the others are parameters
+        return time.perf_counter() - start
+    # sizes where fixed costs no longer count, best of 2 each (a busy machine slows single
+    # runs): 4x the inputs take ~4x the time; a list searched per variable made it ~16x
+    small = min(load_seconds(12000) for _ in range(2))
+    big = min(load_seconds(48000) for _ in range(2))
+    assert big < 10 * small, f"4x the inputs took {big / small:.1f}x the time (quadratic?)"
+
+
+RUNTIME_CHILD = ("from straightdope import nd\n"
+                 "from straightdope.gluon import nn\n"
+                 "net = nn.Dense(2, in_units=3)\n"
+                 "net.initialize()\n"
+                 "net.hybridize(compile='sync')\n"
+                 "print(net(nd.ones((1, 3))).shape)\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["truncated object", "garbage in the ELF header",
+                                    "garbage in the symbol names"])
+def test_a_damaged_runtime_file_with_a_valid_hash_line_is_replaced_not_fatal(tmp_path, damage):
+    """Issue 28: LLVM aborts the process on a malformed object; the loader checks the
+    object first (and, for damage it cannot see, notices the crash and replaces it)."""
+    import hashlib
+    folder = tmp_path / "cache"
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder))
+
+    def child():
+        return subprocess.run([sys.executable, "-c", RUNTIME_CHILD], cwd=ROOT, env=env,
+                              capture_output=True, timeout=600)
+    assert [child().returncode for _ in range(2)] == [0, 0]    # compiles; loads, saves
+    [path] = folder.rglob("runtime-*.bin")
+    head, _, data = path.read_bytes().partition(b"\n")
+    size = int(head.split()[1])
+    rng = np.random.default_rng(0)
+    if damage == "truncated object":
+        data, size = data[:size // 2] + data[size:], size // 2
+    elif damage == "garbage in the ELF header":
+        data = data[:8] + rng.bytes(56) + data[64:]
+    else:
+        at = data.find(b"NRT_MemInfo_call_dtor")
+        assert at > 0
+        data = data[:at + 4] + b"Xyzzy" + data[at + 9:]
+    bad = f"{hashlib.sha256(data).hexdigest()} {size}\n".encode() + data
+    path.write_bytes(bad)
+    results = [child() for _ in range(2)]
+    assert [r.returncode for r in results] == [0, 0], results[0].stderr[-300:]
+    assert path.read_bytes() != bad                      # replaced by a good one
+    assert not list(path.parent.glob("*.loading-*"))     # no marker left behind
+
+
+@pytest.mark.parametrize("hybridized", [False, True])
+def test_an_lstm_over_an_empty_sequence_says_so_not_reshape_or_slice(hybridized):
+    lstm = _gluon.rnn.LSTM(4, input_size=3, prefix="emptyseq_")    # leaves lstm0, ... to others
+    lstm.initialize()
+    if hybridized:
+        lstm.hybridize()
+    with pytest.raises(OpError, match=r"LSTM .*: the sequence has length 0 \(input shape "
+                                      r"\(0, 2, 3\), layout TNC\)"):
+        lstm(nd.zeros((0, 2, 3)))
+
+
+EXTREMES = {
+    "x ** 0.5 at -inf, -0 and inf": (lambda F, x: x ** 0.5,
+                                     [np.array([-np.inf, -0.0, np.inf, -1, 4], F32)]),
+    "mod at +-3e38": (lambda F, x, y: F.broadcast_mod(x, y),
+                      [np.array([3e38, -3e38, 5, -3e38, 1, -1], F32),
+                       np.array([7, 7, 3e38, 3e38, np.inf, np.inf], F32)]),
+    "x % 7 at +-3e38": (lambda F, x: x % 7, [np.array([3e38, -3e38, 5, -5], F32)]),
+    "7 % x": (lambda F, x: 7 % x, [np.array([3e38, -3e38, np.inf, -np.inf], F32)]),
+    "LayerNorm at 3e38": (lambda F, x, g, b: F.LayerNorm(x, g, b),
+                          [np.array([[3e38, -3e38, 1]], F32), np.ones(3, F32),
+                           np.zeros(3, F32)]),
+    "log_softmax of two equal huge values": (lambda F, x: F.log_softmax(x),
+                                             [np.array([[3e38, 3e38, -3e38, 1]], F32)]),
+}
+
+
+@pytest.mark.parametrize("case", list(EXTREMES))
+def test_compiled_and_imperative_agree_at_extreme_values(case):
+    fn, arrays = EXTREMES[case]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = on_every_path(fn, *arrays)
+    want = got["imperative"]
+    assert isinstance(want, np.ndarray), want
+    for path in ("reference", "numba"):
+        np.testing.assert_allclose(got[path], want, rtol=1e-6, err_msg=f"{case}: {path}")
+        np.testing.assert_array_equal(np.signbit(got[path]), np.signbit(want))
+
+
+def test_mxnet_format_writes_big_endian_arrays_as_mxnet_reads_them(tmp_path):
+    values = np.arange(6, dtype=">f4").reshape(2, 3)
+    mxnet_format.save(tmp_path / "be.params", {"w": values, "i": values.astype(">i4")})
+    back = mxnet_format.load_dict(tmp_path / "be.params")
+    assert back["w"].dtype == np.float32 and back["i"].dtype == np.int32
+    np.testing.assert_array_equal(back["w"], values)
+    np.testing.assert_array_equal(back["i"], values.astype(np.int32))
+    little = mxnet_format.encode({"w": values.astype("<f4"), "i": values.astype("<i4")})
+    assert (tmp_path / "be.params").read_bytes() == little

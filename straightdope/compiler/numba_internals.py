@@ -18,10 +18,12 @@ we have not checked), `is_cached` says False and nothing loads the fast way.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import importlib
 import os
+import struct
 import warnings
 from pathlib import Path
 
@@ -329,6 +331,81 @@ def _damaged(func, sig) -> bool:
         return True
 
 
+def _valid_object(code: bytes, bitcode: bytes) -> bool:
+    """Is `code` a well-formed 64-bit ELF object (every header and section inside the
+    file) and `bitcode` LLVM bitcode? LLVM aborts the whole process on a malformed object
+    ("LLVM ERROR: ... not a valid object file"), so a damaged file is caught here first.
+    Other object formats (macOS, Windows) are not read back: compiled instead."""
+    try:
+        if code[:6] != b"\x7fELF\x02\x01" or bitcode[:4] != b"BC\xc0\xde" or \
+                struct.unpack_from("<H", code, 16)[0] != 1:       # ET_REL
+            return False
+        shoff, = struct.unpack_from("<Q", code, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<3H", code, 0x3A)
+        if shentsize != 64 or not 0 < shnum <= 4096 or shstrndx >= shnum \
+                or shoff + shnum * 64 > len(code):
+            return False
+        sections = [struct.unpack_from("<IIQQQQIIQQ", code, shoff + 64 * k)
+                    for k in range(shnum)]
+        for _, kind, _, _, offset, size, link, _, _, _ in sections:
+            if (kind != 8 and offset + size > len(code)) or link >= shnum:   # 8: NOBITS
+                return False
+        return all(_resolvable(code, sections, s) for s in sections if s[1] == 2)  # SYMTAB
+    except (struct.error, UnicodeDecodeError):
+        return False
+
+
+def _resolvable(code, sections, symtab) -> bool:
+    """Does every symbol the object needs from outside exist in this process? LLVM
+    aborts on one that does not ("Symbol not found"), e.g. a damaged name."""
+    _, _, _, _, offset, size, link, _, _, _ = symtab
+    strings = code[sections[link][4]:sections[link][4] + sections[link][5]]
+    for at in range(offset, offset + size - size % 24, 24):
+        name, info, _, shndx = struct.unpack_from("<IBBH", code, at)
+        if shndx == 0 and name and info >> 4 == 1:          # undefined, global
+            end = strings.find(b"\0", name)
+            if end < 0 or ll.address_of_symbol(strings[name:end].decode("ascii")) is None:
+                return False
+    return True
+
+
+def _crashed_loading(path: Path) -> bool:
+    """Did a process die while loading `path`? Its marker is left behind (see _loading):
+    damage the checks above missed, so the file is removed and compiled again instead of
+    aborting every later process too."""
+    crashed = False
+    for marker in path.parent.glob(path.name + ".loading-*"):
+        pid = int(marker.name.rsplit("-", 1)[1]) if marker.name.rsplit("-", 1)[1].isdigit() \
+            else 0
+        try:
+            if pid:
+                os.kill(pid, 0)                  # alive: still loading, or a reused pid
+                continue
+        except PermissionError:
+            continue
+        except OSError:
+            pass
+        crashed = True
+        with contextlib.suppress(OSError):
+            marker.unlink()
+    if crashed:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return crashed
+
+
+@contextlib.contextmanager
+def _loading(path: Path):
+    """A marker file naming this process, from before LLVM reads `path` until the process
+    ends: LLVM links the code lazily, so a fault may come at any later compile. (A
+    process that dies of anything else costs the next one a 25 ms runtime compile.)"""
+    from . import cache
+    marker = path.with_name(f"{path.name}.loading-{os.getpid()}")
+    cache.write_bytes(marker, b"")
+    atexit.register(lambda: marker.unlink(missing_ok=True))
+    yield
+
+
 def _runtime_library(ctx):
     """Numba's runtime functions (reference counts, atomics) from our cache.
 
@@ -345,9 +422,11 @@ def _runtime_library(ctx):
     head, _, data = (cache.read_trusted(path) or b"").partition(b"\n")
     try:
         digest, size = head.decode().split()
-        if hashlib.sha256(data).hexdigest() == digest:
-            return codegen.unserialize_library(
-                ("nrt", "object", (data[:int(size)], data[int(size):])))
+        code, bitcode = data[:int(size)], data[int(size):]
+        if hashlib.sha256(data).hexdigest() == digest and _valid_object(code, bitcode) \
+                and not _crashed_loading(path):
+            with _loading(path):
+                return codegen.unserialize_library(("nrt", "object", (code, bitcode)))
     except ValueError:          # missing, not yours alone, or damaged: compiled below
         pass
     from numba.core.runtime.nrtdynmod import create_nrt_module

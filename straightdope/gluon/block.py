@@ -1080,9 +1080,9 @@ class SymbolBlock(HybridBlock):
                 raise ValueError(f"SymbolBlock: input '{node.name}' is not a variable of the "
                                  f"graph; its variables are {list(variables)}")
             input_names.append(node.name)
-        aux = set(out.list_auxiliary_states())
-        for name, node in variables.items():
-            if name in input_names:
+        aux, inputs_set = set(out.list_auxiliary_states()), set(input_names)   # sets: a graph
+        for name, node in variables.items():                  # may have 100k variables
+            if name in inputs_set:
                 continue
             self._params.get(name, allow_deferred_init=True, dtype=_var_dtype(node, "graph"),
                              grad_req="null" if name in aux else "write")
@@ -1124,8 +1124,9 @@ class SymbolBlock(HybridBlock):
         if isinstance(input_names, str):
             input_names = [input_names]
         variables = graph.list_inputs()
+        known = set(variables)
         for name in input_names:
-            if name not in variables:
+            if name not in known:
                 raise ValueError(f"{symbol_file}: '{name}' is not a variable of the graph, "
                                  f"whose variables are {variables}. Pass the input name(s) "
                                  f"used at export (usually ['data']).")

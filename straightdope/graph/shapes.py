@@ -200,7 +200,10 @@ def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:
         else:
             first = out.nodes[node.inputs[0][0]].dtypes[node.inputs[0][1]] if node.inputs \
                 else np.dtype(node.attrs.get("dtype", "float32"))
-            if node.op.name in ("Cast", "one_hot"):
+            if node.op.infer_dtype is not None:
+                first = np.dtype(node.op.infer_dtype(node.attrs, [
+                    out.nodes[i].dtypes[k] for i, k in node.inputs]))
+            elif node.op.name in ("Cast", "one_hot"):
                 first = np.dtype(node.attrs["dtype"])
             elif node.op.name == "norm" and node.attrs["out_dtype"] is not None:
                 first = np.dtype(node.attrs["out_dtype"])

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as _np_module
 
 from ..ops import OpError
-from ..ops.control_flow import as_list, check_count, check_max_iterations, check_step
+from ..ops.control_flow import (as_list, check_count, check_max_iterations, check_pred, check_step,
+                                check_steps)
 from .ndarray import NDArray
 
 
@@ -28,6 +29,7 @@ def foreach(body, data, init_states, name="foreach", _drop_unused=False):
     if any(d.shape[0] != steps for d in data_list):
         raise OpError(f"foreach: every data array must have the same length along axis 0, "
                       f"got shapes {[d.shape for d in data_list]}")
+    check_steps(steps, [d.shape for d in data_list])
     slices = [split(d, num_outputs=steps, axis=0, squeeze_axis=True) if steps > 1 else
               [d.reshape(d.shape[1:])] for d in data_list]
     slices = [[s] if isinstance(s, NDArray) else list(s) for s in slices]
@@ -75,6 +77,7 @@ def cond(pred, then_func, else_func, name="cond"):
     """`then_func()` if `pred` (a one-element array) is nonzero, else `else_func()`."""
     if not isinstance(pred, NDArray):
         raise TypeError(f"cond: pred must be an NDArray, got {type(pred).__name__}")
+    check_pred(pred.size, pred.shape)
     return then_func() if bool(pred.asnumpy().reshape(-1)[0]) else else_func()
 
 

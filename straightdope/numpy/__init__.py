@@ -13,6 +13,7 @@ import numpy as _onp
 from .. import ndarray as _nd
 from .. import symbol as _sym
 from ..ndarray import NDArray as _NDArray
+from ..symbol import NpSymbol as _NpSymbol
 from ..symbol import Symbol as _Symbol
 from . import random  # noqa: F401
 from .multiarray import ndarray
@@ -112,10 +113,14 @@ def minimum(x1, x2):
 
 
 def sum(a, axis=None, dtype=None, keepdims=False):
+    if isinstance(a, (ndarray, _NpSymbol)):     # NumPy's result dtype (multiarray.py)
+        return a.sum(axis=axis, dtype=dtype, keepdims=keepdims)
     return _world(a).sum(a, axis=axis, keepdims=keepdims)
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
+    if isinstance(a, (ndarray, _NpSymbol)):
+        return a.mean(axis=axis, dtype=dtype, keepdims=keepdims)
     return _world(a).mean(a, axis=axis, keepdims=keepdims)
 
 
@@ -198,6 +203,8 @@ _NDArray.cumsum = cumsum
 
 
 def prod(a, axis=None, dtype=None, keepdims=False):
+    if isinstance(a, (ndarray, _NpSymbol)):
+        return a.prod(axis=axis, dtype=dtype, keepdims=keepdims)
     return _world(a).prod(a, axis=axis, keepdims=keepdims)
 
 

@@ -65,3 +65,90 @@ def _bool_comparison(name):
 
 for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(ndarray, _name, _bool_comparison(_name))
+
+
+# ------------------------------------------------------------ dtype promotion
+# mx.np follows NumPy's promotion rules, with MXNet 2.0's documented deviations
+# (docs/mxnet_coverage.md lists them): float32 is the default float, so
+#   int / int, int.mean()            -> float32  (NumPy: float64)
+#   int array OP Python float        -> float32  (NumPy 2: float64)
+#   int array OP float array         -> that float dtype (NumPy: at least float64 for int32)
+# and, as in NumPy: bool and int sums are int64 (uint: uint64), mixed ints widen,
+# float32 OP float64 is float64, a Python int keeps an int array's dtype.
+_DEFAULT_FLOAT = _onp.dtype(_onp.float32)
+
+
+def _promoted(a, b, divide=False):
+    """The dtype of `a OP b` (a is an mx.np.ndarray; b an array or a Python number)."""
+    da = a.dtype
+    if isinstance(b, NDArray):
+        db = b.dtype if isinstance(b, ndarray) else _onp.dtype(b.dtype)
+        fa, fb = da.kind == "f", db.kind == "f"
+        out = _onp.promote_types(da, db) if fa == fb else (da if fa else db)
+    elif isinstance(b, (bool, _onp.bool_)):
+        out = da
+    elif isinstance(b, (int, _onp.integer)):
+        out = da if da.kind != "b" else _onp.dtype(_onp.int64)
+    elif isinstance(b, (float, _onp.floating)):
+        out = da if da.kind == "f" else _DEFAULT_FLOAT
+    else:
+        return None
+    if divide and out.kind in "biu":
+        out = _DEFAULT_FLOAT
+    return _onp.dtype(out)
+
+
+def _cast(x, dtype):
+    if isinstance(x, NDArray):
+        return x if _onp.dtype(x.dtype) == dtype else x.astype(dtype)
+    return x
+
+
+def _promoting(name, divide=False):
+    base = getattr(NDArray, name)
+
+    def method(self, other):
+        dtype = _promoted(self, other, divide)
+        if dtype is None:
+            return base(self, other)
+        return base(_cast(self, dtype), _cast(other, dtype))
+    method.__name__ = name
+    method.__doc__ = f"x.{name}(y) with NumPy's dtype promotion (see mx.np's rules)."
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__pow__", "__rpow__", "__mod__", "__rmod__"):
+    setattr(ndarray, _name, _promoting(_name))
+for _name in ("__truediv__", "__rtruediv__"):
+    setattr(ndarray, _name, _promoting(_name, divide=True))
+
+
+def sum_dtype(dtype):
+    """NumPy's: bool and ints sum as int64 (NumPy: uint64 for unsigned ints, which MXNet
+    has no dtype for), floats as themselves."""
+    dtype = _onp.dtype(dtype)
+    return {"b": _onp.dtype(_onp.int64), "i": _onp.dtype(_onp.int64),
+            "u": _onp.dtype(_onp.int64)}.get(dtype.kind, dtype)
+
+
+def mean_dtype(dtype):
+    """Floats keep their dtype; bool and ints average as float32 (MXNet 2.0's default)."""
+    dtype = _onp.dtype(dtype)
+    return dtype if dtype.kind == "f" else _DEFAULT_FLOAT
+
+
+def _reduction(name, rule):
+    base = getattr(NDArray, name)
+
+    def method(self, axis=None, dtype=None, out=None, keepdims=False):
+        target = _onp.dtype(dtype) if dtype is not None else rule(self.dtype)
+        return base(_cast(self, target), axis=axis, keepdims=keepdims)
+    method.__name__ = name
+    method.__doc__ = f"x.{name}(axis, dtype, keepdims) in NumPy's result dtype."
+    return method
+
+
+ndarray.sum = _reduction("sum", sum_dtype)
+ndarray.prod = _reduction("prod", sum_dtype)
+ndarray.mean = _reduction("mean", mean_dtype)

@@ -16,9 +16,11 @@ the body with the reference executor once per step, and the gradient of a
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .registry import Int, OpError, Shape, Subgraphs, alias, register
+from .registry import Int, OpError, Shape, Subgraphs, alias, is_complete, register
 
 _GRAPHS: dict = {}      # id(subgraph Symbol) -> (Symbol, Graph): convert each body once
 
@@ -113,6 +115,7 @@ def _foreach_forward(attrs, *arrays, is_train=False, keep_hidden=True):
     body, n_saved = saving_body(attrs) if keep_hidden else (body_graph(attrs["subgraphs"][0]), 0)
     n_data, n_states, n_out = _foreach_counts(attrs)
     data, states = arrays[:n_data], list(arrays[n_data:n_data + n_states])
+    check_steps(data[0].shape[0], [d.shape for d in data])
     feeds = [None] * len(body.input_names)
     for loc, value in zip(attrs["remain_locs"], arrays[n_data + n_states:]):
         feeds[loc] = value
@@ -162,6 +165,71 @@ def check_count(op_name, who, returned, given, noun):
                       f"return one new value per {noun}")
 
 
+def check_steps(steps, shapes):
+    """foreach needs at least one step: its outputs are the steps' outputs stacked, and
+    zero steps give nothing to take their shape from (MXNet refuses too)."""
+    if steps == 0:
+        raise OpError(f"foreach: the data has length 0 along axis 0 (shapes {list(shapes)}): "
+                      f"there is no step to run, so the outputs have no shape; skip the loop "
+                      f"when the sequence is empty")
+
+
+def check_pred(size, shape):
+    """cond's condition is one number, as in MXNet (which refuses any other size)."""
+    if size != 1:
+        raise OpError(f"cond: the condition must be one value (e.g. shape (1,)), got shape "
+                      f"{tuple(shape)}; reduce it first, e.g. with .sum() or .max()")
+
+
+def check_loaded(op_name, attrs, n_inputs):
+    """A control-flow node read from a file: its counts and *_locs must fit its subgraphs
+    and its inputs (the file may be damaged or hostile), else an OpError saying which."""
+    def need(ok, why):
+        if not ok:
+            raise OpError(f"{op_name}: its attributes do not fit its subgraphs: {why}")
+
+    expected = {"_foreach": 1, "_while_loop": 2, "_cond": 3}.get(op_name)
+    if expected is None:        # another op holding a graph (_CachedOp): its own checks
+        return
+    graphs = attrs["subgraphs"]
+    need(len(graphs) == expected, f"it needs {expected} subgraph(s), the node has {len(graphs)}")
+    graphs = [body_graph(g) for g in graphs]
+
+    def locs_fit(name, graph, bound):
+        locs = attrs[name]
+        need(len(locs) == len(graph.input_names) and all(0 <= i < bound for i in locs),
+             f"{name} {list(locs)} must give each of the subgraph's {len(graph.input_names)} "
+             f"inputs an index below {bound}")
+
+    if op_name == "_foreach":
+        body, states = graphs[0], len(attrs["in_state_locs"])
+        locs = list(attrs["in_data_locs"]) + list(attrs["in_state_locs"]) + list(attrs["remain_locs"])
+        need(sorted(locs) == list(range(len(body.input_names))) == list(range(n_inputs)),
+             f"the *_locs {locs} must number the body's {len(body.input_names)} inputs and "
+             f"the node's {n_inputs} once each")
+        outputs = [len(body.outputs)]
+        counts = (attrs["num_out_data"] + states,)
+    elif op_name == "_while_loop":
+        cond, func = graphs
+        need(len(cond.outputs) == 1, "the condition must have one output")
+        locs_fit("cond_input_locs", cond, n_inputs)
+        locs_fit("func_input_locs", func, n_inputs)
+        need(all(0 <= i < len(func.input_names) for i in attrs["func_var_locs"]),
+             f"func_var_locs {list(attrs['func_var_locs'])} point outside the body's inputs")
+        outputs = [len(func.outputs)]
+        counts = (attrs["num_out_data"] + len(attrs["func_var_locs"]),)
+    else:
+        pred, then, other = graphs
+        need(len(pred.outputs) == 1, "the condition must have one output")
+        for name, graph in zip(("cond_input_locs", "then_input_locs", "else_input_locs"), graphs):
+            locs_fit(name, graph, n_inputs)
+        outputs = [len(then.outputs), len(other.outputs)]
+        counts = ()
+    for n in outputs + list(counts):
+        need(n == attrs["num_outputs"], f"num_outputs is {attrs['num_outputs']}, but the "
+             f"subgraphs and counts give {outputs + list(counts)} outputs")
+
+
 def check_max_iterations(max_iterations):
     """while_loop needs a bound, imperatively too: the same code must also trace."""
     if max_iterations is None:
@@ -208,6 +276,7 @@ def _foreach_shapes(attrs, in_shapes):
                 raise OpError(f"foreach: every data array must have the same length along "
                               f"axis 0, got {in_shapes[:n_data]}")
             steps = shape[0]
+            check_steps(steps, in_shapes[:n_data])
             shape = shape[1:]
         known[names[loc]] = tuple(shape)
     shapes = _infer("foreach", body, known)
@@ -421,6 +490,7 @@ def _cond_forward(attrs, *arrays, is_train=False):
     pred, then, other = (body_graph(g) for g in attrs["subgraphs"])
     take = lambda locs: [arrays[i] for i in locs]   # noqa: E731
     flag = np.asarray(_run(pred, take(attrs["cond_input_locs"]), is_train)[0])
+    check_pred(flag.size, flag.shape)
     if bool(flag.reshape(-1)[0]):
         return tuple(_run(then, take(attrs["then_input_locs"]), is_train))
     return tuple(_run(other, take(attrs["else_input_locs"]), is_train))
@@ -438,7 +508,9 @@ def _cond_shapes(attrs, in_shapes):
         for k, i in enumerate(attrs[locs]):
             new_ins[i] = new_ins[i] or _var_shape(graph, shapes, k)
         results.append([shapes[tuple(e)] for e in graph.outputs])
-    _, then, other = results
+    condition, then, other = results
+    if condition and is_complete(condition[0]):
+        check_pred(math.prod(condition[0]), condition[0])
     for k, (a, b) in enumerate(zip(then, other)):
         if a is not None and b is not None and tuple(a) != tuple(b):
             raise OpError(f"cond: output {k} has shape {_fmt(a)} in then_func but {_fmt(b)} "

@@ -28,13 +28,26 @@ def _ctc_shape(attrs, in_shapes):
     data, label = in_shapes[0], in_shapes[1]
     if data is None:
         return in_shapes, [None]
-    if len(data) != 3:
-        raise OpError(f"CTCLoss: data must be 3-D (time, batch, alphabet incl. the blank), "
-                      f"got {data}")
+    if len(data) != 3 or data[0] == 0:
+        raise OpError(f"CTCLoss: data must be 3-D (time, batch, alphabet incl. the blank) "
+                      f"with at least one time step, got {data}")
     if label is not None and (len(label) != 2 or label[0] != data[1]):
         raise OpError(f"CTCLoss: label must be (batch, max label length) with batch "
                       f"{data[1]}, got {label}")
     return [data, label] + [(data[1],)] * (len(in_shapes) - 2), [(data[1],)]
+
+
+def _checked_lengths(name, values, lowest, highest):
+    """Lengths as ints, or an OpError: a NaN, a fraction or a length outside
+    lowest..highest is refused, never truncated, wrapped around or silently clipped."""
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    bad = ~np.isfinite(values) | (values != np.round(values)) | (values < lowest) \
+        | (values > highest)
+    if bad.any():
+        n = int(np.flatnonzero(bad)[0])
+        raise OpError(f"CTCLoss: {name}[{n}] is {values[n]}; each must be a whole number "
+                      f"from {lowest} to {highest}")
+    return values.astype(np.int64)
 
 
 def _sequences(attrs, data, label, lengths):
@@ -42,12 +55,16 @@ def _sequences(attrs, data, label, lengths):
     steps, batch, alphabet = data.shape
     blank = 0 if attrs["blank_label"] == "first" else alphabet - 1
     given = dict(zip([n for n in _ctc_inputs(attrs)[2:]], lengths))
-    frames = given.get("data_lengths", np.full(batch, steps)).astype(np.int64)
+    frames = _checked_lengths("data_lengths", given.get("data_lengths", np.full(batch, steps)),
+                              1, steps)               # a path needs at least one frame
+    if "label_lengths" in given:
+        label_lengths = _checked_lengths("label_lengths", given["label_lengths"], 0,
+                                         label.shape[1])
     out = []
     for n in range(batch):
         row = label[n].astype(np.int64)
         if "label_lengths" in given:
-            row = row[:int(given["label_lengths"][n])]
+            row = row[:label_lengths[n]]
         else:       # padded with -1 (blank last) or 0 (blank first): cut at the first one
             pad = np.flatnonzero(row == (0 if blank == 0 else -1))
             row = row[:pad[0]] if pad.size else row
@@ -57,7 +74,7 @@ def _sequences(attrs, data, label, lengths):
                           f"with {0 if blank == 0 else -1} or pass label_lengths")
         extended = np.full(2 * len(row) + 1, blank)
         extended[1::2] = row
-        out.append((min(int(frames[n]), steps), extended, blank))
+        out.append((int(frames[n]), extended, blank))
     return out
 
 
@@ -73,7 +90,7 @@ def _alphas(logp, ext):
         prev = alpha[t - 1]
         stay = prev
         step = np.concatenate(([-np.inf], prev[:-1]))
-        jump = np.where(skip, np.concatenate(([-np.inf, -np.inf], prev[:-2])), -np.inf)
+        jump = np.where(skip, np.concatenate(([-np.inf, -np.inf], prev[:-2]))[:size], -np.inf)
         alpha[t] = np.logaddexp(np.logaddexp(stay, step), jump) + logp[t, ext]
     return alpha, skip
 
@@ -82,11 +99,12 @@ def _betas(logp, ext, skip):
     steps, size = logp.shape[0], len(ext)
     beta = np.full((steps, size), -np.inf)
     beta[-1, -2:] = logp[-1, ext[-2:]]
-    back_skip = np.concatenate((skip[2:], [False, False]))   # s + 2 may be reached from s
+    back_skip = np.concatenate((skip[2:], [False, False]))[:size]  # s + 2 reached from s
     for t in range(steps - 2, -1, -1):
         nxt = beta[t + 1]
         step = np.concatenate((nxt[1:], [-np.inf]))
-        jump = np.where(back_skip, np.concatenate((nxt[2:], [-np.inf, -np.inf])), -np.inf)
+        jump = np.where(back_skip, np.concatenate((nxt[2:], [-np.inf, -np.inf]))[:size],
+                        -np.inf)
         beta[t] = np.logaddexp(np.logaddexp(nxt, step), jump) + logp[t, ext]
     return beta
 

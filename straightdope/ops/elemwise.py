@@ -297,12 +297,12 @@ BINARY = {
                         lambda F, a, b, y, og: og * b * a ** (b - 1.0),
                         lambda F, a, b, y, og: og * y * F.log(a)),
     # Python's and NumPy's modulo: the result has the sign of the divisor
-    "broadcast_mod": (np.mod, "({0} - np.floor({0} / {1}) * {1})",
+    "broadcast_mod": (np.mod, "np.mod({0}, {1})",
                       lambda F, a, b, y, og: og, lambda F, a, b, y, og: -og * F.floor(a / b)),
-    "broadcast_maximum": (np.maximum, "max({0}, {1})",
+    "broadcast_maximum": (np.maximum, "np.maximum({0}, {1})",     # NaN from either side
                           lambda F, a, b, y, og: og * F.broadcast_greater_equal(a, b),
                           lambda F, a, b, y, og: og * F.broadcast_lesser(a, b)),
-    "broadcast_minimum": (np.minimum, "min({0}, {1})",
+    "broadcast_minimum": (np.minimum, "np.minimum({0}, {1})",
                           lambda F, a, b, y, og: og * F.broadcast_lesser_equal(a, b),
                           lambda F, a, b, y, og: og * F.broadcast_greater(a, b)),
 }
@@ -387,13 +387,17 @@ SCALAR = {
     "_div_scalar": (lambda x, s: x / s, "({0} / {scalar})", lambda F, x, y, og, s: og / s),
     "_rdiv_scalar": (lambda x, s: s / x, "({scalar} / {0})",
                      lambda F, x, y, og, s: -og * y / x),
-    "_power_scalar": (lambda x, s: x ** s, "({0} ** {scalar})",
+    # NumPy computes x ** 0.5 as sqrt(x) (NaN at -inf), C's pow as +inf: follow NumPy
+    "_power_scalar": (lambda x, s: x ** s,
+                      lambda attrs: "np.sqrt({0})" if attrs["scalar"] == 0.5 else
+                      "({0} ** {scalar})",
                       lambda F, x, y, og, s: og * s * x ** (s - 1.0)),
     "_rpower_scalar": (lambda x, s: s ** x, "({scalar} ** {0})",
                        lambda F, x, y, og, s: og * y * float(np.log(s))),
-    "_mod_scalar": (np.mod, "({0} - np.floor({0} / {scalar}) * {scalar})",
+    # np.mod, not a - floor(a / b) * b, which loses everything at 3e38 % 7
+    "_mod_scalar": (np.mod, "np.mod({0}, {scalar})",
                     lambda F, x, y, og, s: og),
-    "_rmod_scalar": (lambda x, s: np.mod(s, x), "({scalar} - np.floor({scalar} / {0}) * {0})",
+    "_rmod_scalar": (lambda x, s: np.mod(s, x), "np.mod({scalar}, {0})",
                      lambda F, x, y, og, s: -og * F.floor(F._rdiv_scalar(x, scalar=s))),
     "_maximum_scalar": (np.maximum, "max({0}, {scalar})",
                         lambda F, x, y, og, s: og * F._greater_equal_scalar(x, scalar=s)),

@@ -10,7 +10,8 @@ NumPy between compiled segments (`numpy_only`).
 """
 import numpy as np
 
-from .registry import Choice, Int, OpError, alias, like_input, register
+from .registry import (Choice, Int, OpError, alias, axis_in, like_input, refuse_empty_gather,
+                       register)
 
 
 def _indices(attrs, size, indices):
@@ -23,7 +24,7 @@ def _indices(attrs, size, indices):
 
 
 def _take_forward(attrs, a, indices):
-    axis = attrs["axis"] % a.ndim
+    axis = axis_in("take", attrs["axis"], a.shape)
     return np.take(a, _indices(attrs, a.shape[axis], indices), axis=axis)
 
 
@@ -31,9 +32,8 @@ def _take_shape(attrs, in_shapes):
     a, indices = in_shapes
     if a is None or indices is None:
         return in_shapes, [None]
-    if not -len(a) <= attrs["axis"] < len(a):
-        raise OpError(f"take: axis {attrs['axis']} is out of range for data of shape {a}")
-    axis = attrs["axis"] % len(a)
+    axis = axis_in("take", attrs["axis"], a)
+    refuse_empty_gather("take", a, axis, int(np.prod(indices)))
     return in_shapes, [tuple(a[:axis]) + tuple(indices) + tuple(a[axis + 1:])]
 
 
@@ -64,7 +64,7 @@ register("_take_grad", inputs=("out_grad", "a", "indices"), attrs=dict(TAKE_ATTR
 
 
 def _batch_take_forward(attrs, a, indices):
-    rows = a.reshape(a.shape[0], -1)
+    rows = a.reshape(a.shape[0], int(np.prod(a.shape[1:])))     # not -1: 0 rows
     idx = np.clip(indices.astype(np.int64).reshape(-1), 0, rows.shape[1] - 1)
     return rows[np.arange(rows.shape[0]), idx]
 
@@ -76,6 +76,7 @@ def _batch_take_shape(attrs, in_shapes):
     if indices is not None and int(np.prod(indices)) != a[0]:
         raise OpError(f"batch_take: one index per row of a {a} is needed, got indices of "
                       f"shape {indices}")
+    refuse_empty_gather("batch_take", (a[0], int(np.prod(a[1:]))), 1, a[0])
     return [a, indices if indices is not None else (a[0],)], [(a[0],)]
 
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .registry import Bool, Choice, Float, Int, OpError, Shape, like_input, register
+from .registry import Bool, Choice, Float, Int, OpError, Shape, axis_in, like_input, register
 from .reduce import norm_axes
 
 
@@ -450,7 +450,7 @@ def _pool_forward(attrs, x):
     win = _windows(x, kernel, stride, pad, dilate, fill, extra)
     if kind == "max":
         return np.ascontiguousarray(win.max(axis=window_axes))
-    total = win.sum(axis=window_axes)
+    total = win.sum(axis=window_axes, dtype=np.float64)     # as the compiled loops
     if kind == "sum":
         return total.astype(x.dtype)
     return (total / _pool_counts(attrs, x, kernel, stride, pad, extra)).astype(x.dtype)
@@ -496,7 +496,7 @@ BN_ATTRS = {"eps": Float(1e-3), "momentum": Float(0.9), "fix_gamma": Bool(True),
 
 
 def _bn_layout(attrs, x):
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in("BatchNorm", attrs["axis"], x.shape)
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]
     return axis, tuple(a for a in range(x.ndim) if a != axis), tuple(shape)
@@ -506,7 +506,7 @@ def _bn_shape(attrs, in_shapes):
     data = in_shapes[0]
     if data is None:
         return in_shapes, [None, None, None]
-    channels = (data[attrs["axis"] % len(data)],)
+    channels = (data[axis_in("BatchNorm", attrs["axis"], data)],)
     for name, s in zip(("gamma", "beta", "moving_mean", "moving_var"), in_shapes[1:]):
         if s is not None and tuple(s) != channels:
             raise OpError(f"BatchNorm: {name} has shape {s} but data {data} has {channels[0]} "
@@ -519,8 +519,8 @@ def _bn_forward(attrs, x, gamma, beta, mean, var, is_train=False):
     if attrs["fix_gamma"]:
         gamma = np.ones_like(gamma)
     if is_train and not attrs["use_global_stats"]:
-        batch_mean = x.mean(axis=reduce_axes)
-        batch_var = x.var(axis=reduce_axes)
+        batch_mean = x.mean(axis=reduce_axes, dtype=np.float64)   # as the compiled kernel
+        batch_var = x.var(axis=reduce_axes, dtype=np.float64)
         m = attrs["momentum"]
         new_mean = (mean * m + batch_mean * (1 - m)).astype(mean.dtype)
         new_var = (var * m + batch_var * (1 - m)).astype(var.dtype)
@@ -528,10 +528,14 @@ def _bn_forward(attrs, x, gamma, beta, mean, var, is_train=False):
     else:
         new_mean, new_var = mean.copy(), var.copy()
         use_mean, use_var = mean, var
-    inv = 1.0 / np.sqrt(use_var + attrs["eps"])
-    scale = (gamma * inv).reshape(bshape)
-    shift = (beta - use_mean * gamma * inv).reshape(bshape)
-    return (x * scale + shift).astype(x.dtype, copy=False), new_mean, new_var
+    # per-channel factors in float64 (in float32, mean * gamma * inv of huge values
+    # overflows), applied in x's dtype: a float64 pass over x costs 10x. (The compiled
+    # kernel applies them in float64: the two differ only where x * scale overflows.)
+    inv = 1.0 / np.sqrt(np.asarray(use_var, np.float64) + attrs["eps"])
+    scale = gamma * inv
+    shift = (beta - use_mean * scale).astype(x.dtype).reshape(bshape)
+    return (x * scale.astype(x.dtype).reshape(bshape) + shift).astype(x.dtype, copy=False), \
+        new_mean, new_var
 
 
 def _bn_grad_forward(attrs, og, x, gamma, mean, var):
@@ -586,16 +590,20 @@ def _ln_shape(attrs, in_shapes):
     data = in_shapes[0]
     if data is None:
         return in_shapes, [None]
-    channels = (data[attrs["axis"] % len(data)],)
+    channels = (data[axis_in("LayerNorm", attrs["axis"], data)],)
     return [data, channels, channels], [data]
 
 
 def _ln_stats(attrs, x):
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in("LayerNorm", attrs["axis"], x.shape)
     bshape = [1] * x.ndim
     bshape[axis] = x.shape[axis]
-    mu = x.mean(axis=axis, keepdims=True)
-    inv = 1.0 / np.sqrt(x.var(axis=axis, keepdims=True) + attrs["eps"])
+    # statistics in float64, as the compiled kernel keeps them: float32 squares of 3e38
+    # overflow to inf and would zero the whole row; applied in x's dtype (fast)
+    mu = x.mean(axis=axis, keepdims=True, dtype=np.float64)
+    inv = 1.0 / np.sqrt(x.var(axis=axis, keepdims=True, dtype=np.float64) + attrs["eps"])
+    if x.dtype != np.float64:
+        mu, inv = mu.astype(x.dtype), inv.astype(x.dtype)
     return axis, tuple(bshape), (x - mu) * inv, inv
 
 

@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptShape, like_input, register,
-                       scipy_special)
+from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptShape, axis_in,
+                       like_input, refuse_empty_gather, register, scipy_special)
 
 
 def norm_axes(axis, ndim, exclude=False):
@@ -42,14 +42,34 @@ def _reduce_shape(attrs, in_shapes):
     return in_shapes, [reduced_shape(s, axes, attrs["keepdims"])]
 
 
+def no_identity(name, shape, axes):
+    """max, min, argmax, argmin of nothing are undefined: an empty reduced axis is
+    refused, as NumPy does (sum and prod have 0 and 1; mean is NaN)."""
+    if any(shape[a] == 0 for a in axes):
+        raise OpError(f"{name + ': ' if name else ''}cannot reduce the empty axis (size 0) of data of shape "
+                      f"{tuple(shape)}: there is no value to pick")
+
+
+def _extreme_shape(name):
+    def infer_shape(attrs, in_shapes):
+        s = in_shapes[0]
+        if s is not None:
+            no_identity(name, s, norm_axes(attrs["axis"], len(s), attrs["exclude"]))
+        return _reduce_shape(attrs, in_shapes)
+    return infer_shape
+
+
 REDUCE_ATTRS = {"axis": OptShape(None), "keepdims": Bool(False), "exclude": Bool(False)}
 
 
-def _reducer(fn):
+def _reducer(fn, accumulate=False):
+    """forward of a reduction; `accumulate`: float32/16 sums in float64, as the compiled
+    kernels do, so both overflow (or not) alike: 3e38 + 3e38 - 3e38 is 3e38, not inf."""
     def forward(attrs, x):
         axes = norm_axes(attrs["axis"], x.ndim, attrs["exclude"])
-        return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"])).astype(x.dtype,
-                                                                               copy=False)
+        wide = {"dtype": np.float64} if accumulate and x.dtype.kind == "f" else {}
+        return np.asarray(fn(x, axis=axes, keepdims=attrs["keepdims"], **wide)).astype(
+            x.dtype, copy=False)
     return forward
 
 
@@ -76,8 +96,10 @@ def _prod_grad(F, attrs, inputs, outputs, out_grads):
 for _name, _fn, _grad in [("sum", np.sum, _sum_grad), ("mean", np.mean, _mean_grad),
                           ("max", np.max, _extreme_grad), ("min", np.min, _extreme_grad),
                           ("prod", np.prod, _prod_grad)]:
-    register(_name, attrs=dict(REDUCE_ATTRS), forward=_reducer(_fn),
-             infer_shape=_reduce_shape, gradient=_grad,
+    register(_name, attrs=dict(REDUCE_ATTRS), forward=_reducer(_fn, _name in ("sum", "mean",
+                                                                            "prod")),
+             infer_shape=_extreme_shape(_name) if _name in ("max", "min") else _reduce_shape,
+             gradient=_grad,
              doc=f"{_name}(data, axis=None, keepdims=False, exclude=False).")
 
 
@@ -152,12 +174,16 @@ def _shifted(attrs, x):
 
 
 def _softmax_forward(attrs, x):
+    if x.size == 0:                 # nothing to normalise (and no max to shift by)
+        return x.copy()
     e = np.exp(_shifted(attrs, x))
     e /= e.sum(axis=attrs["axis"], keepdims=True)
     return e.astype(x.dtype, copy=False)
 
 
 def _log_softmax_forward(attrs, x):
+    if x.size == 0:
+        return x.copy()
     z = _shifted(attrs, x)
     z -= np.log(np.exp(z).sum(axis=attrs["axis"], keepdims=True))
     return z.astype(x.dtype, copy=False)
@@ -196,9 +222,9 @@ register("log_softmax", attrs=dict(SOFTMAX_ATTRS), forward=_log_softmax_forward,
 
 
 # ------------------------------------------------------------- pick, one_hot
-def _pick_index(attrs, x, index):
+def _pick_index(attrs, x, index, name="pick"):
     """The axis, and the indices clipped into range, shaped like x with 1 on the axis."""
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in(name, attrs["axis"], x.shape)
     idx = index.astype(np.int64)                # a new array: clip it in place (ufuncs
     np.maximum(idx, 0, out=idx)                 # directly: np.clip's Python costs more
     np.minimum(idx, x.shape[axis] - 1, out=idx)  # than the work at small sizes)
@@ -211,14 +237,15 @@ def _pick_forward(attrs, x, index):
     return out if attrs["keepdims"] else np.squeeze(out, axis=axis)
 
 
-def _pick_shape(attrs, in_shapes):
+def _pick_shape(attrs, in_shapes, name="pick"):
     x, index = in_shapes
     if x is None:
         return in_shapes, [None]
-    axis = attrs["axis"] % len(x)
+    axis = axis_in(name, attrs["axis"], x)
     rest = x[:axis] + x[axis + 1:]
     if index is not None and int(np.prod(index)) != int(np.prod(rest)):
-        raise OpError(f"pick: index shape {index} does not match data {x} without axis {axis}")
+        raise OpError(f"{name}: index shape {index} does not match data {x} without axis {axis}")
+    refuse_empty_gather(name, x, axis, math.prod(rest))
     out = x[:axis] + ((1,) if attrs["keepdims"] else ()) + x[axis + 1:]
     return [x, index if index is not None else rest], [out]
 
@@ -295,7 +322,7 @@ def _sparse_softmax_ce_forward(attrs, x, label):
         loops.sparse_softmax_ce(x.reshape(-1), 0, label.reshape(-1), 0, out.reshape(-1), 0,
                                 *_class_split(attrs, x))
         return out
-    axis, idx = _pick_index(attrs, x, label)
+    axis, idx = _pick_index(attrs, x, label, "_sparse_softmax_ce")
     z = x - x.max(axis=axis, keepdims=True)
     picked = np.take_along_axis(z, idx, axis=axis)
     out = (np.log(np.exp(z).sum(axis=axis, keepdims=True)) - picked).astype(x.dtype,
@@ -310,7 +337,7 @@ def _sparse_softmax_ce_grad_forward(attrs, og, x, label):
         loops.sparse_softmax_ce_grad(og.reshape(-1), 0, x.reshape(-1), 0, label.reshape(-1), 0,
                                      out.reshape(-1), 0, *_class_split(attrs, x))
         return out
-    axis, idx = _pick_index(attrs, x, label)
+    axis, idx = _pick_index(attrs, x, label, "_sparse_softmax_ce")
     if not attrs["keepdims"]:
         og = og.reshape(idx.shape)              # the class axis back, for broadcasting
     p = np.exp(x - x.max(axis=axis, keepdims=True))
@@ -322,7 +349,7 @@ def _sparse_softmax_ce_grad_forward(attrs, og, x, label):
 
 register("_sparse_softmax_ce", inputs=("data", "label"),
          attrs={"axis": Int(-1), "keepdims": Bool(True)}, forward=_sparse_softmax_ce_forward,
-         infer_shape=_pick_shape,
+         infer_shape=lambda attrs, s: _pick_shape(attrs, s, "_sparse_softmax_ce"),
          gradient=lambda F, a, i, o, og: [F._sparse_softmax_ce_grad(og[0], i[0], i[1], **a),
                                           None],
          doc="-log_softmax(data, axis)[label] per sample (keepdims: the axis kept with "
@@ -381,10 +408,17 @@ def _softmax_output_grad_forward(attrs, y, label):
 SOFTMAX_OUTPUT_ATTRS = {"grad_scale": Float(1.0), "ignore_label": Float(-1.0),
                         "use_ignore": Bool(False), "multi_output": Bool(False),
                         "normalization": Choice("null", "batch", "valid")}
+def _softmax_output_shape(attrs, s):
+    if s[0] is not None and len(s[0]):      # its gradient reads data at each label
+        axis = 1 if attrs["multi_output"] and len(s[0]) > 1 else len(s[0]) - 1
+        refuse_empty_gather("SoftmaxOutput", s[0], axis,
+                            math.prod(d for k, d in enumerate(s[0]) if k != axis))
+    return [s[0], s[1] if s[1] is not None or s[0] is None else s[0][:-1]], [s[0]]
+
+
 register("SoftmaxOutput", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
          forward=_softmax_output_forward,
-         infer_shape=lambda attrs, s: ([s[0], s[1] if s[1] is not None or s[0] is None
-                                        else s[0][:-1]], [s[0]]),
+         infer_shape=_softmax_output_shape,
          gradient=lambda F, a, i, o, og: [F._softmax_output_grad(o[0], i[1], **a), None],
          doc="SoftmaxOutput(data, label): softmax forward; its backward is softmax - one_hot "
              "(the cross-entropy gradient), ignoring the incoming gradient like MXNet.")
@@ -399,7 +433,8 @@ register("Softmax", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
 
 
 def _softmax_ce_forward(attrs, x, label):
-    logp = scipy_special().log_softmax(x, axis=-1)
+    logp = _log_softmax_forward({"axis": -1, "temperature": 1.0}, x)   # as compiled (NaN
+    # at +inf: inf - inf), where scipy's log_softmax would special-case infinities
     idx = np.clip(label.astype(np.int64), 0, x.shape[-1] - 1)
     return np.array([-np.take_along_axis(logp, idx[:, None], axis=-1).sum()], dtype=x.dtype)
 
@@ -408,6 +443,8 @@ def _softmax_ce_shape(attrs, in_shapes):
     x, label = in_shapes
     if x is not None and len(x) != 2:
         raise OpError(f"softmax_cross_entropy: data must be 2-D (batch, classes), got {x}")
+    if x is not None:
+        refuse_empty_gather("softmax_cross_entropy", x, 1, x[0])
     return [x, label if label is not None or x is None else x[:1]], [(1,)]
 
 
@@ -440,8 +477,10 @@ def _arg_shape(attrs, in_shapes):
     if s is None:
         return in_shapes, [None]
     if attrs["axis"] is None:
+        no_identity("", s, range(len(s)))         # Op.shapes names argmax or argmin
         return in_shapes, [()]
     axes = norm_axes((attrs["axis"],), len(s))
+    no_identity("", s, axes)
     return in_shapes, [reduced_shape(s, axes, attrs["keepdims"])]
 
 

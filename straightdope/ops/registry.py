@@ -190,6 +190,8 @@ class Op:
     numba_kernel: Any = None               # filled in by straightdope.compiler.kernels
     numpy_only: bool = False               # no Numba kernel: compiled graphs run its NumPy
                                            # forward between compiled segments
+    infer_dtype: Callable | None = None    # (attrs, input dtypes) -> output dtype, for an op
+                                           # whose output dtype is not its first input's
 
     def __post_init__(self):
         if self.num_visible_outputs is None:
@@ -324,6 +326,26 @@ def unify(*shapes):
 def show_shape(shape):
     """A partly known shape as MXNet prints it: 0 for an unknown dim."""
     return tuple(0 if d is None else d for d in shape)
+
+
+def axis_in(op_name: str, axis: int, shape, extra: int = 0) -> int:
+    """`axis` of an array of `shape` as a non-negative index, or an OpError naming the op
+    and the shape. Refused, never wrapped around, as in MXNet and NumPy: axis=5 of a 2-D
+    array is a mistake, not axis 1. (`extra`=1: an axis of the result, one longer.)"""
+    ndim = len(shape) + extra
+    if not -ndim <= axis < ndim:
+        raise OpError(f"{op_name}: axis {axis} is out of range for data of shape "
+                      f"{tuple(shape)} (axes {-ndim}..{ndim - 1})")
+    return axis + ndim if axis < 0 else axis
+
+
+def refuse_empty_gather(op_name: str, data, axis: int, count: int) -> None:
+    """An op that reads `count` elements by index along `axis` of `data` (a shape) has
+    nothing to read when that axis is empty: refused here, at shape inference, so that
+    no compiled loop clips an index into [0, -1] and reads outside the array."""
+    if data[axis] == 0 and count > 0:
+        raise OpError(f"{op_name}: cannot read {count} value(s) by index from axis {axis} of "
+                      f"data of shape {tuple(data)}, which is empty (size 0)")
 
 
 def like_input(k: int):

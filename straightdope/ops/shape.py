@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptInt, OptShape, Shape, alias,
-                       like_input, register, unify)
+                       axis_in, is_complete, like_input, register, unify)
 from .elemwise import same_shape
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8", "bool")
@@ -74,9 +74,17 @@ register("reshape", attrs={"shape": Shape(required=True), "reverse": Bool(False)
          doc="reshape(data, shape) with MXNet's codes (0 copy, -1 infer, -2 rest, -3 merge, -4 split).")
 alias("Reshape", "reshape")
 
+def _reshape_like_shape(attrs, in_shapes):
+    lhs, rhs = in_shapes
+    if is_complete(lhs) and is_complete(rhs) and math.prod(lhs) != math.prod(rhs):
+        raise OpError(f"reshape_like: lhs of shape {lhs} ({math.prod(lhs)} elements) cannot "
+                      f"take the shape {rhs} ({math.prod(rhs)} elements)")
+    return in_shapes, [rhs]
+
+
 register("reshape_like", inputs=("lhs", "rhs"),
          forward=lambda attrs, x, like: x.reshape(like.shape).copy(),
-         infer_shape=like_input(1),
+         infer_shape=_reshape_like_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0]), None],
          doc="reshape_like(lhs, rhs): lhs with the shape of rhs.")
 
@@ -111,9 +119,11 @@ def _transpose_axes(attrs, ndim):
     axes = attrs["axes"]
     if not axes:
         return tuple(range(ndim))[::-1]
-    if sorted(a % ndim for a in axes) != list(range(ndim)):
-        raise OpError(f"transpose: axes {axes} is not a permutation of {ndim} dimensions")
-    return tuple(a % ndim for a in axes)
+    normal = tuple(a + ndim if a < 0 else a for a in axes)
+    if sorted(normal) != list(range(ndim)):
+        raise OpError(f"transpose: axes {axes} is not a permutation of the {ndim} axes of the "
+                      f"data")
+    return normal
 
 
 def _transpose_grad(F, attrs, inputs, outputs, out_grads):
@@ -135,12 +145,13 @@ def _expand_shape(attrs, in_shapes):
     s = in_shapes[0]
     if s is None:
         return in_shapes, [None]
-    axis = attrs["axis"] if attrs["axis"] >= 0 else attrs["axis"] + len(s) + 1
+    axis = axis_in("expand_dims", attrs["axis"], s, extra=1)
     return in_shapes, [s[:axis] + (1,) + s[axis:]]
 
 
 register("expand_dims", attrs={"axis": Int(required=True)},
-         forward=lambda attrs, x: np.expand_dims(x, attrs["axis"]).copy(),
+         forward=lambda attrs, x: np.expand_dims(
+             x, axis_in("expand_dims", attrs["axis"], x.shape, extra=1)).copy(),
          infer_shape=_expand_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
          doc="expand_dims(data, axis): insert an axis of length 1.")
@@ -176,7 +187,7 @@ register("squeeze", attrs={"axis": OptShape(None)},
 def _concat_shape(attrs, in_shapes):
     if any(s is None for s in in_shapes):
         return in_shapes, [None]
-    dim = attrs["dim"] % len(in_shapes[0])
+    dim = axis_in("concat", attrs["dim"], in_shapes[0])
     first = in_shapes[0]
     for s in in_shapes[1:]:
         if len(s) != len(first) or any(a != b for k, (a, b) in enumerate(zip(s, first)) if k != dim):
@@ -195,7 +206,7 @@ def _concat_partial(attrs, in_shapes, out_shapes):
             raise OpError(f"concat: shapes {in_shapes} have different numbers of dimensions")
         return in_shapes, out_shapes
     rank = ranks.pop()
-    dim = attrs["dim"] % rank
+    dim = axis_in("concat", attrs["dim"], (None,) * rank)
     unknown = (None,) * rank
 
     def outside(s):
@@ -222,7 +233,8 @@ _concat_shape.partial = _concat_partial
 
 
 register("concat", variadic=True, attrs={"dim": Int(1), "num_args": OptInt(None)},
-         forward=lambda attrs, *xs: np.concatenate(xs, axis=attrs["dim"]),
+         forward=lambda attrs, *xs: np.concatenate(
+             xs, axis=axis_in("concat", attrs["dim"], xs[0].shape if xs else ())),
          infer_shape=_concat_shape,
          gradient=lambda F, a, i, o, og: [F._concat_grad(og[0], *i, dim=a["dim"], index=k)
                                           for k in range(len(i))],
@@ -251,7 +263,7 @@ def _split_shape(attrs, in_shapes):
     n = attrs["num_outputs"]
     if s is None:
         return in_shapes, [None] * n
-    axis = attrs["axis"] % len(s)
+    axis = axis_in("split", attrs["axis"], s)
     if s[axis] % n:
         raise OpError(f"split: axis {axis} of shape {s} has length {s[axis]}, which does not "
                       f"split into {n} equal parts")
@@ -265,7 +277,7 @@ def _split_shape(attrs, in_shapes):
 
 
 def _split_forward(attrs, x):
-    parts = np.split(x, attrs["num_outputs"], axis=attrs["axis"])
+    parts = np.split(x, attrs["num_outputs"], axis=axis_in("split", attrs["axis"], x.shape))
     if attrs["squeeze_axis"]:
         parts = [np.squeeze(p, axis=attrs["axis"]) for p in parts]
     return tuple(np.ascontiguousarray(p) for p in parts)
@@ -299,13 +311,13 @@ def _slice_axis_shape(attrs, in_shapes):
     s = in_shapes[0]
     if s is None:
         return in_shapes, [None]
-    axis = attrs["axis"] % len(s)
+    axis = axis_in("slice_axis", attrs["axis"], s)
     b, e = _slice_axis_range(attrs, s[axis])
     return in_shapes, [s[:axis] + (e - b,) + s[axis + 1:]]
 
 
 def _slice_axis_forward(attrs, x):
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in("slice_axis", attrs["axis"], x.shape)
     b, e = _slice_axis_range(attrs, x.shape[axis])
     return np.ascontiguousarray(np.take(x, range(b, e), axis=axis))
 
@@ -410,8 +422,18 @@ def _slice_assign_scalar_forward(attrs, x):
 
 # x[begin:end:step] = value as ops that return a new array (MXNet's _slice_assign and
 # _slice_assign_scalar, older names _crop_assign*); with out=x they write in place.
+def _slice_assign_shape(attrs, in_shapes):
+    lhs, rhs = in_shapes
+    if is_complete(lhs) and is_complete(rhs):
+        part = _slice_shape(attrs, [lhs])[1][0]
+        if np.broadcast_shapes(part, rhs) != part:
+            raise OpError(f"_slice_assign: a value of shape {rhs} does not fit the slice of "
+                          f"shape {part} of lhs {lhs}")
+    return in_shapes, [lhs]
+
+
 register("_slice_assign", inputs=("lhs", "rhs"), attrs=dict(SLICE_ATTRS),
-         forward=_slice_assign_forward, infer_shape=like_input(0), numpy_only=True,
+         forward=_slice_assign_forward, infer_shape=_slice_assign_shape, numpy_only=True,
          gradient=lambda F, a, i, o, og: [F._slice_assign_scalar(og[0], scalar=0.0, **a),
                                           F.slice(og[0], **a)],
          doc="_slice_assign(lhs, rhs, begin, end, step): lhs with that slice set to rhs.")
@@ -522,6 +544,25 @@ register("_cast_like", inputs=("data", "like"),
          doc="Cast data to the element type of `like` (Cast's gradient).")
 
 
+# mx.np's dtype promotion (numpy/multiarray.py) for a traced graph, where the dtype is
+# known only when the graph is compiled for its inputs: bool and int data become int64
+# for a sum, float32 for a mean, a true division or a product with a Python float.
+def np_promoted(rule, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "biu":
+        return dtype
+    return np.dtype(np.int64 if rule == "sum" else np.float32)
+
+
+register("_np_promote", attrs={"rule": Choice("sum", "mean", "divide", "float")},
+         forward=lambda attrs, x: x.astype(np_promoted(attrs["rule"], x.dtype)),
+         infer_shape=same_shape, numpy_only=True,
+         infer_dtype=lambda attrs, dtypes: np_promoted(attrs["rule"], dtypes[0]),
+         gradient=lambda F, a, i, o, og: [F._cast_like(og[0], i[0])],
+         doc="x in the dtype mx.np's rules give it for a sum, mean, division or a float "
+             "operand (unchanged if it is a float already).")
+
+
 # ---------------------------------------------------------------- embedding
 def _embedding_shape(attrs, in_shapes):
     data, weight = in_shapes
@@ -543,7 +584,9 @@ def _embedding_grad_forward(attrs, og, data, weight):
     return out
 
 
-EMBED_ATTRS = {"input_dim": Int(required=True), "output_dim": Int(required=True),
+# input_dim >= 1 as in MXNet: an empty table has no row to give (and a compiled lookup
+# would read outside it)
+EMBED_ATTRS = {"input_dim": Int(required=True, minimum=1), "output_dim": Int(required=True),
                "dtype": Choice(*DTYPES), "sparse_grad": Bool(False)}
 register("Embedding", inputs=("data", "weight"), attrs=dict(EMBED_ATTRS),
          forward=_embedding_forward, infer_shape=_embedding_shape,
@@ -591,7 +634,7 @@ def _repeat_shape(attrs, in_shapes):
     if attrs["axis"] is None:
         return in_shapes, [(int(np.prod(s)) * attrs["repeats"],)]
     out = list(s)
-    out[attrs["axis"]] *= attrs["repeats"]
+    out[axis_in("repeat", attrs["axis"], s)] *= attrs["repeats"]
     return in_shapes, [tuple(out)]
 
 
@@ -752,7 +795,7 @@ def _split_v2_bounds(attrs, n):
 
 
 def _split_v2_forward(attrs, x):
-    axis = attrs["axis"] % x.ndim
+    axis = axis_in("split_v2", attrs["axis"], x.shape)
     parts = []
     for start, stop in _split_v2_bounds(attrs, x.shape[axis]):
         key = (slice(None),) * axis + (slice(start, stop),)
@@ -766,7 +809,7 @@ def _split_v2_shape(attrs, in_shapes):
     s = in_shapes[0]
     if s is None:
         return in_shapes, [None] * _split_v2_count(attrs)
-    axis = attrs["axis"] % len(s)
+    axis = axis_in("split_v2", attrs["axis"], s)
     shapes = []
     for start, stop in _split_v2_bounds(attrs, s[axis]):
         part = list(s)

@@ -3,7 +3,7 @@ default (MXNet's `dtype` attribute); a value's gradient goes back to where it ca
 No Numba kernels: compiled graphs run them in NumPy between compiled segments."""
 import numpy as np
 
-from .registry import Bool, Choice, Int, OptInt, like_input, register
+from .registry import Bool, Choice, Int, OptInt, axis_in, like_input, register
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8")
 
@@ -37,15 +37,19 @@ def _sort_grad_forward(attrs, og, x):
     return _scatter_back(og, x, _order(attrs, x), attrs["axis"])
 
 
-def _flat_shape(attrs, in_shapes):
-    s = in_shapes[0]
-    if s is None or attrs["axis"] is not None:
-        return in_shapes, [s]
-    return in_shapes, [(int(np.prod(s)),)]
+def _flat_shape(name):
+    def infer_shape(attrs, in_shapes):
+        s = in_shapes[0]
+        if s is None or attrs["axis"] is not None:
+            if s is not None:
+                axis_in(name, attrs["axis"], s)
+            return in_shapes, [s]
+        return in_shapes, [(int(np.prod(s)),)]
+    return infer_shape
 
 
 SORT_ATTRS = {"axis": OptInt(-1), "is_ascend": Bool(True)}
-register("sort", numpy_only=True, attrs=dict(SORT_ATTRS), forward=_sort_forward, infer_shape=_flat_shape,
+register("sort", numpy_only=True, attrs=dict(SORT_ATTRS), forward=_sort_forward, infer_shape=_flat_shape("sort"),
          gradient=lambda F, a, i, o, og: [F._sort_grad(og[0], i[0], **a)],
          doc="sort(data, axis=-1, is_ascend=True): the values in order along `axis` "
              "(flattened when axis is None).")
@@ -54,7 +58,7 @@ register("_sort_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(
          doc="Gradient of sort.")
 register("argsort", numpy_only=True, attrs={**SORT_ATTRS, "dtype": Choice(*DTYPES)},
          forward=lambda attrs, x: _order(attrs, x).astype(attrs["dtype"]),
-         infer_shape=_flat_shape, gradient=lambda F, a, i, o, og: [None],
+         infer_shape=_flat_shape("argsort"), gradient=lambda F, a, i, o, og: [None],
          doc="argsort(data, axis=-1, is_ascend=True, dtype='float32'): the indices that "
              "sort data along `axis`.")
 
@@ -87,7 +91,7 @@ def _topk_shape(attrs, in_shapes):
     if attrs["ret_typ"] == "mask":
         return in_shapes, [s]
     out = [int(np.prod(s))] if attrs["axis"] is None else list(s)
-    axis = 0 if attrs["axis"] is None else attrs["axis"]
+    axis = 0 if attrs["axis"] is None else axis_in("topk", attrs["axis"], s)
     if attrs["k"] >= 1:
         out[axis] = min(attrs["k"], out[axis])
     return in_shapes, [tuple(out)] * _topk_count(attrs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from ..ops import OpError, get_op
+from ..ops.control_flow import check_loaded
 from ..util import is_np_shape
 from .symbol import Node, Symbol, topological
 
@@ -157,6 +158,8 @@ def from_doc(doc, source: str = "<string>", depth: int = 0) -> Symbol:
                 fail(f"{where}: {op_name} holds no subgraphs, but the file gives "
                      f"{len(subgraphs)}")
             parsed = op.parse_attrs(given)
+            if "subgraphs" in op.attrs:
+                check_loaded(op_name, parsed, len(inputs))
         except OpError as err:
             fail(f"{where}: {err}")
         if op.variadic:

@@ -420,8 +420,35 @@ _COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
 class NpSymbol(Symbol):
     """A Symbol of MXNet 2.0's NumPy interface (MXNet's `sym.np._Symbol`): the same graph
     nodes; comparisons are bool, and a hybridized block returns its values as
-    mx.np.ndarrays. A block traced with mx.np.ndarrays sees its inputs as these."""
+    mx.np.ndarrays. A block traced with mx.np.ndarrays sees its inputs as these.
+    Sums, means, true divisions and Python-float operands promote bool and int data as
+    mx.np.ndarray does (a `_np_promote` node, resolved when the dtypes are known)."""
     __slots__ = ()
+
+    def _promote(self, rule):
+        return _create("_np_promote", [self], {"rule": rule})
+
+    def _binary(self, name, other, reflected=False):
+        if name == "truediv":
+            other = other._promote("divide") if isinstance(other, NpSymbol) else other
+            return Symbol._binary(self._promote("divide"), name, other, reflected)
+        if isinstance(other, (float, np.floating)) and name not in _COMPARISONS:
+            return Symbol._binary(self._promote("float"), name, other, reflected)
+        return Symbol._binary(self, name, other, reflected)
+
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        return self._reduce("sum", "sum", axis, dtype, keepdims, kwargs)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        return self._reduce("prod", "sum", axis, dtype, keepdims, kwargs)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+        return self._reduce("mean", "mean", axis, dtype, keepdims, kwargs)
+
+    def _reduce(self, op, rule, axis, dtype, keepdims, kwargs):
+        x = self._promote(rule) if dtype is None else _create(
+            "Cast", [self], {"dtype": np.dtype(dtype).name})
+        return _create(op, [x], {"axis": axis, "keepdims": keepdims, **kwargs})
 
 
 def _install_operators():

@@ -11,6 +11,7 @@ from numba import njit
 
 from ..codegen import Flag
 from ..numba_internals import DISK_CACHE
+from .util import nan_max
 
 JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 MAX, AVG, SUM = 0, 1, 2
@@ -34,7 +35,7 @@ def pool2d(x, xo, y, yo, NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw, kind, full_co
                 r0, r1, dst = plane[oh * sh], plane[oh * sh + 1], out[oh]
                 for ow in range(OW):
                     c = ow * sw
-                    dst[ow] = max(max(r0[c], r0[c + 1]), max(r1[c], r1[c + 1]))
+                    dst[ow] = nan_max(nan_max(r0[c], r0[c + 1]), nan_max(r1[c], r1[c + 1]))
         return
     for p in range(NC):
         plane, out = X[p], Y[p]
@@ -48,7 +49,7 @@ def pool2d(x, xo, y, yo, NC, H, W, OH, OW, kh, kw, sh, sw, ph, pw, kind, full_co
                     m = -np.inf
                     for h in range(hs, he):
                         for w in range(ws, we):
-                            m = max(m, plane[h, w])
+                            m = nan_max(m, plane[h, w])
                     out[oh, ow] = m
                 else:
                     s = 0.0

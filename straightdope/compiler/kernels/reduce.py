@@ -15,6 +15,7 @@ from numba import njit
 from ...ops.reduce import norm_axes
 from ..codegen import Flag
 from ..numba_internals import DISK_CACHE
+from .util import nan_max, nan_min
 
 JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 SUM, MEAN, MAX, MIN, PROD = 0, 1, 2, 3, 4
@@ -37,7 +38,7 @@ def reduce_krk(x, xo, y, yo, A, R, B, op):
     """y[a, b] = reduce over r of x[a, r, b]."""
     X = x[xo:xo + A * R * B].reshape((A, R, B))
     Y = y[yo:yo + A * B].reshape((A, B))
-    scale = 1.0 / R if op == MEAN and R > 0 else 1.0
+    scale = (1.0 / R if R > 0 else np.nan) if op == MEAN else 1.0    # mean of nothing: NaN
     start = _init(op)
     if B == 1:                                  # reduce a contiguous row: scalar accumulator
         for a in range(A):
@@ -48,10 +49,10 @@ def reduce_krk(x, xo, y, yo, A, R, B, op):
                     acc += row[r]
             elif op == MAX:
                 for r in range(R):
-                    acc = max(acc, row[r])
+                    acc = nan_max(acc, row[r])
             elif op == MIN:
                 for r in range(R):
-                    acc = min(acc, row[r])
+                    acc = nan_min(acc, row[r])
             else:
                 for r in range(R):
                     acc *= row[r]
@@ -67,10 +68,10 @@ def reduce_krk(x, xo, y, yo, A, R, B, op):
                     acc[b] += row[b]
             elif op == MAX:
                 for b in range(B):
-                    acc[b] = max(acc[b], row[b])
+                    acc[b] = nan_max(acc[b], row[b])
             elif op == MIN:
                 for b in range(B):
-                    acc[b] = min(acc[b], row[b])
+                    acc[b] = nan_min(acc[b], row[b])
             else:
                 for b in range(B):
                     acc[b] *= row[b]
@@ -84,7 +85,7 @@ def reduce_rkr(x, xo, y, yo, R1, K, R2, op):
     X = x[xo:xo + R1 * K * R2].reshape((R1, K, R2))
     Y = y[yo:yo + K]
     count = R1 * R2
-    scale = 1.0 / count if op == MEAN and count > 0 else 1.0
+    scale = (1.0 / count if count > 0 else np.nan) if op == MEAN else 1.0
     acc = np.empty(K, np.float64)
     acc[:] = _init(op)
     for r1 in range(R1):
@@ -98,10 +99,10 @@ def reduce_rkr(x, xo, y, yo, R1, K, R2, op):
                 part += s
             elif op == MAX:
                 for r2 in range(R2):
-                    part = max(part, row[r2])
+                    part = nan_max(part, row[r2])
             elif op == MIN:
                 for r2 in range(R2):
-                    part = min(part, row[r2])
+                    part = nan_min(part, row[r2])
             else:
                 for r2 in range(R2):
                     part *= row[r2]
@@ -133,12 +134,12 @@ def reduce_6d(x, xo, y, yo, dims, reduced, op):
                             if op == SUM or op == MEAN:
                                 acc[o] += v
                             elif op == MAX:
-                                acc[o] = max(acc[o], v)
+                                acc[o] = nan_max(acc[o], v)
                             elif op == MIN:
-                                acc[o] = min(acc[o], v)
+                                acc[o] = nan_min(acc[o], v)
                             else:
                                 acc[o] *= v
-    scale = 1.0 / count if op == MEAN and count > 0 else 1.0
+    scale = (1.0 / count if count > 0 else np.nan) if op == MEAN else 1.0
     flat = acc.reshape(acc.size)
     Y = y[yo:yo + acc.size]
     for o in range(acc.size):
@@ -147,7 +148,8 @@ def reduce_6d(x, xo, y, yo, dims, reduced, op):
 
 @njit(**JIT)
 def arg_reduce(x, xo, y, yo, A, C, B, largest):
-    """y[a, b] = the first index c of the largest (or smallest) x[a, c, b], as a number."""
+    """y[a, b] = the first index c of the largest (or smallest) x[a, c, b], as a number;
+    the first NaN if there is one (as np.argmax: NaN counts as the largest and smallest)."""
     X = x[xo:xo + A * C * B].reshape((A, C, B))
     Y = y[yo:yo + A * B].reshape((A, B))
     for a in range(A):
@@ -155,8 +157,10 @@ def arg_reduce(x, xo, y, yo, A, C, B, largest):
             best = X[a, 0, b]
             k = 0
             for c in range(1, C):
+                if best != best:
+                    break
                 v = X[a, c, b]
-                if (v > best) if largest else (v < best):
+                if v != v or ((v > best) if largest else (v < best)):
                     best = v
                     k = c
             Y[a, b] = k

@@ -15,6 +15,8 @@ JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 @njit(**JIT)
 def softmax(x, xo, y, yo, A, C, B, temperature, log):
+    if C == 0:                  # an empty axis: nothing to write (and no 1 / sum of nothing)
+        return
     X = x[xo:xo + A * C * B].reshape((A, C, B))
     Y = y[yo:yo + A * C * B].reshape((A, C, B))
     for a in range(A):
@@ -26,10 +28,10 @@ def softmax(x, xo, y, yo, A, C, B, temperature, log):
             s = 0.0
             for c in range(C):
                 s += np.exp(row[c] / temperature - m)
-            if log:
-                shift = m + np.log(s)
+            if log:             # (x - m) - log(s), NumPy's order: m + log(s) would
+                ls = np.log(s)  # lose log(s) next to a huge m
                 for c in range(C):
-                    out[c] = row[c] / temperature - shift
+                    out[c] = (row[c] / temperature - m) - ls
             else:
                 inv = 1.0 / s
                 for c in range(C):
@@ -87,7 +89,7 @@ def sparse_softmax_ce(x, xo, label, lo, y, yo, A, C, B):
             row = X[a, :, b]
             logs, m = _log_softmax_row(row, C)
             k = min(max(int(L[a, b]), 0), C - 1)
-            Y[a, b] = m + logs - row[k]
+            Y[a, b] = logs - (row[k] - m)        # NumPy's order (see softmax)
 
 
 @njit(**JIT)

@@ -19,6 +19,19 @@ JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 
 
 @njit(**JIT)
+def nan_max(a, b):
+    """max(a, b) that returns NaN if either is NaN, as np.maximum and np.max do.
+    (Python's max(a, b) keeps `a` unless b > a: it would skip a NaN in `b`.)"""
+    return a if a > b or a != a else b
+
+
+@njit(**JIT)
+def nan_min(a, b):
+    """min(a, b) that returns NaN if either is NaN, as np.minimum and np.min do."""
+    return a if a < b or a != a else b
+
+
+@njit(**JIT)
 def flat(a):
     """The C-contiguous array `a` as a flat 1-D view (how the generated code sees values)."""
     return a.reshape(a.size)

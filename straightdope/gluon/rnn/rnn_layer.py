@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ... import ndarray
 from ...ndarray import NDArray
+from ...ops import OpError
 from ...symbol import Symbol
 from ..block import HybridBlock
 from .rnn_cell import check_layout
@@ -87,6 +88,12 @@ class _RNNLayer(HybridBlock):
     def __call__(self, inputs, states=None):
         if isinstance(states, (NDArray, Symbol)):
             states = [states]
+        if isinstance(inputs, NDArray) and len(inputs.shape) == 3 \
+                and inputs.shape[self._layout.find("T")] == 0:
+            raise OpError(f"{self._describe()}: the sequence has length 0 (input shape "
+                          f"{inputs.shape}, layout {self._layout}): there is no time step to "
+                          f"run, so no output or state to give; skip the layer for an empty "
+                          f"sequence")
         if states is not None:
             self._check_states(inputs, states)
             return super().__call__(inputs, list(states))
