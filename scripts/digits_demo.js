@@ -118,8 +118,7 @@
     clear();
 
     if (typeof ort === "undefined") {
-      status.textContent = "ONNX Runtime Web did not load: open this page from the built " +
-        "book over http (python -m http.server -d _build/html), not inside JupyterLab.";
+      status.textContent = say("noRuntime");
       return;
     }
     ort.env.wasm.wasmPaths = new URL("_static/onnxruntime/", document.baseURI).href;
@@ -128,11 +127,27 @@
       .then((created) => {
         session = created;
         root.dataset.ready = "true";
-        status.textContent = "Model loaded (ONNX Runtime Web, WebAssembly). Draw a digit.";
+        status.textContent = say("loaded");
       })
       .catch((error) => {
-        status.textContent = "Could not load the model: " + error;
+        status.textContent = say("failed") + error;
       });
+  }
+
+  // The pad's messages in the page's language (the Chinese edition's pages say lang="zh-CN").
+  const MESSAGES = {
+    en: {noRuntime: "ONNX Runtime Web did not load: open this page from the built book " +
+                    "over http (python -m http.server -d _build/html), not inside JupyterLab.",
+         loaded: "Model loaded (ONNX Runtime Web, WebAssembly). Draw a digit.",
+         failed: "Could not load the model: "},
+    zh: {noRuntime: "ONNX Runtime Web 没有加载：请通过 http 打开构建好的书" +
+                    "（python -m http.server -d _build/html），不要在 JupyterLab 里打开。",
+         loaded: "模型已加载（ONNX Runtime Web，WebAssembly）。请画一个数字。",
+         failed: "无法加载模型："},
+  };
+  function say(key) {
+    const lang = (document.documentElement.lang || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
+    return MESSAGES[lang][key];
   }
 
   document.querySelectorAll(".sd-digits").forEach(setUp);

@@ -41,6 +41,9 @@ def test_chapter_26_checks_onnx_runtime_and_publishes_the_model(executed):
     assert text.count("same outputs: True") == 2          # import_model, MXNet params
     assert "first bytes: 12 01 00 00 00 00 00 00" in text
     assert "OnnxExportError: node 'noisy' (Dropout)" in text
+    # models from elsewhere: PyTorch's export imported, MXNet's own zoo file loaded
+    assert "PyTorch's file, imported: same outputs as PyTorch: True" in text
+    assert "MXNet's zoo file, loaded: same outputs as MXNet: True" in text
     assert (cwd / "static_js" / "models" / "digits_lenet.onnx").stat().st_size > 100_000
     accuracy = float(text.split("test accuracy: ")[1].split()[0])
     assert accuracy > 0.85
