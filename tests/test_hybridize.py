@@ -647,3 +647,18 @@ def test_a_float16_net_hybridizes_on_the_numpy_executor_and_says_why():
     out = net(x.astype("float32"))
     assert out.dtype == np.float32
     assert net._cached_op.stats()["forward"]["tier"] in ("graph", "steps")
+
+
+def test_an_array_made_inside_a_traced_forward_is_refused_with_what_to_do():
+    """Issue 28 (low): it used to land on dot's transpose_a attribute and say so."""
+    class Net(HybridBlock):
+        def forward(self, x):
+            return snp.dot(x, snp.ones((4, 3)))
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        net = Net()
+        x = snp.ones((2, 4))
+        assert net(x).shape == (2, 3)                   # imperatively: fine
+        net.hybridize()
+        with pytest.raises(OpError, match=r"dot: argument 1 is an array of shape "
+                                                 r"\(4, 3\), not a Symbol.*get_constant"):
+            net(x)

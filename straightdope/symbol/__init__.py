@@ -19,6 +19,22 @@ from .serialize import SymbolFileError, load, load_json  # noqa: F401
 from .executor import Executor, bind as _bind, simple_bind as _simple_bind  # noqa: F401
 
 
+def _refuse_arrays(op, args, kwargs):
+    """An array among a traced op's arguments: made inside forward, it cannot be in the
+    graph (which reads only its inputs and Parameters). Say so, instead of a confusing
+    message about the attribute the array lands on."""
+    from ..ndarray import NDArray
+    for where, value in list(enumerate(args)) + list(kwargs.items()):
+        if isinstance(value, NDArray):
+            what = f"argument {where}" if isinstance(where, int) else f"argument '{where}'"
+            raise OpError(
+                f"{op.name}: {what} is an array of shape {value.shape}, not a Symbol: a "
+                f"traced graph reads only the block's inputs and Parameters, so an array "
+                f"made inside forward cannot be part of it. Make it a Parameter "
+                f"(self.params.get_constant(name, value) for a constant), build it from "
+                f"an input (F.ones_like(x), np.ones_like(x)), or pass it in as an input")
+
+
 def _make_function(op, called):
     """A `sym.<called>` function (`called`: the op's name or an alias, e.g. flip for
     reverse, which names the nodes it adds): bind the call, add a node. Missing parameter
@@ -26,6 +42,7 @@ def _make_function(op, called):
     hint = called.lstrip("_").lower()
 
     def function(*args, **kwargs):
+        _refuse_arrays(op, args, kwargs)
         inputs, attrs, name = _bind_call(op, args, kwargs, lambda x: isinstance(x, Symbol))
         names = op.input_names(attrs, len(inputs))
         if any(x is None for x in inputs):
