@@ -76,6 +76,17 @@ class NewCode(gluon.HybridBlock):
         return self.dense(x) * self.scale
 
 
+def tiered_new_code_net():
+    """A NewCode net hybridized with the tiered compile, its input and its imperative
+    output."""
+    net = NewCode()
+    net.initialize()
+    x = nd.ones((2, 3))
+    want = net(x).asnumpy()
+    net.hybridize(compile="tiered")
+    return net, x, want
+
+
 def run_program(cache_dir, scale, cwd=None, env=None, script_dir=None):
     """Run PROGRAM in a fresh process (from `script_dir`, in `cwd`); its JSON line."""
     script_dir = Path(script_dir or cache_dir)
@@ -204,11 +215,7 @@ def test_without_a_compile_process_the_graph_compiles_in_this_process(monkeypatc
     monkeypatch.setattr(tiers, "_can_start_process", lambda: "made up for this test")
     monkeypatch.setattr(tiers, "_COMPILER", None)
 
-    net = NewCode()
-    net.initialize()
-    x = nd.ones((2, 3))
-    want = net(x).asnumpy()
-    net.hybridize(compile="tiered")
+    net, x, want = tiered_new_code_net()
     first = net(x).asnumpy()
     executable = net._cached_op.last_plan.forward
     assert executable.wait(timeout=600) and executable.error is None
@@ -279,11 +286,7 @@ def test_a_compiled_graph_that_fails_to_load_stays_on_the_reference_tier_and_say
     monkeypatch.setattr(tiers, "submit", done)
     monkeypatch.setattr(tiers.TieredExecutable, "_compiled", broken)
 
-    net = NewCode()
-    net.initialize()
-    x = nd.ones((2, 3))
-    want = net(x).asnumpy()
-    net.hybridize(compile="tiered")
+    net, x, want = tiered_new_code_net()
     net(x)
     executable = net._cached_op.last_plan.forward.current    # this shape's
     deadline = time.monotonic() + 60
@@ -299,11 +302,7 @@ def test_a_killed_compile_process_leaves_a_correct_slower_path(monkeypatch):
     # the job is compiled in this process instead, and the numbers stay right
     import signal
     monkeypatch.setattr(tiers, "_COMPILER", None)
-    net = NewCode()
-    net.initialize()
-    x = nd.ones((2, 3))
-    want = net(x).asnumpy()
-    net.hybridize(compile="tiered")
+    net, x, want = tiered_new_code_net()
     net(x)
     executable = net._cached_op.last_plan.forward.current
     process = tiers._COMPILER.process
