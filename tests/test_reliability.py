@@ -863,24 +863,19 @@ def test_a_symbol_file_whose_loop_does_not_fit_its_subgraphs_is_refused(kind, da
         sym.load_json(json.dumps(doc))
 
 
-def test_loading_a_symbol_file_with_a_huge_add_n_takes_linear_time(tmp_path):
-    import time
-
-    def load_seconds(n):
-        nodes = [{"op": "null", "name": f"v{i}", "inputs": []} for i in range(n)]
-        nodes.append({"op": "add_n", "name": "s", "inputs": [[i, 0, 0] for i in range(n)]})
-        path = tmp_path / f"add{n}-symbol.json"
-        path.write_text(json.dumps({"nodes": nodes, "heads": [[n, 0, 0]],
-                                    "arg_nodes": list(range(n))}))
-        start = time.perf_counter()
-        net = _gluon.SymbolBlock.imports(str(path), [f"v{i}" for i in range(0, n, 2)])
-        assert len(net.collect_params()) == n // 2          # the others are parameters
-        return time.perf_counter() - start
-    # sizes where fixed costs no longer count, best of 2 each (a busy machine slows single
-    # runs): 4x the inputs take ~4x the time; a list searched per variable made it ~16x
-    small = min(load_seconds(12000) for _ in range(2))
-    big = min(load_seconds(48000) for _ in range(2))
-    assert big < 10 * small, f"4x the inputs took {big / small:.1f}x the time (quadratic?)"
+def test_a_symbol_file_with_a_huge_add_n_loads_with_its_parameters(tmp_path):
+    """Issue 28 item 14: a 48k-input add_n loads, half of it inputs, half parameters.
+    (Its load time, once quadratic, is measured, not asserted: 12k inputs 0.23 s, 48k
+    1.17 s on the 2-core machine, 4 December 2026; no timed assertions in unit tests.)"""
+    n = 48000
+    nodes = [{"op": "null", "name": f"v{i}", "inputs": []} for i in range(n)]
+    nodes.append({"op": "add_n", "name": "s", "inputs": [[i, 0, 0] for i in range(n)]})
+    path = tmp_path / "add-symbol.json"
+    path.write_text(json.dumps({"nodes": nodes, "heads": [[n, 0, 0]],
+                                "arg_nodes": list(range(n))}))
+    net = _gluon.SymbolBlock.imports(str(path), [f"v{i}" for i in range(0, n, 2)])
+    assert len(net.collect_params()) == n // 2          # the others are parameters
+    assert f"v{n - 1}" in net.collect_params() and "v0" not in net.collect_params()
 
 
 RUNTIME_CHILD = ("from straightdope import nd\n"

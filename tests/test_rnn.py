@@ -54,7 +54,10 @@ def assert_same(a, b):
 
 
 def test_layers_have_mxnet_parameter_names_and_shapes():
-    layer = rnn.LSTM(8, num_layers=2, bidirectional=True, input_size=3)
+    with mx.name.NameManager():         # names counted from 0, whatever other tests made
+        layer = rnn.LSTM(8, num_layers=2, bidirectional=True, input_size=3)
+        gru = rnn.GRU(5)
+        cell = rnn.LSTMCell(4, input_size=2)
     shapes = {k: p.shape for k, p in layer.collect_params().items()}
     assert shapes["lstm0_l0_i2h_weight"] == (32, 3)
     assert shapes["lstm0_r0_i2h_weight"] == (32, 3)
@@ -62,9 +65,7 @@ def test_layers_have_mxnet_parameter_names_and_shapes():
     assert shapes["lstm0_l0_h2h_weight"] == (32, 8)
     assert shapes["lstm0_r1_h2h_bias"] == (32,)
     assert len(shapes) == 16
-    gru = rnn.GRU(5)
     assert {k: p.shape for k, p in gru.collect_params().items()}["gru0_l0_h2h_weight"] == (15, 5)
-    cell = rnn.LSTMCell(4, input_size=2)
     assert {k: p.shape for k, p in cell.collect_params().items()} == {
         "lstm1_i2h_weight": (16, 2), "lstm1_h2h_weight": (16, 4),
         "lstm1_i2h_bias": (16,), "lstm1_h2h_bias": (16,)}
