@@ -26,10 +26,17 @@ def executed(tmp_path_factory):
 
 
 def text_of(nb):
+    """What the cells printed (stdout chunks joined as written: a kernel may split one
+    print into several stream messages, e.g. around a notice on stderr) and the plain
+    text of their results."""
     parts = []
     for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            parts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
+        outs = cell.get("outputs", [])
+        parts.append("".join(out.get("text", "") for out in outs
+                             if out.get("output_type") == "stream"
+                             and out.get("name") == "stdout"))
+        parts += [out["data"]["text/plain"] for out in outs
+                  if "text/plain" in out.get("data", {})]
     return "\n".join(parts)
 
 
