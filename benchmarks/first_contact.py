@@ -7,9 +7,11 @@
 
 Part "tiers": every workload of `benchmarks.run` (W1-W4, R18) and W5 (benchmarks/rnn.py),
 in one process, interleaved rounds, median per call: the same net imperatively, on the
-*reference tier* (the NumPy interpreter a tiered hybridize runs until the compiled code is
-ready: `hybridize(executor="numpy")` runs exactly it) and compiled. Training rows: the net
-on that tier, the loss imperative (what most students write).
+*reference tier* (the NumPy interpreter a tiered hybridize runs on a new machine until the
+compiled code is ready: `hybridize(executor="numpy")` runs exactly it), on the *VM tier*
+(precompiled kernels, what it runs after the setup step: `executor="vm"`; graphs the VM
+cannot run fall back to the reference tier there too) and compiled. Training rows: the
+net on that tier, the loss imperative (what most students write).
 
 Part "student": seed 002's benchmark as a student types it (np arrays, the MLP
 512-256-128-2 at batch 1, the default compile mode): 1,000 calls imperatively, then
@@ -60,12 +62,14 @@ net.add(nn.Dense(256, activation="relu"), nn.Dense(128, activation="relu"), nn.D
 net.initialize()
 net(x)
 imperative = timed(net, x)
+start = time.perf_counter()
 net.hybridize()
+hybridize_seconds = time.perf_counter() - start
 hybridized = timed(net, x)
 stats = net._cached_op.stats()["forward"]
 from straightdope.compiler import tiers
 worker = tiers._COMPILER.process.pid if tiers._COMPILER is not None else None
-print("RESULT " + json.dumps({"worker": worker,
+print("RESULT " + json.dumps({"worker": worker, "hybridize": hybridize_seconds,
     "imperative": sum(imperative), "imperative_999": sum(imperative[1:]),
     "hybridized": sum(hybridized), "hybridized_999": sum(hybridized[1:]),
     "first_call": hybridized[0], "longest_later": max(hybridized[1:]),
@@ -130,15 +134,16 @@ def scenario_rows(runs):
           f"{statistics.median(setup_seconds):.1f} s (median of {runs})")
     print("\nseed 002's benchmark in a fresh process, default compile mode; medians of "
           f"{runs} runs; ratios are hybridized / imperative time")
-    print("| caches | first call ms | longest later call ms | first 1,000 calls, first "
-          "included | seed's benchmark (999 after the first) | median call | tier at the "
-          "end |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print("| caches | hybridize() ms | first call ms | longest later call ms | first 1,000 "
+          "calls, first included | seed's benchmark (999 after the first) | median call | "
+          "tier at the end |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
     for name, results in rows.items():
         def med(f):
             return statistics.median(f(r) for r in results)
         tiers = "/".join(sorted({r["tier"] for r in results}))
-        print(f"| {name} | {med(lambda r: r['first_call']) * 1e3:.1f} | "
+        print(f"| {name} | {med(lambda r: r['hybridize']) * 1e3:.0f} | "
+              f"{med(lambda r: r['first_call']) * 1e3:.1f} | "
               f"{med(lambda r: r['longest_later']) * 1e3:.1f} | "
               f"{med(lambda r: r['hybridized'] / r['imperative']):.2f} | "
               f"{med(lambda r: r['hybridized_999'] / r['imperative_999']):.2f} | "
@@ -161,8 +166,9 @@ def tier_variants():
         ref = w._hybrid(factory, x, imp, executor="numpy")
         hyb = w._hybrid(factory, x, imp)
         xn = nd.array(x)
+        vm = w._hybrid(factory, x, imp, executor="vm")
         return {"imperative": lambda: imp(xn), "reference tier": lambda: ref(xn),
-                "compiled": lambda: hyb(xn)}
+                "vm tier": lambda: vm(xn), "compiled": lambda: hyb(xn)}
 
     def train(factory, shape, classes):
         rng = np.random.default_rng(0)
@@ -173,12 +179,14 @@ def tier_variants():
         return {"imperative": w._gluon_step(imp, xn, y, False),
                 "reference tier": w._gluon_step(
                     w._hybrid(factory, x, imp, executor="numpy"), xn, y, False),
+                "vm tier": w._gluon_step(
+                    w._hybrid(factory, x, imp, executor="vm"), xn, y, False),
                 "compiled": w._gluon_step(w._hybrid(factory, x, imp), xn, y, False)}
 
     def lstm():
         layers = {}
         for name, flags in (("imperative", None), ("reference tier", {"executor": "numpy"}),
-                            ("compiled", {"compile": "sync"})):
+                            ("vm tier", {"executor": "vm"}), ("compiled", {"compile": "sync"})):
             layer, _, x, target = rnn.build()
             if flags:
                 layer.hybridize(**flags)
@@ -207,9 +215,9 @@ def tier_rows(rounds):
     with threadpool_limits(1):
         print("\nper tier, one process, interleaved rounds, median per call; ratios are "
               "times over the imperative time")
-        print("| workload | imperative us | reference tier us | compiled us | reference "
-              "tier / imperative | compiled / imperative |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| workload | imperative us | reference tier us | vm tier us | compiled us | "
+              "reference / imperative | vm / imperative | compiled / imperative |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         results = {}
         for name, variants in tier_variants().items():
             clock = time.process_time if name.startswith(("R18", "W5")) else time.perf_counter
@@ -217,7 +225,8 @@ def tier_rows(rounds):
             results[name] = t
             imp = t["imperative"]
             print(f"| {name} | {imp * 1e6:,.0f} | {t['reference tier'] * 1e6:,.0f} | "
-                  f"{t['compiled'] * 1e6:,.0f} | {t['reference tier'] / imp:.2f} | "
+                  f"{t['vm tier'] * 1e6:,.0f} | {t['compiled'] * 1e6:,.0f} | "
+                  f"{t['reference tier'] / imp:.2f} | {t['vm tier'] / imp:.2f} | "
                   f"{t['compiled'] / imp:.2f} |", flush=True)
         kernels = {i.get("architecture") for i in threadpool_info() if i.get("architecture")}
         print(f"OpenBLAS kernels: {', '.join(sorted(kernels))}; OPENBLAS_CORETYPE="

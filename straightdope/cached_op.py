@@ -27,6 +27,9 @@ def get_backend(name: str | None = None, compile_mode: str = "sync"):
     """The executor backend: `name`, else $STRAIGHTDOPE_EXECUTOR, else numba; for numba
     with compile_mode 'tiered', the reference tier first while it compiles
     (compiler/tiers.py, which imports Numba only once compiled code is there)."""
+    if config.executor(name) == "vm":
+        from .compiler.vm import VMBackend
+        return VMBackend()
     if config.executor(name) == "numba":
         if compile_mode == "tiered":
             from .compiler.tiers import TieredBackend
@@ -34,6 +37,16 @@ def get_backend(name: str | None = None, compile_mode: str = "sync"):
         from .compiler import NumbaBackend
         return NumbaBackend()
     return ReferenceBackend()
+
+
+def prepare_backend(name=None, compile_mode=None):
+    """What `hybridize()` does ahead of the first call: a tiered Numba backend loads the
+    VM now if it is compiled on this machine (compiler/tiers.prepare), so that the
+    first call runs compiled code without paying Numba's import."""
+    if (name is None or isinstance(name, str)) and config.executor(name) == "numba" \
+            and config.compile_mode(compile_mode) == "tiered":
+        from .compiler.tiers import prepare
+        prepare()
 
 
 class Plan:

@@ -1,9 +1,10 @@
 """The environment variables that change what straightdope does, all read here.
 
-* `STRAIGHTDOPE_EXECUTOR` (`numba`): what runs hybridized graphs, `numba` (compiled) or
-  `numpy` (the reference interpreter);
+* `STRAIGHTDOPE_EXECUTOR` (`numba`): what runs hybridized graphs, `numba` (compiled),
+  `numpy` (the reference interpreter) or `vm` (precompiled kernels, compiler/vm.py);
 * `STRAIGHTDOPE_COMPILE` (`tiered`): when a graph compiles, `tiered` (in a background
-  process; the NumPy tier runs meanwhile) or `sync` (in the first call);
+  process; the VM, or on a new machine the NumPy tier, runs meanwhile) or `sync` (in
+  the first call);
 * `STRAIGHTDOPE_CACHE_DIR` (`~/.cache/straightdope`): the compile cache (generated
   modules and Numba's machine code);
 * `STRAIGHTDOPE_DEBUG` (`0`): `1` prints each compile's timings, `2` also the fused steps
@@ -26,7 +27,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-EXECUTORS = ("numba", "numpy")
+EXECUTORS = ("numba", "numpy", "vm")
 COMPILE_MODES = ("sync", "tiered")
 DEFAULT_MAX_LOAD_BYTES = 16 << 30
 DEFAULT_ONNX_MAX_NODES = 100_000

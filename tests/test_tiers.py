@@ -9,10 +9,18 @@ import pytest
 
 import straightdope as mx
 from straightdope import autograd, gluon, nd, sym
-from straightdope.compiler import NumbaBackend
+from straightdope.compiler import NumbaBackend, tiers
 from straightdope.compiler.fuse import MAX_LOOP_OPS
 from straightdope.gluon import nn
 from straightdope.graph import Graph, annotate
+
+
+@pytest.fixture(autouse=True)
+def reference_tier_first(monkeypatch):
+    """These tests are about the reference tier and the compile process: the VM stays
+    unloaded in this process, as on a new machine (tests/test_vm.py tests what runs
+    once the setup step has compiled the VM)."""
+    monkeypatch.setattr(tiers, "_vm_loaded", lambda: False)
 
 
 class ConvBlock(gluon.HybridBlock):

@@ -4,28 +4,32 @@ A JIT in a browser or a JVM does not make the first call wait for its best code:
 runs an interpreter first and swaps in compiled code when it is done.
 `hybridize(compile="tiered")` (the default) does the same, in three steps:
 
-1. **The first call never compiles.** It asks the disk cache whether this very graph
-   (same ops, shapes, dtypes, library and Numba versions: `job_key`) was compiled
-   before, by any process. If so, it loads that machine code and runs it (compiled
-   code from the first call). If not, it runs the *reference* tier, the NumPy
-   interpreter of `graph/interpret.py` (a list of NumPy calls, leaner than the same
-   net run imperatively), and hands the graph to a background process.
+1. **The first call never compiles.** `hybridize()` has loaded the *VM* (compiler/vm.py:
+   one function compiled once per machine by the setup step, that runs any graph of
+   matrix products, reductions and elementwise loops written as a program, as MXNet
+   calls its precompiled kernels). The first call writes the graph's program (a few
+   milliseconds) and runs it: compiled code from the first call. A graph the VM cannot
+   run (a convolution, a loop) runs on the *reference* tier instead, the NumPy
+   interpreter of `graph/interpret.py`; so does every graph on a new machine, where the
+   VM is not compiled yet (and Numba is not even imported). Either way the graph goes
+   to a background process, unless the disk cache says some process compiled this very
+   graph before (same ops, shapes, dtypes, library and Numba versions: `job_key`).
 2. **A compile process** (one per Python process, on another core, at low priority)
    runs the compiler's passes and Numba on that graph, writes the machine code into the
-   disk cache (`cache.py`) and marks the graph as done (`ready/<key>`). It outlives
-   its parent: a short script that exits before the compile is done still leaves the
-   compiled graph for its next run (the process finishes the jobs it has, within
-   `ORPHAN_SECONDS`, then exits). The parent never imports Numba for this: the first
-   call costs tracing and a few milliseconds.
+   disk cache (`cache.py`) and marks the graph as done (`ready/<key>`); on a new machine
+   it then compiles the VM for the next run. It outlives its parent: a short script
+   that exits before the compile is done still leaves the compiled graph for its next
+   run (the process finishes the jobs it has, within `ORPHAN_SECONDS`, then exits).
 3. **A loader thread** in the parent loads the compiled code from the cache when the
-   process reports it done, and switches `active` to it; calls keep running on the
-   reference tier meanwhile instead of waiting.
+   process reports it done (for a graph compiled by an earlier run: once the VM has run
+   `LOAD_AFTER_VM_SECONDS`), and switches `active` to it; calls keep running on the VM
+   or the reference tier meanwhile instead of waiting.
 
-The compiled tiers give the same numbers bit for bit; the reference tier the same up
-to rounding (NumPy sums in another order). `switches` records when the tier changed,
+The compiled tiers give the same numbers bit for bit; the VM and the reference tier the
+same up to rounding (another order of sums, NumPy's maths functions). `switches` records when the tier changed,
 `wait()` blocks until it has; `hybridize(compile="sync")` compiles in the first call
 instead (tests and benchmarks that time compiled code use it). If the background
-compile fails, the reference tier stays and a warning says why. Where no compile
+compile fails, the VM or the reference tier stays and a warning says why. Where no compile
 process can run (no `sys.executable`, a frozen app) or the cache dir cannot be shared
 with one, the loader thread compiles in this process instead.
 """
@@ -55,6 +59,9 @@ from . import fingerprint
 ORPHAN_SECONDS = 300.0
 # At exit, the parent waits at most this long to hand its queued jobs to the process.
 HANDOVER_SECONDS = 5.0
+# A graph compiled by an earlier run starts on the VM too, and its compiled code is
+# loaded once the VM has run this long (about what loading costs: ski rental).
+LOAD_AFTER_VM_SECONDS = 0.1
 SETUP_COMMAND = "python -m straightdope.warmup"
 
 
@@ -102,6 +109,29 @@ def is_ready(key: str) -> bool:
                    for p in (path.parent.parent, path.parent, path))
     except OSError:
         return False
+
+
+def vm_key() -> str:
+    """The ready marker of the VM (kernels/vm.py): compiled for this library, Numba and
+    machine by the setup step or by a compile process."""
+    return hashlib.sha256((fingerprint.versions() + "\nthe VM").encode()).hexdigest()
+
+
+def prepare():
+    """Load the VM now if it is compiled on this machine (`hybridize()` calls this).
+
+    Importing Numba and loading the VM take a few tenths of a second, once per
+    process: paid here, the first hybridized call then runs compiled code at once
+    (`TieredExecutable`). Without the VM in the cache (a new machine) nothing is
+    loaded, and the first calls run the reference tier without Numba."""
+    if is_ready(vm_key()):
+        from . import vm
+        vm.prepare()
+
+
+def _vm_loaded() -> bool:
+    vm = sys.modules.get(f"{__package__}.vm")
+    return vm is not None and vm.READY
 
 
 def mark_ready(key: str):
@@ -348,13 +378,34 @@ class TieredExecutable:
         self._lock = threading.Lock()        # the loader and wait() may switch at once
         description = describe(graph, is_train)
         self.key = job_key(description)
-        if is_ready(self.key) or _compiler_loaded() and self._all_cached():
+        ready = is_ready(self.key)
+        self.active = self._vm() if _vm_loaded() else None
+        self._vm_seconds_left = None
+        if self.active is not None:          # compiled code at once, the graph's later
+            if ready:        # load it once the VM has run about as long as loading takes
+                self.ticket = Ticket()
+                self.ticket.finish()
+                self._vm_seconds_left = LOAD_AFTER_VM_SECONDS
+                return
+            self.ticket = submit(description, self.key)
+            self.ticket.then(lambda ticket: _load_later(self) if ticket.error is None or
+                             ticket.here else None)
+            return
+        if ready or _compiler_loaded() and self._all_cached():
             self.active = self._compiled()   # in the caches: loading takes milliseconds
             return
         self.active = ReferenceExecutable(graph, is_train)
         self.ticket = submit(description, self.key)
         self.ticket.then(lambda ticket: _load_later(self) if ticket.error is None or
                          ticket.here else None)
+
+    def _vm(self):
+        """The graph as a VM program (compiler/vm.py), or None if the VM cannot run it."""
+        from . import vm
+        try:
+            return vm.VMExecutable(self.graph, self.is_train)
+        except vm.NotForTheVM:
+            return None
 
     @property
     def planned(self):
@@ -394,9 +445,9 @@ class TieredExecutable:
 
     @property
     def timings(self):
-        if self.tier != "reference":
+        if self.tier not in ("reference", "vm"):
             return self.active.timings
-        return {"tier": "reference", "total": 0.0, "numba_compile": 0.0,
+        return {"tier": self.tier, "total": 0.0, "numba_compile": 0.0,
                 "cache": "compiling" if self.pending else "off"}
 
     @property
@@ -405,12 +456,28 @@ class TieredExecutable:
         return self.ticket is not None
 
     def run(self, inputs: list) -> list:
+        if self._vm_seconds_left is not None:
+            return self._run_then_load(inputs)
         ticket = self.ticket
         if ticket is not None and ticket.done() and ticket.error is not None \
                 and not ticket.here:
             self._switch()                   # a failed compile: warn in the caller's thread
         self.calls += 1
         return self.active.run(inputs)
+
+    def _run_then_load(self, inputs):
+        """Run the VM; once it has run LOAD_AFTER_VM_SECONDS, have the loader thread load
+        the graph's compiled code from the cache (a short program never pays for it)."""
+        start = time.perf_counter()
+        self.calls += 1
+        out = self.active.run(inputs)
+        left = self._vm_seconds_left
+        if left is not None:
+            left -= time.perf_counter() - start
+            self._vm_seconds_left = left if left > 0 else None
+            if left <= 0:
+                _load_later(self)
+        return out
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the compiled code runs (or the compile failed); False on timeout."""
@@ -427,13 +494,13 @@ class TieredExecutable:
                 return
             if ticket.error is not None and not ticket.here:
                 self.ticket, self.error = None, ticket.error
+                where = "the VM" if self.tier == "vm" else "the NumPy reference tier"
                 warnings.warn(f"straightdope: compiling this graph in the background failed "
-                              f"({self.error}); it keeps running on the NumPy reference "
-                              f"tier. hybridize(compile='sync') shows the error where it "
+                              f"({self.error}); it keeps running on {where}. hybridize(compile='sync') shows the error where it "
                               f"happens.", RuntimeWarning, stacklevel=4)
                 return
             compiled = self._compiled()      # from the caches, or here if it asked us to
-            self.active, self.ticket = compiled, None
+            self.active, self.ticket, self._vm_seconds_left = compiled, None, None
             self.switches.append((self.calls, self.tier, time.perf_counter()
                                   - ticket._start))
 
@@ -550,6 +617,20 @@ def _main(answers_fd: int):
         except Exception as err:             # reported, and the process goes on
             reply["error"] = f"{type(err).__name__}: {err}"
         answer(reply)
+        if shared and "error" not in reply and not is_ready(vm_key()):
+            _compile_vm()                    # for this program's next run
+
+
+def _compile_vm():
+    """Compile the VM into the cache (a new machine's first compile process does, after
+    its first graph) and mark it ready: the next process runs it from its first call."""
+    from . import cache, vm
+    try:
+        with _one_compile_per_cache(cache.folders()[1]):
+            vm.compile_all()
+            mark_ready(vm_key())
+    except Exception:                        # noqa: BLE001 - only a head start for later
+        pass
 
 
 def _disk_error(err: OSError) -> str:

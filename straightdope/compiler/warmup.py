@@ -325,7 +325,18 @@ def plan(only=None) -> list:
         for what, args in found + updates:
             item = [list(what[1:]), [describe(a) for a in args]]
             items.setdefault(json.dumps(item), item)
+    from .vm import signatures
+    for fn, args in signatures():           # the VM tier's own two (compiler/vm.py)
+        item = [["vm", fn.__name__], [describe(a) for a in args]]
+        items.setdefault(json.dumps(item), item)
     return list(items.values())
+
+
+def _mark_vm_ready(items):
+    """Note that the VM is compiled (tiers.prepare then loads it in hybridize())."""
+    from . import tiers
+    if all(is_cached(item) for item in items if item[0][0] == "vm"):
+        tiers.mark_ready(tiers.vm_key())
 
 
 # ------------------------------------------------------- the manifest: the plan, saved
@@ -649,6 +660,7 @@ def main(argv=None) -> int:
         print(f"all {len(items)} kernel signatures are compiled in {where}")
         return 0
     if not todo:
+        _mark_vm_ready(items)
         print(f"straightdope's kernels are already compiled for this machine: "
               f"{len(items)} kernel signatures in {where}")
         return 0
@@ -676,6 +688,7 @@ def main(argv=None) -> int:
         print(f"straightdope.warmup: {len(failed)} kernel signatures failed (a bug: please "
               f"report it); the others are compiled.", file=sys.stderr)
         return 1
+    _mark_vm_ready(items)
     print(f"compiled {len(todo)} kernel signatures for this machine in {seconds:.0f} s "
           f"(into {where}); {len(items) - len(todo)} were already there")
     return 0

@@ -27,7 +27,7 @@ import numpy
 from .. import autograd, initializer, name as _name, ndarray, symbol
 from ..base import NotImplementedForSymbol
 from .. import config
-from ..cached_op import CachedOp
+from ..cached_op import CachedOp, prepare_backend
 from ..context import check_context
 from ..ndarray import NDArray
 from ..numpy.multiarray import ndarray as _NpArray      # mx.np.ndarray: takes the same paths
@@ -724,6 +724,8 @@ class HybridBlock(Block):
         self._flags = dict(static_alloc=static_alloc, static_shape=static_shape,
                            executor=executor, compile=compile, inline_limit=inline_limit)
         self._clear_cached_op()
+        if active:
+            prepare_backend(executor, compile)     # the VM loads here, not in the first call
         if active and (self._forward_hooks or self._forward_pre_hooks):
             warnings.warn(f'"{self.name}" is being hybridized while it still has forward '
                           f'hooks/pre-hooks. If "{self.name}" is a child of a hybridized '
