@@ -155,6 +155,11 @@ def test_outputs_are_fresh_and_inputs_may_change_between_calls():
     np.testing.assert_array_equal(ex.run([first])[0], 6.0)
     strided = np.ones((3, 8), np.float32)[:, ::2]           # not contiguous: copied
     np.testing.assert_array_equal(ex.run([strided])[0], 2.0)
+    y = sym.relu(x) + 1.0                   # one value returned twice, and an input
+    graph = annotate(Graph.from_symbol(sym.Group([y, y, x])), {"x": (3, 4)}, {"x": "float32"})
+    a, b, c = vm.VMExecutable(graph).run([first])
+    assert not np.shares_memory(a, b) and not np.shares_memory(c, first)
+    np.testing.assert_array_equal(b, 6.0)
 
 
 @pytest.mark.slow

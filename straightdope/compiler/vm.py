@@ -296,14 +296,15 @@ class VMExecutable:
         # the inputs of the last call and their addresses, replaced as one tuple (never
         # changed in place: another thread may be reading them)
         self._last = (np.zeros(n + 2, np.int64), [None] * n)
-        self._outputs = []
+        self._outputs, seen = [], set()
         for e in prog.graph.outputs:                # (the lowered graph's value ids)
             node = prog.graph.nodes[e[0]]
             if node.is_var:
                 self._outputs.append(("input", prog.inputs.index(node.id), None))
-            else:
-                offset = prog.at(e)[1]
-                self._outputs.append(("block", offset, prog.shape(e)))
+            else:            # a value returned twice is copied: outputs share no memory
+                kind = "copy" if prog.at(e) in seen else "block"
+                seen.add(prog.at(e))
+                self._outputs.append((kind, prog.at(e)[1], prog.shape(e)))
 
     def run(self, inputs: list) -> list:
         addresses, seen = self._last
@@ -323,7 +324,8 @@ class VMExecutable:
             if kind == "input":
                 out.append(inputs[where].copy())
             else:
-                out.append(block[where:where + math.prod(shape)].reshape(shape))
+                value = block[where:where + math.prod(shape)].reshape(shape)
+                out.append(value.copy() if kind == "copy" else value)
         return out
 
 
