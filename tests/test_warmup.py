@@ -180,3 +180,38 @@ def test_an_interrupted_warmup_leaves_no_worker_and_a_rerun_completes(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "already there" in done.stdout and "compiled" in done.stdout
     assert run(folder, "--check", "--only", "mlp").returncode == 0
+
+
+LENET_FIRST_CALL = r"""
+import json
+import numpy as np
+from straightdope import autograd, gluon
+from straightdope.compiler import warmup
+net, inputs, labels, _ = warmup.NETWORKS["lenet"]()
+net.initialize()
+want = net(*inputs).asnumpy()
+net.hybridize(compile="tiered")
+loss = gluon.loss.SoftmaxCrossEntropyLoss()
+with autograd.record():
+    got = net(*inputs)
+    loss(got, labels).backward()
+stats = net._cached_op.stats()
+print(json.dumps({"forward": stats["forward"]["tier"], "backward": stats["backward"]["tier"],
+                  "same": bool(np.allclose(got.asnumpy(), want, rtol=1e-4, atol=1e-5))}))
+"""
+
+
+@pytest.mark.slow
+def test_after_the_setup_a_convnet_runs_compiled_steps_from_its_first_call(tmp_path):
+    """The setup step compiles the fused loops of the networks that run as steps
+    (convolutions): their first tiered call, forward and backward, loads all of it from
+    the cache and runs compiled code, instead of the NumPy reference tier."""
+    folder = tmp_path / "cache"
+    done = run(folder, "--only", "lenet")
+    assert done.returncode == 0, done.stderr
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", LENET_FIRST_CALL], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "forward": "steps", "backward": "steps", "same": True}

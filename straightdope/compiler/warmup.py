@@ -271,9 +271,15 @@ def _executables(graph, is_train) -> list:
 
 def kernel_items(plan) -> list:
     """(("kernel", module, function), example arguments) for every kernel call of one
-    plan (an `Executable` made with compile=False)."""
+    plan (an `Executable` made with compile=False); for a graph that runs as steps
+    (convolutions, large graphs: `backend.choose_tier`), its fused loops too, as
+    (("module", source, "loop"), arguments): then such a network's first call loads
+    everything it runs from the caches instead of running the reference tier."""
+    from .backend import choose_tier
     if plan.tier == "steps":
-        return [(what, args) for what, args in plan.job() if what[0] == "kernel"]
+        loops = choose_tier(plan.graph) == "steps"
+        return [(what, args) for what, args in plan.job()
+                if what[0] == "kernel" or loops and what[2] == "loop"]
     return _graph_tier_calls(plan.stages["source"], plan._inputs())
 
 
@@ -323,7 +329,8 @@ def plan(only=None) -> list:
         found = [item for graph, is_train in graphs
                  for p in _executables(graph, is_train) for item in kernel_items(p)]
         for what, args in found + updates:
-            item = [list(what[1:]), [describe(a) for a in args]]
+            name = ["loop", what[1]] if what[0] == "module" else list(what[1:])
+            item = [name, [describe(a) for a in args]]
             items.setdefault(json.dumps(item), item)
     from .vm import signatures
     for fn, args in signatures():           # the VM tier's own two (compiler/vm.py)
@@ -386,14 +393,22 @@ def needed(only=None) -> list:
     return items
 
 
+def job_item(item) -> tuple:
+    """The job item (`tiers.resolve`) of a plan item: a kernel, or a fused loop's source."""
+    if item[0][0] == "loop":
+        return ("module", item[0][1], "loop")
+    return ("kernel", *item[0])
+
+
 def label(item) -> str:
+    if item[0][0] == "loop":
+        return f"loop {cache._digest(item[0][1])[:8]}"
     return ".".join(item[0])
 
 
 def is_cached(item) -> bool:
     from .tiers import resolve
-    (module, function), args = item
-    return cache.is_cached(resolve(("kernel", module, function)), [example(a) for a in args])
+    return cache.is_cached(resolve(job_item(item)), [example(a) for a in item[1]])
 
 
 NOT_RUN = "all (python -m straightdope.warmup has not run for this version of straightdope)"
@@ -426,10 +441,10 @@ def _worker():
         os._exit(1)
     threading.Thread(target=orphaned, daemon=True).start()
     for line in sys.stdin:
-        number, (module, function), args = json.loads(line)
+        number, name, args = json.loads(line)
         start, error = time.perf_counter(), None
         try:
-            cache.compile_function(resolve(("kernel", module, function)),
+            cache.compile_function(resolve(job_item([name, args])),
                                    [example(a) for a in args], freeze=False)
         except Exception as err:                    # reported by the parent
             error = f"{type(err).__name__}: {err}"
@@ -467,7 +482,7 @@ def batches(items) -> list:
     Costliest batch first (its cost: the bytecode Numba compiles for its items), so that
     no long compile starts last."""
     from .tiers import resolve
-    reach = [_reach(resolve(("kernel", *item[0]))) for item in items]
+    reach = [_reach(resolve(job_item(item))) for item in items]
     group = list(range(len(items)))           # union-find over the items
 
     def find(k):
