@@ -10,7 +10,10 @@
 #
 # Which cells become slides is chosen per chapter in the notebooks' cell
 # metadata (`slideshow.slide_type`, see docs/authoring.md); JupyterLab shows the
-# same slides live with RISE (jupyterlab-rise).
+# same slides live with RISE (jupyterlab-rise). On top of that choice, the deck
+# leaves the solutions out, starts a slide at every `##` section and draws MyST
+# admonitions as boxes (scripts/slides_prep.py, run by nbconvert), and cuts a slide
+# taller than the screen into continuation slides (scripts/slides_template/fit_slides.js).
 #
 # Executed notebooks come from the book build when it is newer than the chapter
 # (PATH_OUTPUT/_build/jupyter_execute/ and, for book/zh/, _build/zh/_build/jupyter_execute/,
@@ -37,6 +40,8 @@ else
     JUPYTER="$(command -v jupyter)" || { echo "build_slides.sh: jupyter not found; run 'make venv'" >&2; exit 1; }
 fi
 export PATH="$(dirname "$JUPYTER"):$PATH"
+# nbconvert imports the template's preprocessor, scripts.slides_prep, from here.
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
 # --- 1. browser assets from the npm registry (shared with build_book.sh) ----
 source "$ROOT/scripts/browser_assets.sh"
@@ -49,6 +54,7 @@ cp -f "$NM/requirejs/require.js" "$SLIDES/assets/require.js"
 cp -rf "$NM/@jupyter-widgets/html-manager/dist/." "$SLIDES/assets/html-manager/"
 # The book's widget glue (see build_book.sh), with the fonts where it looks for them.
 cp -f "$ROOT/scripts/widgets-require-config.js" "$SLIDES/assets/"
+cp -f "$ROOT/scripts/slides_template/fit_slides.js" "$SLIDES/assets/"
 copy_widget_fonts "$SLIDES/_static"
 copy_mathjax "$SLIDES/assets/mathjax"
 # Chapter 26's drawing pad loads its script, ONNX Runtime Web and the model from the
