@@ -3,10 +3,12 @@
 
 The static tests read the notebooks. The browser tests build the decks from the book
 build's executed notebooks (the `built_book` fixture, conftest.py) and open each deck in
-headless Chromium: it loads offline, has slides, and its widgets and figures show.
+headless Chromium: it loads offline, has slides, and its widgets and figures show; on a
+1280x720 screen every slide fits, admonitions are boxes, and no solution shows.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -50,9 +52,15 @@ def test_chapter_has_hand_chosen_slides(name):
 
 
 @pytest.fixture(scope="session")
-def built_slides(built_book) -> Path:
-    """scripts/build_slides.sh into the book build's directory; the slides/ directory."""
-    out = built_book.parent.parent
+def built_slides(request) -> Path:
+    """scripts/build_slides.sh into the book build's directory; the slides/ directory.
+    STRAIGHTDOPE_SLIDES_BUILD=OUT tests the decks `scripts/build_slides.sh OUT` made."""
+    reuse = os.environ.get("STRAIGHTDOPE_SLIDES_BUILD")
+    if reuse:
+        slides = Path(reuse) / "_build" / "slides"
+        assert (slides / "assets").is_dir(), f"STRAIGHTDOPE_SLIDES_BUILD: no decks in {slides}"
+        return slides
+    out = request.getfixturevalue("built_book").parent.parent
     start = time.monotonic()
     proc = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "build_slides.sh"), str(out)],
                           cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -120,5 +128,116 @@ def test_deck_loads_offline_with_its_slides_widgets_and_figures(
             + "\n".join(log.failed_responses + log.failed_requests))
         assert not log.page_errors, f"{name}: JavaScript errors:\n" + "\n".join(log.page_errors)
         assert "Error displaying widget" not in page.content(), f"{name}: a widget failed"
+    finally:
+        context.close()
+
+
+# What a deck must never show as text: MyST directive syntax that was not rendered.
+RAW_DIRECTIVE = re.compile(r":::|```|\{(?:admonition|note|tip|hint|important|warning|caution"
+                           r"|attention|danger|error|seealso|dropdown)\}|^:class:", re.M)
+ADMONITION = re.compile(r"^(?:`{3,}|:{3,})\{(?:admonition|note|tip|hint|important|warning"
+                        r"|caution|attention|danger|error|seealso)\}", re.M)
+SCREEN = {"width": 1280, "height": 720}
+
+# Per slide: where its box is, whether anything in it overflows or scrolls, its text, and
+# its admonitions drawn as boxes (a border or a background, and a title).
+MEASURE_SLIDE = """() => {
+  const s = Reveal.getCurrentSlide();
+  const box = s.getBoundingClientRect();
+  const scrolled = [...s.querySelectorAll('*')].filter(el => {
+    const st = getComputedStyle(el);
+    const y = /auto|scroll|hidden/.test(st.overflowY) && el.scrollHeight > el.clientHeight + 1;
+    return y && el.clientHeight > 0 && !el.closest('.widget-subarea, mjx-container');
+  }).map(el => el.className.toString().slice(0, 60) + ' ' + el.scrollHeight + '>' + el.clientHeight);
+  const boxes = [...s.querySelectorAll('.admonition')].filter(a => {
+    const st = getComputedStyle(a);
+    const title = a.querySelector('.admonition-title');
+    return a.offsetHeight > 0 && title && title.offsetHeight > 0
+      && (parseFloat(st.borderLeftWidth) > 0 || st.backgroundColor !== 'rgba(0, 0, 0, 0)');
+  }).length;
+  return {top: box.top, bottom: box.bottom, left: box.left, right: box.right,
+          sh: s.scrollHeight, ch: s.clientHeight, sw: s.scrollWidth, cw: s.clientWidth,
+          scrolled, boxes, text: s.innerText,
+          headings: [...s.querySelectorAll('h2')].map(h => h.textContent.replace('¶', '').trim()),
+          solutions: s.querySelectorAll('details.solution').length,
+          zooms: [...s.querySelectorAll('[data-fit-zoom]')].map(e => e.dataset.fitZoom)};
+}"""
+
+
+def deck_expectations(name):
+    """From the notebook: how many admonitions the slides must draw (those in cells that are
+    shown), the Solutions heading, and lines of solution code that appear nowhere else."""
+    nb = nbformat.read(BOOK / f"{name}.ipynb", as_version=4)
+    solutions_heading = "参考答案" if name.startswith("zh/") else "Solutions"
+    shown, solution_code = [], []
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "solution" in tags:
+            if cell.cell_type == "code":
+                solution_code.append(cell.source)
+        elif cell.metadata.get("slideshow", {}).get("slide_type") != "skip":
+            shown.append(cell)
+    admonitions = sum(len(ADMONITION.findall(c.source)) for c in shown
+                      if c.cell_type == "markdown" and "## " + solutions_heading not in c.source)
+    elsewhere = "\n".join(c.source for c in shown)
+    marker_lines = [max(lines, key=len) for lines in
+                    ([ln.strip() for ln in src.splitlines()
+                      if len(ln.strip()) >= 25 and ln.strip() not in elsewhere]
+                     for src in solution_code) if lines]
+    return admonitions, solutions_heading, marker_lines
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHAPTERS + ZH_CHAPTERS)
+def test_every_slide_fits_the_screen_with_boxes_and_no_solutions(
+        name, built_slides, slides_url, chromium_browser):
+    """Visit every slide of the deck on a 1280x720 screen: nothing overflows it or scrolls
+    inside it, no MyST directive shows raw, the admonitions are drawn as boxes, and
+    nothing of the solutions is on a slide."""
+    admonitions, solutions_heading, solution_lines = deck_expectations(name)
+    context = chromium_browser.new_context(viewport=SCREEN)
+    try:
+        page = context.new_page()
+        page.goto(f"{slides_url}/{name}.slides.html", wait_until="networkidle",
+                  timeout=60_000)
+        page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
+        # Decks that cut long slides say when they are done (fit_slides.js).
+        page.evaluate("window.slidesFitted || null")
+        indices = page.evaluate("Reveal.getSlides().map(s => Reveal.getIndices(s))")
+        overflows, raw, solutions, zooms, boxes = [], [], [], [], 0
+        for index in indices:
+            h, v = index["h"], index.get("v") or 0
+            page.evaluate(f"Reveal.slide({h}, {v})")
+            m = page.evaluate(MEASURE_SLIDE)
+            where = f"{name} slide {h}/{v} ({m['text'].strip()[:50]!r})"
+            if (m["top"] < -1 or m["bottom"] > SCREEN["height"] + 1 or m["left"] < -1
+                    or m["right"] > SCREEN["width"] + 1 or m["sh"] > m["ch"] + 1
+                    or m["sw"] > m["cw"] + 1 or m["scrolled"]):
+                overflows.append(f"{where}: box {m['top']:.0f}..{m['bottom']:.0f} px of "
+                                 f"{SCREEN['height']}, content {m['sh']} px in {m['ch']}, "
+                                 f"scrolling inside: {m['scrolled'][:3]}")
+            found = RAW_DIRECTIVE.search(m["text"])
+            if found:
+                raw.append(f"{where}: {found.group(0)!r}")
+            if (solutions_heading in m["headings"] or m["solutions"]
+                    or any(line in m["text"] for line in solution_lines)):
+                solutions.append(where)
+            zooms += m["zooms"]
+            boxes += m["boxes"]
+        print(f"{name}: {len(indices)} slides, {boxes} admonition boxes, scaled: {zooms}")
+        problems = []
+        if overflows:
+            problems.append(f"{len(overflows)} of {len(indices)} slides do not fit a "
+                            "1280x720 screen:\n" + "\n".join(overflows))
+        if raw:
+            problems.append(f"{len(raw)} slides show MyST directives as raw text:\n"
+                            + "\n".join(raw))
+        if solutions:
+            problems.append(f"{len(solutions)} slides show solutions:\n" + "\n".join(solutions))
+        if boxes != admonitions:
+            problems.append(f"{admonitions} admonitions in the shown cells, {boxes} drawn "
+                            "as boxes with their title")
+        assert not problems, f"{name}:\n" + "\n".join(problems)
     finally:
         context.close()
