@@ -146,7 +146,8 @@ MEASURE_SLIDE = """() => {
   const box = s.getBoundingClientRect();
   const scrolled = [...s.querySelectorAll('*')].filter(el => {
     const st = getComputedStyle(el);
-    const y = /auto|scroll|hidden/.test(st.overflowY) && el.scrollHeight > el.clientHeight + 1;
+    // (4 px: a last line's descent or a collapsed margin, no hidden text)
+    const y = /auto|scroll|hidden/.test(st.overflowY) && el.scrollHeight > el.clientHeight + 4;
     return y && el.clientHeight > 0 && !el.closest('.widget-subarea, mjx-container');
   }).map(el => el.className.toString().slice(0, 60) + ' ' + el.scrollHeight + '>' + el.clientHeight);
   const boxes = [...s.querySelectorAll('.admonition')].filter(a => {

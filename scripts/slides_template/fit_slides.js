@@ -21,6 +21,7 @@
   const IGNORED = ".jp-Collapser, .jp-InputPrompt, .jp-OutputPrompt, script, style, aside.notes";
   // Listings that may be cut between lines: code, and text outputs (print, repr).
   const LISTINGS = ".jp-InputArea-editor pre, .jp-RenderedText pre";
+  const PLACEHOLDERS = ".jp-Collapser, .jp-InputPrompt, .jp-OutputPrompt";
   const MIN_LINES = 4;    // a listing cut leaves at least this many lines on each slide
 
   const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
@@ -74,10 +75,17 @@
     }
     let moving = [];
     for (let n = node; n; n = n.nextSibling) moving.push(n);
+    let child = node;
     for (let parent = node.parentNode; parent !== section; parent = parent.parentNode) {
       const shell = parent.cloneNode(false);
       shell.removeAttribute("id");
+      // Empty prompts and collapsers keep the continued cell where it was on the slide.
+      for (const n of parent.children) {
+        if (n === child || moving.includes(n)) break;
+        if (n.matches(PLACEHOLDERS)) shell.appendChild(n.cloneNode(false));
+      }
       moving.forEach((n) => shell.appendChild(n));
+      child = parent;
       moving = [shell];
       for (let n = parent.nextSibling; n; n = n.nextSibling) moving.push(n);
     }
@@ -138,6 +146,7 @@
         if (at > 0) rest = splitBefore(items[at], section);
         else rest = splitLines(items[k], section, bottom, scale);
         if (!rest) {
+          if (items[k].hasAttribute("data-fit-zoom")) return added;
           // One element taller than the slide on its own: scale it to the room left.
           const box = items[k].getBoundingClientRect();
           const room = bottom - box.top / scale;
@@ -147,6 +156,7 @@
           Object.assign(items[k].style, {transform: `scale(${zoom.toFixed(3)})`,
             transformOrigin: "top left", marginBottom: `${-(tall * (1 - zoom)).toFixed(1)}px`});
           items[k].setAttribute("data-fit-zoom", zoom.toFixed(3));
+          continue;                              // then cut what follows it
         }
       }
       if (!rest) return added;
