@@ -18,6 +18,7 @@ import nbformat
 import pytest
 
 from browser_util import PageLog, serve_directory
+from scripts.slides_prep import deck_cells, render_admonitions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BOOK = REPO_ROOT / "book"
@@ -49,6 +50,52 @@ def test_chapter_has_hand_chosen_slides(name):
                if c.cell_type == "markdown"
                and ("## 小结" if name.startswith("zh/") else "## Summary") in c.source]
     assert summary == ["slide"], f"{name}.ipynb: the Summary cell must start a slide"
+
+
+def test_admonitions_become_boxes_whose_body_stays_markdown():
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    source = ("Before.\n\n:::{admonition} How `MXNet` does it\n:class: note\n\n"
+              "It calls `F.RNN`:\n\n```python\n:::\n```\n\n* one\n* two\n:::\n\nAfter.")
+    html = markdown2html_mistune(render_admonitions(source))
+    box = re.search(r'<div class="admonition note">(.*)</div>\s*<p>After.</p>', html, re.S)
+    assert box, html
+    assert '<p class="admonition-title">How <code>MXNet</code> does it</p>' in box.group(1)
+    assert "<code>F.RNN</code>" in box.group(1) and "<li>one</li>" in box.group(1)
+    assert ":::" in box.group(1) and "{admonition}" not in html   # the code block's line
+    note = markdown2html_mistune(render_admonitions("```{warning} Careful.\n```", "zh"))
+    assert '<div class="admonition warning">' in note and "警告" in note and "Careful." in note
+
+
+@pytest.mark.parametrize("source, message", [
+    (":::{figure} a.png\n:::", "{figure}"),
+    (":::{note}\nno end", "never closed"),
+])
+def test_directives_the_deck_cannot_draw_stop_the_build(source, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        render_admonitions(source, where="book/x.ipynb, cell 3")
+
+
+@pytest.mark.parametrize("name", CHAPTERS + ZH_CHAPTERS)
+def test_deck_cells_leave_out_solutions_and_start_a_slide_per_section(name):
+    nb = nbformat.read(BOOK / f"{name}.ipynb", as_version=4)
+    cells = deck_cells(nb, name)
+    solutions = "## 参考答案" if name.startswith("zh/") else "## Solutions"
+    assert not [c for c in cells if "solution" in c.metadata.get("tags", [])]
+    assert not [c for c in cells if c.source.startswith(solutions)], name
+    for cell in cells:
+        if cell.cell_type != "markdown":
+            continue
+        assert not re.search(r"^(:::|```)\{", cell.source, re.M), cell.source[:80]
+        headed = cell.source.startswith("## ")
+        assert not re.search(r"\n## ", re.sub(r"```.*?```", "", cell.source, flags=re.S)), (
+            f"{name}: a ## section inside a cell: {cell.source[:60]!r}")
+        if headed:
+            assert cell.metadata.get("slideshow", {}).get("slide_type") in ("slide", "skip"), (
+                name, cell.source[:40])
+    sections = sum(len(re.findall(r"^## ", c.source, re.M)) for c in nb.cells
+                   if c.cell_type == "markdown" and "solution" not in c.metadata.get("tags", []))
+    assert sum(c.source.startswith("## ") for c in cells) == sections - 1   # all but Solutions
 
 
 @pytest.fixture(scope="session")
