@@ -24,6 +24,7 @@
   const PLACEHOLDERS = ".jp-Collapser, .jp-InputPrompt, .jp-OutputPrompt";
   const MIN_LINES = 4;    // a listing cut leaves at least this many lines on each slide
 
+  const LOADED_HASH = location.hash;    // before Reveal reads it and moves to a slide that exists
   const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
   // Wait until MathJax has typeset, every widget is drawn and the slides' heights stop
@@ -175,6 +176,7 @@
   }
 
   window.fitSlides = async function (Reveal, timeoutMs = 20000) {
+    const hashAtReady = location.hash;
     // Every slide displayed while it is measured and cut (Reveal shows only a few).
     const slides = Reveal.getSlides();
     const shown = [...new Set(slides.flatMap((s) => [s, s.parentElement]))]
@@ -184,7 +186,11 @@
     await settled(timeoutMs);
     const { height } = Reveal.getConfig();
     const scale = Reveal.getScale();
-    const current = Reveal.getIndices();
+    // The slide to show after cutting: the page's URL named it (#/h/v, maybe a
+    // continuation slide, which did not exist when Reveal read the URL), unless the
+    // lecturer moved on meanwhile.
+    const wanted = location.hash === hashAtReady && LOADED_HASH.match(/^#\/(\d+)(?:\/(\d+))?/);
+    const current = wanted ? {h: +wanted[1], v: +(wanted[2] || 0)} : Reveal.getIndices();
     let added = 0;
     for (const section of slides) added += fit(section, height, scale);
     displays.forEach(([el, display]) => { el.style.display = display; });
