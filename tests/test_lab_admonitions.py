@@ -35,13 +35,15 @@ CHAPTERS = [p.relative_to(BOOK).as_posix()
             if admonitions(p)]
 
 # Per rendered Markdown cell: its text, and its admonitions drawn as boxes with a title.
-RENDERED = """() => [...document.querySelectorAll('.jp-MarkdownCell .jp-Cell-inputArea')].map(c => ({
+# (Only the notebook shown: the others open in the same lab are in hidden tabs.)
+NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
+RENDERED = f"""() => [...document.querySelectorAll('{NOTEBOOK} .jp-MarkdownCell .jp-Cell-inputArea')].map(c => ({{
   text: c.innerText,
-  boxes: [...c.querySelectorAll('aside, .admonition')].filter(a => {
+  boxes: [...c.querySelectorAll('aside, .admonition')].filter(a => {{
     const st = getComputedStyle(a);
     return a.offsetHeight > 0 && parseFloat(st.borderLeftWidth) > 0
       && a.querySelector('[class*=admonition-header], .admonition-title');
-  }).length}))"""
+  }}).length}}))"""
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +76,9 @@ def test_admonitions_render_as_boxes_in_jupyterlab(name, myst_lab, chromium_brow
     context = chromium_browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         page = context.new_page()
-        page.goto(f"{myst_lab}/lab/tree/{name}", wait_until="domcontentloaded")
-        page.wait_for_selector(".jp-Notebook .jp-MarkdownCell", timeout=60_000)
+        # ?reset: a fresh workspace, without the notebooks the earlier tests opened.
+        page.goto(f"{myst_lab}/lab/tree/{name}?reset", wait_until="domcontentloaded")
+        page.wait_for_selector(f"{NOTEBOOK} .jp-MarkdownCell", timeout=60_000)
         # Markdown cells render once the notebook is open; MyST renders asynchronously.
         try:
             page.wait_for_function(
