@@ -9,8 +9,11 @@ flat list of instructions for one function compiled once per machine
 first call while the compile process builds the whole-graph function, then switches.
 
 What it runs: float32 graphs of matrix products, reductions, views and fused
-elementwise loops over at most two loop levels, from the ops in `SCALAR_OPS`. Any
-other graph gets `None` from `write_program`, with the reason in `why_not`.
+elementwise loops over at most two loop levels, from the ops in `SCALAR_OPS`. For any
+other graph `VMExecutable` raises `NotForTheVM` naming what it lacks (a convolution, a
+loop, float64), and the tiers run something else.
+
+    hybridize(executor="vm")        # the VM alone (VMBackend)
 """
 from __future__ import annotations
 
@@ -26,8 +29,9 @@ from .kernels.reduce import OPCODES as REDUCE_OPCODES, collapse
 READY = False          # the VM is loaded in this process (`prepare`)
 
 
-# op name -> how one element is computed: [(opcode, operand positions, constant)]
-# (the positions index the op's inputs; a constant is a number or an attribute name).
+# op name -> node -> how one element is computed, [(opcode, operand positions, constant)]
+# (a position indexes the op's inputs, -1 is the previous step's result), or None when
+# the VM has no rule for these attributes.
 def _unary(opcode):
     return lambda node: [(opcode, (0,), None)]
 
@@ -373,6 +377,7 @@ def prepare() -> bool:
     global READY
     if READY:
         return True
+    from . import backend  # noqa: F401  (the passes the first call runs, imported now)
     from .numba_internals import fast_load
     cache.preload_blas()          # before the VM's first np.dot: see there
     for fn, args in signatures():
