@@ -252,12 +252,14 @@ def test_every_slide_fits_the_screen_with_boxes_and_no_solutions(
         page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
         # Decks that cut long slides say when they are done (fit_slides.js).
         page.evaluate("window.slidesFitted || null")
-        indices = page.evaluate("Reveal.getSlides().map(s => Reveal.getIndices(s))")
+        # every slide in one round trip (measured as Reveal shows it: one at a time)
+        measured = page.evaluate(
+            "(measure => Reveal.getSlides().map(s => Reveal.getIndices(s)).map(i => {"
+            " Reveal.slide(i.h, i.v || 0); return [i, measure()]; }))(" + MEASURE_SLIDE + ")")
+        indices = [index for index, _ in measured]
         overflows, raw, solutions, zooms, boxes = [], [], [], [], 0
-        for index in indices:
+        for index, m in measured:
             h, v = index["h"], index.get("v") or 0
-            page.evaluate(f"Reveal.slide({h}, {v})")
-            m = page.evaluate(MEASURE_SLIDE)
             where = f"{name} slide {h}/{v} ({m['text'].strip()[:50]!r})"
             if (m["top"] < -1 or m["bottom"] > SCREEN["height"] + 1 or m["left"] < -1
                     or m["right"] > SCREEN["width"] + 1 or m["sh"] > m["ch"] + 1
