@@ -1,0 +1,303 @@
+"""The checks of the book's exercises, chapter by chapter (widgets/exercises.py runs them).
+
+Each rule gets the student's answers and returns Points with an (en, zh) sentence each.
+Rules import the library lazily: importing widgets.exercises stays cheap.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .exercises import choice, exercise, number, point, ratio_above_one
+
+
+def _np(x):
+    return x.asnumpy() if hasattr(x, "asnumpy") else np.asarray(x)
+
+
+# ======================================================== Part 3: hybridize
+# ---------------------------------------------------------------- 20 imperative vs symbolic
+@exercise("20.1", hint=("Compiling once costs c + n·r for n inputs, compiling per input n·(c + r).",
+                        "编译一次处理 n 个输入的代价是 c + n·r，每个输入都重新编译是 n·(c + r)。"))
+def _(once, every, pays_off_at):
+    once, every = number(once), number(every)
+    return [
+        point(every > once,
+              (f"compiling per input ({every * 1e3:.2f} ms) costs more than once ({once * 1e3:.2f} ms)",
+               f"每个输入都编译（{every * 1e3:.2f} ms）比只编译一次（{once * 1e3:.2f} ms）更慢"),
+              ("`every` should be the slower loop: did you swap `once` and `every`?",
+               "`every` 应该是更慢的那个循环：是不是把 `once` 和 `every` 写反了？")),
+        point(int(pays_off_at) == 2,
+              ("compiling once is ahead from the second input on",
+               "从第二个输入起，只编译一次就占优"),
+              ("compare c + n·r with n·(c + r): for which n is the first smaller?",
+               "比较 c + n·r 与 n·(c + r)：n 为多少时前者更小？")),
+    ]
+
+
+@exercise("20.2", hint=("Evaluate `s` on three (2, 2) arrays; infer_shape needs every shape to finish.",
+                        "在三个 (2, 2) 数组上求值 `s`；infer_shape 需要知道所有形状才能完成。"))
+def _(s, shapes, partial):
+    from straightdope import nd
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.normal(size=(2, 2)).astype("float32") for _ in range(3))
+    (value,) = s.eval(a=nd.array(a), b=nd.array(b), c=nd.array(c))
+    want = 1 / (1 + np.exp(-(a * b + c)))
+    arg_shapes = partial[0]
+    return [
+        point(np.allclose(_np(value), want, atol=1e-5),
+              ("`s` computes sigmoid(a * b + c)", "`s` 计算的是 sigmoid(a * b + c)"),
+              ("`s` does not compute sigmoid(a * b + c) on random inputs",
+               "`s` 在随机输入上算出的不是 sigmoid(a * b + c)")),
+        point(tuple(shapes) == (None, None, None),
+              ("infer_shape gives up: (None, None, None)", "infer_shape 放弃了：(None, None, None)"),
+              (f"infer_shape(a=(2, 2)) returns (None, None, None), not {shapes!r}",
+               f"infer_shape(a=(2, 2)) 返回 (None, None, None)，而不是 {shapes!r}")),
+        point(tuple(arg_shapes[0]) == (2, 2) and all(not tuple(x) for x in arg_shapes[1:]),
+              ("infer_shape_partial knows a's shape only", "infer_shape_partial 只知道 a 的形状"),
+              (f"infer_shape_partial's argument shapes should be [(2, 2), (), ()], not {arg_shapes!r}",
+               f"infer_shape_partial 的参数形状应为 [(2, 2), (), ()]，而不是 {arg_shapes!r}")),
+    ]
+
+
+@exercise("20.3", hint=("Follow the lives of the values: which buffer is free when H is computed?",
+                        "跟踪每个值的生命周期：计算 H 时哪个缓冲区是空闲的？"),
+          choices={"why": {
+              "a": ("H takes a buffer freed by E and F; the input A needs none",
+                    "H 使用 E 和 F 释放的缓冲区；输入 A 不需要缓冲区"),
+              "b": ("every op node gets a buffer of its own", "每个算子节点都有自己的缓冲区"),
+              "c": ("reusing A copies it into a new buffer", "复用 A 会把它复制到一个新缓冲区")}})
+def _(n_buffers, why):
+    return [
+        point(int(n_buffers) == 2, ("still 2 buffers", "仍然是 2 个缓冲区"),
+              (f"plan_buffers finds 2 buffers, not {n_buffers}: run it on graph_h",
+               f"plan_buffers 得到的是 2 个缓冲区，不是 {n_buffers}：请在 graph_h 上运行它")),
+        choice(why, "a", ("a freed buffer is reused", "复用了被释放的缓冲区"),
+               ("the plan reuses dead buffers and does not allocate inputs",
+                "内存规划复用不再需要的缓冲区，且不为输入分配内存")),
+    ]
+
+
+@exercise("20.4", hint=("Count how often each version reads and writes the whole array.",
+                        "数一数每个版本读写整个数组多少次。"))
+def _(speedup4, passes_imperative, passes_fused):
+    return [
+        ratio_above_one("speedup4", speedup4),
+        point(int(passes_imperative) == 4,
+              ("the imperative chain makes 4 passes over memory", "命令式的链条遍历内存 4 次"),
+              ("each of the 4 NumPy ops is one pass over the array",
+               "4 个 NumPy 操作各遍历一次数组")),
+        point(int(passes_fused) == 1, ("the fused loop makes 1 pass", "融合后的循环只遍历 1 次"),
+              ("the fused loop reads and writes each element once", "融合循环对每个元素只读写一次")),
+    ]
+
+
+# ---------------------------------------------------------------- 21 HybridBlock
+@exercise("21.1", hint=("The Python of hybrid_forward runs when the block is traced, not on every call.",
+                        "hybrid_forward 中的 Python 代码在追踪时运行，而不是每次调用都运行。"))
+def _(prints, net):
+    op = net._cached_op
+    return [
+        point(int(prints) == 1, ("printed once: at the trace", "只打印一次：在追踪时"),
+              (f"`print` runs only while tracing, so once, not {prints} times",
+               f"`print` 只在追踪时运行，所以是一次，而不是 {prints} 次")),
+        point(net.trace_count == 1, ("the network traced once", "网络只追踪了一次"),
+              (f"`net.trace_count` is {net.trace_count}: call hybridize() once, then the three batches",
+               f"`net.trace_count` 是 {net.trace_count}：只调用一次 hybridize()，再用三个批量调用")),
+        point(op is not None and op.compiles >= 3 > net.trace_count,
+              ("three shapes, three plans, one trace", "三种形状，三个计划，一次追踪"),
+              ("call the hybridized net on batch sizes 1, 2 and 3: each new shape makes a plan",
+               "用批量大小 1、2、3 调用混合化后的网络：每种新形状生成一个计划")),
+    ]
+
+
+@exercise("21.2", hint=("hybridize() on a plain Block cannot trace its forward; what does it do to the children?",
+                        "对普通 Block 调用 hybridize() 无法追踪它的 forward；它对子块做了什么？"),
+          choices={"why": {
+              "a": ("it hybridizes each HybridBlock child on its own", "它分别混合化每个 HybridBlock 子块"),
+              "b": ("it compiles the container and children as one graph", "它把容器和子块编译成一张图"),
+              "c": ("it does nothing at all", "它什么也不做")}})
+def _(total_prints, pair, why):
+    compiled = [getattr(child, "_cached_op", None) is not None for child in pair]
+    return [
+        point(int(total_prints) == 2, ("each child printed once: 2 in all", "每个子块打印一次：共 2 次"),
+              (f"each child prints on its first call only: 2, not {total_prints}",
+               f"每个子块只在第一次调用时打印：共 2 次，不是 {total_prints}")),
+        point(len(compiled) == 2 and all(compiled), ("both children are compiled", "两个子块都已编译"),
+              ("`pair` should hold two children, each hybridized and called",
+               "`pair` 应有两个子块，且都已混合化并被调用过")),
+        choice(why, "a", ("a plain Block passes hybridize() down", "普通 Block 把 hybridize() 传给子块"),
+               ("the prints fired once per child: what was compiled?", "每个子块打印了一次：到底编译了什么？")),
+    ]
+
+
+@exercise("21.3", hint=("Look at the names list_arguments() returns besides 'data'.",
+                        "看看 list_arguments() 除了 'data' 还返回了哪些名字。"),
+          choices={"where": {
+              "a": ("they are arguments of the graph, given values when it runs",
+                    "它们是计算图的参数，运行时才提供值"),
+              "b": ("initialize() stored them in the graph", "initialize() 把它们存进了计算图"),
+              "c": ("the graph draws random values for them", "计算图为它们生成随机值")}})
+def _(arguments, where):
+    names = list(arguments)
+    params = [n for n in names if n != "data"]
+    return [
+        point("data" in names and params and all(n.endswith(("weight", "bias")) for n in params),
+              (f"the graph takes data and the {len(params)} parameters as arguments",
+               f"计算图以 data 和 {len(params)} 个参数为参数"),
+              (f"list_arguments() of get_net() on a variable lists data, the weights and the biases; got {names}",
+               f"get_net() 作用在变量上后，list_arguments() 列出 data、权重和偏置；得到的是 {names}")),
+        choice(where, "a", ("parameters are placeholders, filled in per call", "参数是占位符，每次调用时填入"),
+               ("the graph was built without initialising anything", "构建计算图时没有初始化任何东西")),
+    ]
+
+
+@exercise("21.4", hint=("Define `forward(self, x)` (not hybrid_forward) and use npx.relu.",
+                        "定义 `forward(self, x)`（不是 hybrid_forward），并使用 npx.relu。"))
+def _(block_class):
+    from straightdope import nd
+    net = block_class()
+    net.initialize()
+    x = nd.random_normal(shape=(4, 3))
+    before = _np(net(x))
+    net.hybridize()
+    after = _np(net(x))
+    style = "forward" in vars(block_class) and "hybrid_forward" not in vars(block_class)
+    return [
+        point(style, ("2.0 style: forward(self, x)", "2.0 风格：forward(self, x)"),
+              ("the class should define forward(self, x) and no hybrid_forward",
+               "这个类应该定义 forward(self, x)，而不是 hybrid_forward")),
+        point(before.shape == (4, 2), ("output shape (batch, 2)", "输出形状为 (批量, 2)"),
+              (f"Dense(10) then Dense(2) give (4, 2) for 4 rows, not {before.shape}",
+               f"Dense(10) 接 Dense(2) 对 4 行输入应得到 (4, 2)，而不是 {before.shape}")),
+        point(np.allclose(before, after, atol=1e-5) and net.trace_count == 1,
+              ("imperative and hybridized outputs agree", "命令式与混合化的输出一致"),
+              ("hybridized outputs differ from imperative ones (or no trace happened)",
+               "混合化的输出与命令式不同（或者没有发生追踪）")),
+    ]
+
+
+# ---------------------------------------------------------------- 22 benchmarks
+@exercise("22.1", hint=("Which share of a call is the per-op Python overhead at batch 128?",
+                        "批量为 128 时，每个算子的 Python 开销在一次调用中占多少比例？"),
+          choices={"why": {
+              "a": ("the arithmetic (BLAS) takes most of the time in both modes", "两种模式下算术（BLAS）都占了大部分时间"),
+              "b": ("hybridizing stops working for large batches", "批量大时混合化不再起作用"),
+              "c": ("the compile time grows with the batch", "编译时间随批量增大")}})
+def _(ratio_1, ratio_128, why):
+    r1, r128 = number(ratio_1), number(ratio_128)
+    return [
+        point(r128 < r1, (f"the ratio falls from {r1:.2f}x to {r128:.2f}x", f"比值从 {r1:.2f}x 降到 {r128:.2f}x"),
+              (f"ratio_128 ({r128:.2f}) should be below ratio_1 ({r1:.2f}): time both modes on x128",
+               f"ratio_128（{r128:.2f}）应小于 ratio_1（{r1:.2f}）：请在 x128 上测量两种模式")),
+        choice(why, "a", ("the fixed overhead is a small share of a big call", "固定开销只占大调用的一小部分"),
+               ("what does the batch-size sweep show?", "批量大小扫描显示了什么？")),
+    ]
+
+
+@exercise("22.2", hint=("A narrow layer is mostly overhead; a wide one mostly matrix products.",
+                        "窄的层主要是开销；宽的层主要是矩阵乘法。"))
+def _(speedups, largest):
+    s = {int(w): number(v) for w, v in dict(speedups).items()}
+    best = max(s, key=s.get) if s else None
+    return [
+        point(set(s) == {16, 256, 1024}, ("speed-ups for widths 16, 256, 1024", "宽度 16、256、1024 的加速比"),
+              (f"`speedups` should map each width 16, 256, 1024 to its speed-up; got keys {sorted(s)}",
+               f"`speedups` 应把宽度 16、256、1024 映射到各自的加速比；得到的键是 {sorted(s)}")),
+        point(s.get(16, 0) > s.get(1024, np.inf), ("width 16 gains more than width 1024", "宽度 16 的收益大于宽度 1024"),
+              ("the narrowest net should gain more than the widest: rerun with more repeats",
+               "最窄的网络收益应大于最宽的：请增加重复次数再测一次")),
+        point(int(largest) == best, (f"largest speed-up at width {best}", f"宽度 {best} 的加速比最大"),
+              (f"your own numbers say width {best}, not {largest}", f"你自己的数据表明是宽度 {best}，不是 {largest}")),
+    ]
+
+
+@exercise("22.3", hint=("Both executors run the same graph; one of them compiles it.",
+                        "两个执行器运行同一张图；其中一个会编译它。"),
+          choices={"gain_from": {
+              "a": ("compiling: fused loops, planned buffers, one call into machine code",
+                    "编译：融合循环、规划好的缓冲区、一次调用机器码"),
+              "b": ("the graph alone, without compiling", "仅仅是计算图本身，无需编译"),
+              "c": ("more BLAS threads", "更多的 BLAS 线程")}})
+def _(numpy_speedup, numba_speedup, gain_from):
+    n_np, n_nb = number(numpy_speedup), number(numba_speedup)
+    return [
+        point(n_nb > n_np, (f"compiled {n_nb:.2f}x beats the NumPy executor's {n_np:.2f}x",
+                            f"编译执行器的 {n_nb:.2f}x 胜过 NumPy 执行器的 {n_np:.2f}x"),
+              ("numba_speedup should be the larger: did you swap them?", "numba_speedup 应该更大：是不是写反了？")),
+        choice(gain_from, "a", ("most of the gain comes from compiling", "大部分收益来自编译"),
+               ("the NumPy executor runs the same graph and keeps little of the gain",
+                "NumPy 执行器运行同一张图，却几乎没有保留收益")),
+    ]
+
+
+@exercise("22.4", hint=("Where is the time BLAS time, and can tiny products use many cores?",
+                        "哪里的时间主要是 BLAS 的时间？很小的矩阵乘法能用上多个核吗？"),
+          choices={"changes": {
+              "a": ("only the large-batch end: BLAS splits big products between cores",
+                    "只有大批量的一端：BLAS 把大的矩阵乘法分给多个核"),
+              "b": ("only batch 1: threads remove Python overhead", "只有批量 1：线程消除了 Python 开销"),
+              "c": ("the speed-up of every batch doubles", "每个批量的加速比都翻倍")}})
+def _(changes):
+    return [choice(changes, "a", ("threads help where BLAS works", "线程只在 BLAS 干活的地方有帮助"),
+                   ("threads cannot remove per-op Python overhead", "线程无法消除每个算子的 Python 开销"))]
+
+
+# ---------------------------------------------------------------- 23 under the hood
+@exercise("23.1", hint=("Elementwise ops fuse into the loop that is already there.",
+                        "逐元素算子会融合进已有的循环。"))
+def _(steps_before, steps_after, planned_before, planned_after):
+    return [
+        point(int(steps_after) == int(steps_before), ("the number of fused steps stays the same", "融合步数不变"),
+              ("sigmoid and + are elementwise: they join an existing fused step",
+               "sigmoid 和 + 是逐元素的：它们并入已有的融合步骤")),
+        point(int(planned_after) == int(planned_before), ("the planned bytes stay the same", "规划的字节数不变"),
+              ("fused values live in registers: they need no buffer", "融合的值存在寄存器中：不需要缓冲区")),
+    ]
+
+
+@exercise("23.2", hint=("Is the batch size a constant in the generated source or an argument?",
+                        "批量大小在生成的源代码里是常量还是参数？"))
+def _(regenerated, cache):
+    return [
+        point(not regenerated, ("the same source: nothing compiles", "源代码相同：不需要编译"),
+              ("shapes are arguments of the generated function, so its text does not change",
+               "形状是生成函数的参数，所以源代码文本不变")),
+        point(str(cache) == "memory", ("found in memory", "在内存中找到"),
+              (f"timings['cache'] after the batch-8 call reads 'memory', not {cache!r}",
+               f"批量 8 调用之后 timings['cache'] 是 'memory'，而不是 {cache!r}")),
+    ]
+
+
+@exercise("23.3", hint=("Look inside the loop of the fused step for max(..., 0.0).",
+                        "在融合步骤的循环里找 max(..., 0.0)。"),
+          choices={"stored": {
+              "a": ("in local variables (registers); only the last value is written to memory",
+                    "在局部变量（寄存器）中；只有最后的值写回内存"),
+              "b": ("each in an array of its own", "每个值都在自己的数组中"),
+              "c": ("in the arena, reused buffer by buffer", "在内存池中，逐个复用缓冲区")}})
+def _(relu_line, stored):
+    line = str(relu_line)
+    return [
+        point("max(" in line and "0.0" in line, ("that line is the relu", "这一行就是 relu"),
+              ("the relu is the line with max(..., 0.0)", "relu 是含有 max(..., 0.0) 的那一行")),
+        choice(stored, "a", ("intermediate values stay in registers", "中间值留在寄存器中"),
+               ("the fused loop writes back only its last value", "融合循环只写回最后一个值")),
+    ]
+
+
+@exercise("23.4", hint=("d/da = b·exp(a), d/db = exp(a): which values does the backward need?",
+                        "d/da = b·exp(a)，d/db = exp(a)：反向传播需要哪些值？"),
+          choices={"why": {
+              "a": ("keeping exp(a) costs memory but saves computing it again",
+                    "保存 exp(a) 占用内存，但省去了再次计算"),
+              "b": ("the backward graph cannot call exp", "反向图无法调用 exp"),
+              "c": ("saved values cost nothing", "保存的值没有任何代价")}})
+def _(saved, why):
+    names = list(saved)
+    return [
+        point(len(names) == 2, (f"{len(names)} saved values: exp(a) and exp(a) * b", f"保存了 {len(names)} 个值：exp(a) 与 exp(a) * b"),
+              (f"`saved` should be d2.saved_names (2 values), got {names}",
+               f"`saved` 应该是 d2.saved_names（2 个值），得到的是 {names}")),
+        choice(why, "a", ("saving beats recomputing here", "这里保存胜过重新计算"),
+               ("the backward needs exp(a) twice", "反向传播两次需要 exp(a)")),
+    ]
