@@ -1,0 +1,221 @@
+"""The exercises check themselves (widgets/exercises.py): every check fails a wrong answer,
+says what is wrong in both languages, and sits in the chapters where it belongs.
+
+That each folded solution passes its check is shown where the chapters run
+(test_book_part*.py, the book build): a solution's code ends with `assert check(...)`."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from scripts.assignments import CHECK_TAG, split_check  # noqa: E402
+from scripts.solutions import HEADINGS, SUMMARY, exercise_numbers  # noqa: E402
+from widgets.exercises import CHECKS, check, evaluate  # noqa: E402
+from widgets.messages import set_language  # noqa: E402
+
+BOOK = REPO / "book"
+
+
+def _wrong_letter(key, name):
+    """A letter the reader sees that is not the right option."""
+    exercise = CHECKS[key]
+    return next(letter for letter in exercise.shown(name) if exercise.as_written(name, letter) != "a")
+
+
+def _loud_net(batches):
+    """A hybridized net whose forward prints, called on `batches` batch sizes."""
+    from straightdope import gluon, nd
+
+    class Loud(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.d1, self.out = gluon.nn.Dense(10), gluon.nn.Dense(2)
+
+        def hybrid_forward(self, F, x):
+            return self.out(F.relu(self.d1(x)))
+
+    net = Loud()
+    net.initialize()
+    net.hybridize()
+    for batch in batches:
+        net(nd.random_normal(shape=(batch, 3)))
+    return net
+
+
+def _old_style_class():
+    from straightdope import gluon
+
+    class OldStyle(gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.d1, self.out = gluon.nn.Dense(10), gluon.nn.Dense(2)
+
+        def hybrid_forward(self, F, x):
+            return self.out(F.relu(self.d1(x)))
+    return OldStyle
+
+
+def _wrong_symbol():
+    from straightdope import symbol as sym
+    a, b, c = sym.var('a'), sym.var('b'), sym.var('c')
+    return sym.sigmoid(a + b * c)          # not sigmoid(a * b + c)
+
+
+def _pair(hybridized):
+    from straightdope import gluon, nd
+    pair = gluon.nn.Sequential()
+    pair.add(gluon.nn.Dense(2), gluon.nn.Dense(2))
+    pair.initialize()
+    if hybridized:
+        pair.hybridize()
+    pair(nd.ones((1, 3)))
+    return pair
+
+
+# A wrong answer to every check: a slip a student could make (a swapped pair, a number off,
+# the wrong option, an object that does something else). Functions build them lazily.
+WRONG = {
+    "20.1": lambda: dict(once=0.5, every=0.1, pays_off_at=100),
+    "20.2": lambda: dict(s=_wrong_symbol(), shapes=((2, 2), (2, 2), (2, 2)),
+                         partial=([(2, 2), (2, 2), (2, 2)], [(2, 2)], [])),
+    "20.3": lambda: dict(n_buffers=5, why=_wrong_letter("20.3", "why")),
+    "20.4": lambda: dict(speedup4=0.8, passes_imperative=1, passes_fused=4),
+    "21.1": lambda: dict(prints=3, net=_loud_net([1])),
+    "21.2": lambda: dict(total_prints=6, pair=_pair(hybridized=False), why=_wrong_letter("21.2", "why")),
+    "21.3": lambda: dict(arguments=["data"], where=_wrong_letter("21.3", "where")),
+    "21.4": lambda: dict(block_class=_old_style_class()),
+    "22.1": lambda: dict(ratio_1=1.2, ratio_128=3.0, why=_wrong_letter("22.1", "why")),
+    "22.2": lambda: dict(speedups={16: 1.1, 256: 1.5, 1024: 3.0}, largest=16),
+    "22.3": lambda: dict(numpy_speedup=2.0, numba_speedup=1.0, gain_from=_wrong_letter("22.3", "gain_from")),
+    "22.4": lambda: dict(changes=_wrong_letter("22.4", "changes")),
+    "23.1": lambda: dict(steps_before=4, steps_after=6, planned_before=1000, planned_after=1400),
+    "23.2": lambda: dict(regenerated=True, cache="miss"),
+    "23.3": lambda: dict(relu_line="t3 = np.float32(t2 * 0.5)", stored=_wrong_letter("23.3", "stored")),
+    "23.4": lambda: dict(saved=["_saved0"], why=_wrong_letter("23.4", "why")),
+}
+
+
+@pytest.mark.parametrize("key", sorted(CHECKS))
+def test_a_wrong_answer_fails_the_check_and_says_what_is_wrong(key):
+    assert key in WRONG, f"tests/test_exercises.py: add a wrong answer for check {key!r} to WRONG"
+    answers = WRONG[key]()
+    result = evaluate(key, **answers)
+    assert not result, f"check {key!r} passed the wrong answer {answers}"
+    assert not result.missing and result.points
+    wrong = [p for p in result.points if not p.ok]
+    assert wrong, f"check {key!r}: no point marked wrong"
+    for language in ("en", "zh"):
+        set_language(language)
+        try:
+            text = result.text()
+        finally:
+            set_language(None)
+        assert "✗" in text and ("Hint:" in text if language == "en" else "提示：" in text), text
+        if language == "zh":
+            assert re.search(r"[\u4e00-\u9fff]", text), f"check {key!r} has no Chinese feedback"
+
+
+@pytest.mark.parametrize("key", sorted(CHECKS))
+def test_an_unanswered_exercise_is_not_right_and_names_what_to_set(key, capsys):
+    exercise = CHECKS[key]
+    result = check(key, **{name: None for name in exercise.answers})
+    assert not result and result.missing == exercise.answers
+    printed = capsys.readouterr().out
+    assert all(name in printed for name in exercise.answers)
+    for name in exercise.choices:      # the options print with the hint
+        assert all(f"{letter}) " in printed for letter in exercise.shown(name))
+
+
+def test_right_answers_pass_and_partly_right_answers_score_part():
+    assert evaluate("20.4", speedup4=3.0, passes_imperative=4, passes_fused=1)
+    partly = evaluate("20.4", speedup4=3.0, passes_imperative=4, passes_fused=4)
+    assert not partly and partly.score == (2, 3)
+    assert evaluate("23.2", regenerated=False, cache="memory")
+    net = _loud_net([1, 2, 3])
+    assert evaluate("21.1", prints=1, net=net)
+
+
+def test_choices_are_shuffled_per_question_and_read_back():
+    letters = set()
+    for exercise in CHECKS.values():
+        for name in exercise.choices:
+            shown = exercise.shown(name)
+            assert sorted(shown.values()) == sorted(exercise.choices[name].values())
+            right = [l for l in shown if exercise.as_written(name, l) == "a"]
+            assert len(right) == 1 and shown[right[0]] == exercise.choices[name]["a"]
+            letters.add(right[0])
+    assert len(letters) > 1, "the right option should not always have the same letter"
+
+
+def test_bad_calls_are_refused_clearly():
+    with pytest.raises(KeyError, match="no exercise '99.1'"):
+        check("99.1", x=1)
+    with pytest.raises(TypeError, match="no answer named colour.*takes prints, net"):
+        check("21.1", colour=1)
+    # An answer of the wrong kind is feedback, not a crash.
+    result = evaluate("20.4", speedup4="fast", passes_imperative=4, passes_fused=1)
+    assert not result and "could not use the answer" in result.text()
+
+
+# ------------------------------------------------------------ the checks in the chapters
+def _chapters():
+    """(path, language) of every chapter, English and Chinese, that has exercise checks."""
+    found = []
+    for path in sorted(BOOK.glob("[0-9]*.ipynb")) + sorted(BOOK.glob("zh/[0-9]*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        if any(CHECK_TAG in c.metadata.get("tags", []) for c in nb.cells):
+            found.append(pytest.param(path, "zh" if path.parent.name == "zh" else "en",
+                                      id=path.relative_to(BOOK).with_suffix("").as_posix()))
+    return found
+
+
+CALL = re.compile(r'check\("(\d+\.\d+)",(.*?)\)\s*$', re.S)
+
+
+@pytest.mark.parametrize("path, language", _chapters())
+def test_every_exercise_of_a_checked_chapter_has_its_check_and_its_solution_passes_it(path, language):
+    nb = nbformat.read(path, as_version=4)
+    chapter = int(path.stem[:2])
+    numbers = exercise_numbers(nb, language)
+    # The check cells, after the exercises and before the solutions: all answers None.
+    solutions_at = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
+                        and c.source.startswith(HEADINGS[language][1]))
+    asked = {}
+    for i, cell in enumerate(nb.cells):
+        if CHECK_TAG in cell.metadata.get("tags", []):
+            assert i < solutions_at, f"{path.name}: check cell {i} after the solutions"
+            key, args = CALL.search(cell.source).groups()
+            asked[key] = re.findall(r"(\w+)=None", args)
+    assert sorted(asked) == [f"{chapter}.{n}" for n in numbers], (
+        f"{path.name}: exercises {numbers} but check cells for {sorted(asked)}")
+    for key, names in asked.items():
+        assert tuple(names) == CHECKS[key].answers, (path.name, key, names)
+    # Each solution's code ends with `assert check("CC.N", <every answer>)`.
+    summary = re.compile(SUMMARY.pattern.replace("Solution", HEADINGS[language][2]))
+    codes, current = {}, None
+    for cell in nb.cells[solutions_at:]:
+        match = summary.match(cell.source) if cell.cell_type == "markdown" else None
+        if match:
+            current = int(match.group(1))
+        elif cell.cell_type == "code":
+            codes.setdefault(current, []).append(cell.source)
+    for n in numbers:
+        _, answers = split_check("\n\n".join(codes.get(n, [])), path.stem, n)
+        assert tuple(answers) == CHECKS[f"{chapter}.{n}"].answers, (path.name, n, answers)
+
+
+def test_every_check_belongs_to_an_exercise_of_the_book():
+    keys = set()
+    for path in BOOK.glob("[0-9]*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        keys |= {f"{int(path.stem[:2])}.{n}" for n in exercise_numbers(nb)}
+    assert set(CHECKS) <= keys, f"checks without an exercise: {sorted(set(CHECKS) - keys)}"
+    assert np.all([len(CHECKS[k].hint) == 2 for k in CHECKS])
