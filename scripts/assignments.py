@@ -60,7 +60,7 @@ def split_check(code: str, chapter: str, number: int):
     tree = ast.parse(code)
     last = tree.body[-1] if tree.body else None
     call = getattr(last, "test", None)
-    key = f"{int(chapter[:2])}.{number}"
+    key = f"{chapter[:2]}.{number}"
     if not (isinstance(last, ast.Assert) and isinstance(call, ast.Call)
             and getattr(call.func, "id", None) == "check"
             and isinstance(call.args[0], ast.Constant) and call.args[0].value == key):
@@ -108,7 +108,7 @@ def source_notebook(chapter: str):
         "Each exercise has an answer cell: replace `raise NotImplementedError()` with your "
         "code, ending with the `answer_N = dict(...)` it names. The cell after it checks "
         "your answer (1 point)."))
-    key_of = f"{int(chapter[:2])}"
+    key_of = chapter[:2]
     for n in numbers:
         body, answers = split_check("\n\n".join(codes.get(n, [])), chapter, n)
         fields = ", ".join(f"{k}={v}" for k, v in answers.items())

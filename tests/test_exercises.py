@@ -83,6 +83,23 @@ def _pair(hybridized):
 # A wrong answer to every check: a slip a student could make (a swapped pair, a number off,
 # the wrong option, an object that does something else). Functions build them lazily.
 WRONG = {
+    "00.1": lambda: dict(values=np.maximum(np.arange(-3, 4) - 1.0, 0)),        # relu, not sigmoid
+    "00.2": lambda: dict(imperative_us=120.0, hybridized_us=40.0, faster="imperative"),
+    "00.3": lambda: dict(path=__file__, line="return F.relu(x)"),
+    "01.1": lambda: dict(result=np.zeros((1, 4), dtype="float32")),
+    "01.2": lambda: dict(weight_shape=(6, 3, 3), out_shape=(1, 6, 28, 28)),
+    "01.3": lambda: dict(formula=lambda x: x / (1 + x * x), scalar_expr="tanh({0})"),
+    "01.4": lambda: dict(plus_keeps_object=True, grow_in_place=True),
+    "02.1": lambda: dict(x=np.arange(0, 3, 0.5), grad=np.sin(np.arange(0, 3, 0.5)),
+                         rule=_wrong_letter("02.1", "rule")),
+    "02.2": lambda: dict(still_true=True, ratio=1.0),
+    "02.3": lambda: dict(error=RuntimeError, fix=_wrong_letter("02.3", "fix")),
+    "02.4": lambda: dict(n_nodes=4, fusable=["tanh"]),
+    "03.1": lambda: dict(w=np.zeros((2, 1)), true_w=np.array([2, -3.4]), why=_wrong_letter("03.1", "why")),
+    "03.2": lambda: dict(final_loss={0.001: 1e-4, 0.1: 1e-4, 1.0: 1e-4}, slowest=1.0),
+    "03.3": lambda: dict(huber_error=0.001, l2_error=0.05, why=_wrong_letter("03.3", "why")),
+    "03.4": lambda: dict(learning_rate=0.03, batch_size=10, divided=np.ones((1, 2)),
+                         undivided=np.ones((1, 2)) * 10),
     "20.1": lambda: dict(once=0.5, every=0.1, pays_off_at=100),
     "20.2": lambda: dict(s=_wrong_symbol(), shapes=((2, 2), (2, 2), (2, 2)),
                          partial=([(2, 2), (2, 2), (2, 2)], [(2, 2)], [])),
@@ -183,7 +200,7 @@ CALL = re.compile(r'check\("(\d+\.\d+)",(.*?)\)\s*$', re.S)
 @pytest.mark.parametrize("path, language", _chapters())
 def test_every_exercise_of_a_checked_chapter_has_its_check_and_its_solution_passes_it(path, language):
     nb = nbformat.read(path, as_version=4)
-    chapter = int(path.stem[:2])
+    chapter = path.stem[:2]
     numbers = exercise_numbers(nb, language)
     # The check cells, after the exercises and before the solutions: all answers None.
     solutions_at = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"
@@ -216,6 +233,6 @@ def test_every_check_belongs_to_an_exercise_of_the_book():
     keys = set()
     for path in BOOK.glob("[0-9]*.ipynb"):
         nb = nbformat.read(path, as_version=4)
-        keys |= {f"{int(path.stem[:2])}.{n}" for n in exercise_numbers(nb)}
+        keys |= {f"{path.stem[:2]}.{n}" for n in exercise_numbers(nb)}
     assert set(CHECKS) <= keys, f"checks without an exercise: {sorted(set(CHECKS) - keys)}"
     assert np.all([len(CHECKS[k].hint) == 2 for k in CHECKS])

@@ -301,3 +301,230 @@ def _(saved, why):
         choice(why, "a", ("saving beats recomputing here", "这里保存胜过重新计算"),
                ("the backward needs exp(a) twice", "反向传播两次需要 exp(a)")),
     ]
+
+
+# ======================================================== Part 1: the basics
+# ---------------------------------------------------------------- 00 how to use
+@exercise("00.1", hint=("sigmoid squashes every entry into (0, 1); x - shift = 0 gives 0.5.",
+                        "sigmoid 把每个元素压到 (0, 1) 之间；x - shift = 0 时得到 0.5。"))
+def _(values):
+    v = _np(values).ravel()
+    want = 1 / (1 + np.exp(-(np.arange(-3, 4) - 1.0)))
+    return [
+        point(v.shape == want.shape and np.allclose(v, want, atol=1e-4),
+              ("sigmoid(x - 1) for x = -3 ... 3", "x = -3 ... 3 时的 sigmoid(x - 1)"),
+              ("`values` should be nd.sigmoid(nd.arange(-3, 4) - 1.0): 7 numbers in (0, 1)",
+               "`values` 应为 nd.sigmoid(nd.arange(-3, 4) - 1.0)：(0, 1) 之间的 7 个数")),
+        point(v.size == 7 and abs(v[4] - 0.5) < 1e-4, ("x = shift gives 0.5", "x = shift 时为 0.5"),
+              ("at x = shift (the fifth entry) sigmoid gives exactly 0.5",
+               "在 x = shift（第五个元素）处 sigmoid 恰好为 0.5")),
+    ]
+
+
+@exercise("00.2", hint=("Time both networks with the same x, many calls each; compare per-call times.",
+                        "用同一个 x 对两个网络各计时多次；比较每次调用的时间。"))
+def _(imperative_us, hybridized_us, faster):
+    imp, hyb = number(imperative_us), number(hybridized_us)
+    measured = "hybridized" if hyb < imp else "imperative"
+    return [
+        point(imp > 0 and hyb > 0, ("two positive timings", "两个正的计时"),
+              ("timings are positive numbers (microseconds per call)", "计时应为正数（每次调用的微秒数）")),
+        point(str(faster) == measured,
+              (f"the {measured} network was faster here ({imp / hyb:.2f}x)",
+               f"这里 {'混合化' if measured == 'hybridized' else '命令式'}网络更快（{imp / hyb:.2f}x）"),
+              (f"your own timings say '{measured}' ({imp:.1f} us vs {hyb:.1f} us)",
+               f"你自己的计时表明是 '{measured}'（{imp:.1f} us 对 {hyb:.1f} us）")),
+    ]
+
+
+@exercise("00.3", hint=("inspect.getsourcefile(nn.Dense), then search the file for 'FullyConnected('.",
+                        "用 inspect.getsourcefile(nn.Dense)，再在文件中搜索 'FullyConnected('。"))
+def _(path, line):
+    import inspect
+    from pathlib import Path
+    from straightdope.gluon import nn
+    source = Path(inspect.getsourcefile(nn.Dense))
+    return [
+        point(Path(path).resolve() == source.resolve(), (f"{source.name} defines Dense", f"{source.name} 定义了 Dense"),
+              (f"{path} is not the file that defines Dense", f"{path} 不是定义 Dense 的文件")),
+        point("FullyConnected(" in str(line) and str(line).strip() in source.read_text(),
+              ("that line calls FullyConnected", "这一行调用了 FullyConnected"),
+              ("`line` should be a line of that file calling F.FullyConnected(...)",
+               "`line` 应是该文件中调用 F.FullyConnected(...) 的一行")),
+    ]
+
+
+# ---------------------------------------------------------------- 01 ndarray
+@exercise("01.1", hint=("Each size-1 axis is stretched to the other's length.",
+                        "每个长度为 1 的轴被拉伸到另一个数组的长度。"))
+def _(result):
+    r = _np(result)
+    want = (np.arange(3).reshape(3, 1) < np.arange(4).reshape(1, 4)).astype("float32")
+    return [
+        point(r.shape == (3, 4), ("(3, 1) and (1, 4) broadcast to (3, 4)", "(3, 1) 与 (1, 4) 广播为 (3, 4)"),
+              (f"the comparison of (3, 1) and (1, 4) gives (3, 4), not {r.shape}",
+               f"(3, 1) 与 (1, 4) 比较得到 (3, 4)，而不是 {r.shape}")),
+        point(r.shape == (3, 4) and np.array_equal(r, want) and r.dtype == np.float32,
+              ("0/1 float32 values, elementwise", "逐元素的 0/1 float32 值"),
+              ("`result` should be col < row for col = arange(3) as (3, 1), row = arange(4) as (1, 4)",
+               "`result` 应为 col < row，其中 col = arange(3) 形状 (3, 1)，row = arange(4) 形状 (1, 4)")),
+    ]
+
+
+@exercise("01.2", hint=("Without padding a k x k kernel removes k - 1 pixels per axis.",
+                        "没有填充时，k x k 的卷积核在每个轴上去掉 k - 1 个像素。"))
+def _(weight_shape, out_shape):
+    return [
+        point(tuple(weight_shape) == (6, 1, 3, 3), ("weight (6, 1, 3, 3)", "权重 (6, 1, 3, 3)"),
+              (f"the weight is (num_filter, channels, 3, 3), not {tuple(weight_shape)}",
+               f"权重形状是 (num_filter, 通道数, 3, 3)，而不是 {tuple(weight_shape)}")),
+        point(tuple(out_shape) == (1, 6, 26, 26), ("output (1, 6, 26, 26)", "输出 (1, 6, 26, 26)"),
+              (f"28 - 3 + 1 = 26 per axis, 6 filters: not {tuple(out_shape)}",
+               f"每个轴 28 - 3 + 1 = 26，6 个滤波器：不是 {tuple(out_shape)}")),
+    ]
+
+
+@exercise("01.3", hint=("Read the row of `softsign` in elemwise.py: its forward and its scalar_expr.",
+                        "读 elemwise.py 中 `softsign` 那一行：它的前向和 scalar_expr。"))
+def _(formula, scalar_expr):
+    from straightdope import ops
+    xs = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
+    got = np.array([float(formula(v)) for v in xs])
+    return [
+        point(np.allclose(got, xs / (1 + np.abs(xs))), ("x / (1 + |x|)", "x / (1 + |x|)"),
+              ("`formula(x)` does not compute softsign on -3, -1, 0, 0.5, 2",
+               "`formula(x)` 在 -3、-1、0、0.5、2 上算出的不是 softsign")),
+        point(str(scalar_expr) == ops.OPS["softsign"].scalar_expr,
+              ("the scalar_expr of the registry", "注册表中的 scalar_expr"),
+              ("`scalar_expr` should be mx.ops.OPS['softsign'].scalar_expr", "`scalar_expr` 应为 mx.ops.OPS['softsign'].scalar_expr")),
+    ]
+
+
+@exercise("01.4", hint=("Compare id(Y) before and after; try `small += big`.",
+                        "比较前后的 id(Y)；试试 `small += big`。"))
+def _(plus_keeps_object, grow_in_place):
+    return [
+        point(plus_keeps_object is False, ("Y = Y + X makes a new array", "Y = Y + X 创建了新数组"),
+              ("`Y = Y + X` always makes a new array: id(Y) changes", "`Y = Y + X` 总是创建新数组：id(Y) 会变")),
+        point(grow_in_place is False, ("+= cannot grow an array", "+= 不能让数组变大"),
+              ("`small += big` fails when the sum is larger than `small`", "和比 `small` 大时，`small += big` 会失败")),
+    ]
+
+
+# ---------------------------------------------------------------- 02 autograd
+@exercise("02.1", hint=("The gradient rule multiplies the incoming gradient og by something.",
+                        "梯度规则把传入的梯度 og 乘以某个量。"),
+          choices={"rule": {"a": ("og * F.cos(x)", "og * F.cos(x)"), "b": ("og * F.sin(x)", "og * F.sin(x)"),
+                            "c": ("F.cos(og)", "F.cos(og)")}})
+def _(x, grad, rule):
+    return [
+        point(np.allclose(_np(grad), np.cos(_np(x)), atol=1e-5), ("x.grad equals cos(x)", "x.grad 等于 cos(x)"),
+              ("`grad` should be x.grad after y = sin(x) was recorded and y.backward()",
+               "`grad` 应为记录 y = sin(x) 并调用 y.backward() 之后的 x.grad")),
+        choice(rule, "a", ("og * cos(x): the chain rule", "og * cos(x)：链式法则"),
+               ("look at mx.ops.OPS['sin'].gradient", "看看 mx.ops.OPS['sin'].gradient")),
+    ]
+
+
+@exercise("02.2", hint=("In the else branch c = (k a)^2: differentiate that.",
+                        "在 else 分支中 c = (k a)^2：对它求导。"))
+def _(still_true, ratio):
+    return [
+        point(still_true is False, ("dc/da = c/a no longer holds there", "那里 dc/da = c/a 不再成立"),
+              ("c is quadratic in a in the else branch", "在 else 分支中 c 是 a 的二次函数")),
+        point(abs(number(ratio) - 2) < 1e-3, ("dc/da = 2c/a", "dc/da = 2c/a"),
+              (f"(dc/da) / (c/a) should be 2 for a negative a, not {number(ratio):.3f}",
+               f"a 为负时 (dc/da) / (c/a) 应为 2，而不是 {number(ratio):.3f}")),
+    ]
+
+
+@exercise("02.3", hint=("backward() frees what it recorded; see retain_graph.",
+                        "backward() 会释放记录的内容；看看 retain_graph。"),
+          choices={"fix": {"a": ("pass retain_graph=True to the first backward()", "第一次 backward() 时传入 retain_graph=True"),
+                           "b": ("call x.attach_grad() again in between", "在两次之间再调用一次 x.attach_grad()"),
+                           "c": ("set grad_req='null'", "设置 grad_req='null'")}})
+def _(error, fix):
+    name = error.__name__ if isinstance(error, type) else type(error).__name__
+    return [
+        point(name == "ValueError", ("the second backward() raises ValueError", "第二次 backward() 抛出 ValueError"),
+              (f"the second call raises ValueError, not {name}", f"第二次调用抛出的是 ValueError，而不是 {name}")),
+        choice(fix, "a", ("retain_graph keeps the graph", "retain_graph 会保留计算图"),
+               ("the graph was freed: keep it", "计算图已被释放：需要保留它")),
+    ]
+
+
+@exercise("02.4", hint=("Count inputs and ops of the printed graph; which ops have a scalar_expr?",
+                        "数一数打印出的图中的输入和算子；哪些算子有 scalar_expr？"))
+def _(n_nodes, fusable):
+    ops_ = list(fusable)
+    return [
+        point(int(n_nodes) == 6, ("6 nodes: 2 inputs, tanh and 3 ops", "6 个节点：2 个输入、tanh 和 3 个算子"),
+              (f"len(graph.nodes) is 6, not {n_nodes}", f"len(graph.nodes) 是 6，不是 {n_nodes}")),
+        point(len(ops_) == 4, ("all 4 ops have a scalar_expr: one loop", "4 个算子都有 scalar_expr：一个循环"),
+              (f"`fusable` should list the 4 ops that have a scalar_expr, got {ops_}",
+               f"`fusable` 应列出有 scalar_expr 的 4 个算子，得到的是 {ops_}")),
+    ]
+
+
+# ---------------------------------------------------------------- 03 linear regression
+@exercise("03.1", hint=("Each weight's gradient involves its own feature; hidden units do not.",
+                        "每个权重的梯度都含有它自己的特征；隐藏单元则不然。"),
+          choices={"why": {
+              "a": ("in a hidden layer, units that start equal get equal gradients and stay equal",
+                    "在隐藏层中，初始相同的单元得到相同的梯度，并一直相同"),
+              "b": ("zero weights make every gradient zero", "零权重使所有梯度为零"),
+              "c": ("zero weights make the loss non-convex", "零权重使损失函数不再是凸的")}})
+def _(w, true_w, why):
+    err = np.abs(_np(w).ravel() - _np(true_w).ravel()).max()
+    return [
+        point(err < 0.05, (f"trained from zeros, w is off by {err:.4f}", f"从零开始训练，w 的误差为 {err:.4f}"),
+              (f"w is off by {err:.3f}: train it from zeros as the chapter trains w",
+               f"w 的误差为 {err:.3f}：请像本章那样从零开始训练 w")),
+        choice(why, "a", ("symmetry is the problem of hidden layers", "对称性是隐藏层的问题"),
+               ("the gradients are not zero: they differ per feature", "梯度不为零：每个特征的梯度不同")),
+    ]
+
+
+@exercise("03.2", hint=("Compare the loss after 2 epochs for each rate.",
+                        "比较每个学习率训练 2 轮之后的损失。"))
+def _(final_loss, slowest):
+    f = {float(k): number(v) for k, v in dict(final_loss).items()}
+    return [
+        point(set(f) == {0.001, 0.1, 1.0}, ("losses for rates 0.001, 0.1, 1.0", "学习率 0.001、0.1、1.0 的损失"),
+              (f"`final_loss` should map 0.001, 0.1 and 1.0 to the loss, got {sorted(f)}",
+               f"`final_loss` 应把 0.001、0.1 和 1.0 映射到损失，得到的是 {sorted(f)}")),
+        point(f.get(0.001, 0) > 10 * f.get(0.1, np.inf), ("lr 0.001 is far behind after 2 epochs", "学习率 0.001 在 2 轮后远远落后"),
+              ("with lr 0.001 the loss should still be far above lr 0.1's", "学习率 0.001 的损失应远高于 0.1 的")),
+        point(float(slowest) == max(f, key=f.get) if f else False, ("the slowest rate, by your numbers", "按你的数据，最慢的学习率"),
+              ("`slowest` should be the rate with the largest final loss", "`slowest` 应是最终损失最大的学习率")),
+    ]
+
+
+@exercise("03.3", hint=("Huber's gradient per example is capped at 1; where are the residuals large?",
+                        "Huber 损失每个样本的梯度上限为 1；残差在什么时候大？"),
+          choices={"why": {
+              "a": ("while residuals are large Huber's capped gradient takes smaller steps",
+                    "残差大时，Huber 被截断的梯度步子更小"),
+              "b": ("Huber is not convex", "Huber 损失不是凸的"),
+              "c": ("Huber ignores small residuals", "Huber 忽略小的残差")}})
+def _(huber_error, l2_error, why):
+    h, l2 = number(huber_error), number(l2_error)
+    return [
+        point(h > l2, (f"Huber is {h / l2:.0f}x further off after 3 epochs", f"3 轮后 Huber 的误差是 L2 的 {h / l2:.0f} 倍"),
+              ("after 3 epochs Huber's weight error should be the larger one: did you swap them?",
+               "3 轮后 Huber 的权重误差应该更大：是不是写反了？")),
+        choice(why, "a", ("capped gradients slow the start", "截断的梯度拖慢了开始阶段"),
+               ("the residuals start large: what does Huber do with them?", "残差一开始很大：Huber 怎样处理它们？")),
+    ]
+
+
+@exercise("03.4", hint=("trainer.step(batch_size) divides the summed gradient by batch_size.",
+                        "trainer.step(batch_size) 把梯度之和除以 batch_size。"))
+def _(learning_rate, batch_size, divided, undivided):
+    lr = number(learning_rate)
+    return [
+        point(abs(lr * int(batch_size) - 0.03) < 1e-9, (f"0.03 / {batch_size} = {lr:g}", f"0.03 / {batch_size} = {lr:g}"),
+              (f"with step(1) the rate is 0.03 / batch_size, not {lr:g}", f"使用 step(1) 时学习率为 0.03 / batch_size，而不是 {lr:g}")),
+        point(np.allclose(_np(divided), _np(undivided), atol=1e-6), ("the two updates agree", "两次更新结果相同"),
+              ("one step each should give the same weights", "各走一步应得到相同的权重")),
+    ]
