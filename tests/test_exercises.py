@@ -80,6 +80,21 @@ def _pair(hybridized):
     return pair
 
 
+def _ones13():
+    from straightdope import nd
+    return nd.ones((1, 3))
+
+
+def _hidden_list_class():
+    from straightdope import gluon
+
+    class HiddenList(gluon.nn.Block):      # layers in a list, never registered
+        def __init__(self):
+            super().__init__()
+            self.layers = [gluon.nn.Dense(5), gluon.nn.Dense(2)]
+    return HiddenList
+
+
 # A wrong answer to every check: a slip a student could make (a swapped pair, a number off,
 # the wrong option, an object that does something else). Functions build them lazily.
 WRONG = {
@@ -100,6 +115,32 @@ WRONG = {
     "03.3": lambda: dict(huber_error=0.001, l2_error=0.05, why=_wrong_letter("03.3", "why")),
     "03.4": lambda: dict(learning_rate=0.03, batch_size=10, divided=np.ones((1, 2)),
                          undivided=np.ones((1, 2)) * 10),
+    "10.1": lambda: dict(names=["dense0_weight", "dense0_bias"], has_bias=True),
+    "10.2": lambda: dict(output=np.full((2, 5), 2.0), by_hand=2.0),
+    "10.3": lambda: dict(shapes={True: ((2, 3, 4, 5), (5, 6)), False: ((2, 5), (5, 72))},
+                         for_sentences=True),
+    "10.4": lambda: dict(warnings=0, changed=True, how="initialize() again"),
+    "11.1": lambda: dict(before="Dense(3 -> 5)", after="Dense(3 -> 5)"),
+    "11.2": lambda: dict(n_params=4, means=_wrong_letter("11.2", "means")),
+    "11.3": lambda: dict(net=_pair(hybridized=False), x=_ones13(),
+                         same_predicting=False, same_recording=True),
+    "11.4": lambda: dict(shape=(7, 2)),
+    "12.1": lambda: dict(block=_pair(hybridized=False), x=_ones13(), numbers=444),
+    "12.2": lambda: dict(n_weights=2, shape=(8, 5)),
+    "12.3": lambda: dict(error=AttributeError("no"), before=6, after=4),
+    "12.4": lambda: dict(block_class=_hidden_list_class()),
+    "13.1": lambda: dict(bias_grad=np.full(3, 4.0), batch_size=4),
+    "13.2": lambda: dict(gradient=28.0, after=1.72),
+    "13.3": lambda: dict(error=TypeError("no"), where=_wrong_letter("13.3", "where")),
+    "13.4": lambda: dict(error=ValueError("no"), weight_shape=(5, 3)),
+    "14.1": lambda: dict(pool2_shape=(1, 16, 5, 5), dense1_weight=(120, 400)),
+    "14.2": lambda: dict(layer="conv2", full=60000, smaller=70000),
+    "14.3": lambda: dict(max_count=60000, avg_count=59000),
+    "14.4": lambda: dict(net=_pair(hybridized=True), compiles=_wrong_letter("14.4", "compiles")),
+    "15.1": lambda: dict(counts={"resnet18_v1": 3, "resnet34_v1": 2, "resnet50_v1": 1}, largest_stage="stage1"),
+    "15.2": lambda: dict(out_shape=(1, 64, 8, 8), why=_wrong_letter("15.2", "why")),
+    "15.3": lambda: dict(imperative=1.0, hybridized=0.1, why=_wrong_letter("15.3", "why")),
+    "15.4": lambda: dict(input_shape=(2, 3, 28, 28), first_weight=(64, 3, 3, 3)),
     "20.1": lambda: dict(once=0.5, every=0.1, pays_off_at=100),
     "20.2": lambda: dict(s=_wrong_symbol(), shapes=((2, 2), (2, 2), (2, 2)),
                          partial=([(2, 2), (2, 2), (2, 2)], [(2, 2)], [])),
@@ -129,6 +170,8 @@ def test_a_wrong_answer_fails_the_check_and_says_what_is_wrong(key):
     assert not result.missing and result.points
     wrong = [p for p in result.points if not p.ok]
     assert wrong, f"check {key!r}: no point marked wrong"
+    assert any("could not use the answer" not in p.text[0] for p in wrong), (
+        f"check {key!r} failed only because it could not use the answer: {wrong}")
     for language in ("en", "zh"):
         set_language(language)
         try:

@@ -528,3 +528,336 @@ def _(learning_rate, batch_size, divided, undivided):
         point(np.allclose(_np(divided), _np(undivided), atol=1e-6), ("the two updates agree", "两次更新结果相同"),
               ("one step each should give the same weights", "各走一步应得到相同的权重")),
     ]
+
+
+# ======================================================== Part 2: Gluon
+def _shape(x):
+    return tuple(int(n) for n in x)
+
+
+def _error_name(error):
+    return error.__name__ if isinstance(error, type) else type(error).__name__
+
+
+# ---------------------------------------------------------------- 10 layers and Dense
+@exercise("10.1", hint=("Print layer.params and layer.bias for Dense(4, use_bias=False).",
+                        "打印 Dense(4, use_bias=False) 的 layer.params 和 layer.bias。"))
+def _(names, has_bias):
+    names = list(names)
+    return [
+        point(len(names) == 1 and names[0].endswith("weight"), ("only the weight", "只有权重"),
+              (f"`names` should list the parameters: only a weight, got {names}",
+               f"`names` 应列出参数：只有一个权重，得到的是 {names}")),
+        point(has_bias is False, ("no bias parameter at all", "完全没有偏置参数"),
+              ("`has_bias` is `layer.bias is not None`: is there a bias?", "`has_bias` 即 `layer.bias is not None`：有偏置吗？")),
+    ]
+
+
+@exercise("10.2", hint=("The weight is 0.5 everywhere, the bias keeps its own initializer (zeros).",
+                        "权重处处为 0.5，偏置保留它自己的初始化器（零）。"))
+def _(output, by_hand):
+    out = _np(output)
+    return [
+        point(out.shape == (2, 5) and np.allclose(out, 1.5), ("a (2, 5) array of 1.5", "一个全为 1.5 的 (2, 5) 数组"),
+              (f"`output` should be the layer's output on np.ones((2, 3)), got shape {out.shape}",
+               f"`output` 应为该层在 np.ones((2, 3)) 上的输出，得到的形状是 {out.shape}")),
+        point(abs(number(by_hand) - 1.5) < 1e-6, ("3 x 1 x 0.5 + 0 = 1.5", "3 x 1 x 0.5 + 0 = 1.5"),
+              (f"by hand: three inputs of 1 times 0.5, plus a zero bias; not {by_hand}",
+               f"手算：三个 1 乘以 0.5，再加零偏置；不是 {by_hand}")),
+    ]
+
+
+@exercise("10.3", hint=("flatten=True flattens everything after the batch axis; False acts on the last axis.",
+                        "flatten=True 展平批量轴之后的所有轴；False 只作用在最后一个轴上。"))
+def _(shapes, for_sentences):
+    got = {bool(k): (_shape(v[0]), _shape(v[1])) for k, v in dict(shapes).items()}
+    return [
+        point(got.get(True) == ((2, 5), (5, 72)), ("flatten=True: output (2, 5), weight (5, 72)", "flatten=True：输出 (2, 5)，权重 (5, 72)"),
+              (f"with flatten=True: (2, 3*4*6) in, so output (2, 5) and weight (5, 72); got {got.get(True)}",
+               f"flatten=True 时输入为 (2, 3*4*6)，输出 (2, 5)、权重 (5, 72)；得到的是 {got.get(True)}")),
+        point(got.get(False) == ((2, 3, 4, 5), (5, 6)), ("flatten=False: output (2, 3, 4, 5), weight (5, 6)", "flatten=False：输出 (2, 3, 4, 5)，权重 (5, 6)"),
+              (f"with flatten=False the layer acts on the last axis (6); got {got.get(False)}",
+               f"flatten=False 时该层作用在最后一个轴（6）上；得到的是 {got.get(False)}")),
+        point(for_sentences is False, ("flatten=False for word vectors", "词向量用 flatten=False"),
+              ("the same weights should apply to every word, for any number of words",
+               "同一组权重应作用于每个词，且适用于任意词数")),
+    ]
+
+
+@exercise("10.4", hint=("Catch the warnings of the second initialize(); look for force_reinit.",
+                        "捕获第二次 initialize() 的警告；找找 force_reinit。"))
+def _(warnings, changed, how):
+    return [
+        point(int(warnings) >= 1, ("the second call warns", "第二次调用会发出警告"),
+              ("catch the warnings of the second initialize(): there is one per parameter",
+               "捕获第二次 initialize() 的警告：每个参数一条")),
+        point(changed is False, ("and changes nothing", "并且什么也不改变"),
+              ("the weights stay as they were after the second call", "第二次调用后权重保持不变")),
+        point("force_reinit" in str(how), ("force_reinit=True starts over", "force_reinit=True 重新开始"),
+              ("`how` names the argument of initialize() that re-draws the weights",
+               "`how` 是 initialize() 中重新抽取权重的参数名")),
+    ]
+
+
+# ---------------------------------------------------------------- 11 Sequential
+@exercise("11.1", hint=("Compare print(net) before and after the first batch.",
+                        "比较第一个批量之前和之后的 print(net)。"))
+def _(before, after):
+    return [
+        point("-1" in str(before), ("before: input sizes unknown (-1)", "之前：输入大小未知（-1）"),
+              ("`before` should be str(net) before the first forward pass", "`before` 应为第一次前向传播之前的 str(net)")),
+        point("-1" not in str(after) and str(after) != str(before), ("after: every size inferred", "之后：所有大小都已推断"),
+              ("`after` should be str(net) after the first forward pass", "`after` 应为第一次前向传播之后的 str(net)")),
+    ]
+
+
+@exercise("11.2", hint=("One Dense object is one set of parameters, however often it is used.",
+                        "一个 Dense 对象就是一组参数，不论使用多少次。"),
+          choices={"means": {"a": ("the two uses share, and update, the same weights", "两次使用共享并更新同一组权重"),
+                             "b": ("the second use gets a copy of the weights", "第二次使用得到权重的副本"),
+                             "c": ("the second use is not trained", "第二次使用不参与训练")}})
+def _(n_params, means):
+    return [
+        point(int(n_params) == 2, ("2 parameters: one weight, one bias", "2 个参数：一个权重，一个偏置"),
+              (f"collect_params() lists each Parameter once: 2, not {n_params}", f"collect_params() 每个参数只列一次：2 个，不是 {n_params}")),
+        choice(means, "a", ("shared weights", "共享权重"), ("it is one object, not two", "它是一个对象，不是两个")),
+    ]
+
+
+@exercise("11.3", hint=("Dropout is active only while autograd records (training mode).",
+                        "Dropout 只在 autograd 记录时（训练模式）起作用。"))
+def _(net, x, same_predicting, same_recording):
+    from straightdope import autograd
+    predicting = np.abs(_np(net(x)) - _np(net(x))).max() == 0
+    with autograd.record():
+        recording = np.abs(_np(net(x)) - _np(net(x))).max() == 0
+    return [
+        point(not recording and predicting, ("the net has a working Dropout", "网络中的 Dropout 在起作用"),
+              ("`net` should contain nn.Dropout(0.5) and be called on `x`", "`net` 应包含 nn.Dropout(0.5)，并在 `x` 上调用")),
+        point(same_predicting is True, ("outside record(): the same output every call", "record() 之外：每次输出相同"),
+              ("outside autograd.record() Dropout is the identity", "autograd.record() 之外 Dropout 是恒等映射")),
+        point(same_recording is False, ("inside record(): a new mask every call", "record() 之内：每次一个新的掩码"),
+              ("while recording, each call draws a new random mask", "记录时每次调用都会抽取新的随机掩码")),
+    ]
+
+
+@exercise("11.4", hint=("net[0:2] ends with the second layer, which has 25 units.",
+                        "net[0:2] 以第二层结束，它有 25 个单元。"))
+def _(shape):
+    return [point(_shape(shape) == (7, 25), ("(7, 25): 7 examples, 25 features", "(7, 25)：7 个样本，25 个特征"),
+                  (f"the second layer has 25 units: (7, 25), not {_shape(shape)}", f"第二层有 25 个单元：(7, 25)，不是 {_shape(shape)}"))]
+
+
+# ---------------------------------------------------------------- 12 custom blocks
+@exercise("12.1", hint=("Each MLP registered as an attribute brings its 6 parameters.",
+                        "每个作为属性注册的 MLP 都带来它的 6 个参数。"))
+def _(block, x, numbers):
+    params = block.collect_params()
+    total = sum(p.data().size for p in params.values())
+    return [
+        point(_shape(block(x).shape)[1:] == (4,), ("outputs concatenated: 2 + 2 = 4 columns", "输出拼接：2 + 2 = 4 列"),
+              ("concatenate the two MLPs' outputs along axis 1", "沿轴 1 拼接两个 MLP 的输出")),
+        point(len(params) == 12, ("12 parameter arrays", "12 个参数数组"),
+              (f"two MLPs have 12 parameter arrays, found {len(params)}: are both attributes?",
+               f"两个 MLP 有 12 个参数数组，找到 {len(params)} 个：两个都是属性吗？")),
+        point(int(numbers) == total, (f"{total} numbers in all", f"共 {total} 个数"),
+              (f"the parameters hold {total} numbers, not {numbers}", f"参数共有 {total} 个数，不是 {numbers}")),
+    ]
+
+
+@exercise("12.2", hint=("collect_params() lists each Parameter once, however often forward uses it.",
+                        "collect_params() 每个参数只列一次，不论 forward 使用多少次。"))
+def _(n_weights, shape):
+    return [
+        point(int(n_weights) == 1, ("one weight matrix", "一个权重矩阵"),
+              (f"self.dense is one layer: 1 weight, not {n_weights}", f"self.dense 是一层：1 个权重，不是 {n_weights}")),
+        point(_shape(shape) == (8, 8), ("(8, 8): output size equals input size", "(8, 8)：输出大小等于输入大小"),
+              (f"its output is fed back in, so the weight is square (8, 8), not {_shape(shape)}",
+               f"它的输出又被送回输入，所以权重是方阵 (8, 8)，不是 {_shape(shape)}")),
+    ]
+
+
+@exercise("12.3", hint=("Try it inside try/except and count collect_params() before and after.",
+                        "放在 try/except 中试一试，并数一数之前和之后的 collect_params()。"))
+def _(error, before, after):
+    return [
+        point(_error_name(error) == "TypeError", ("__setattr__ refuses with a TypeError", "__setattr__ 以 TypeError 拒绝"),
+              (f"the assignment raises TypeError, not {_error_name(error)}", f"赋值抛出的是 TypeError，不是 {_error_name(error)}")),
+        point(int(before) == int(after), ("collect_params() is unchanged", "collect_params() 不变"),
+              ("the refused assignment changes nothing", "被拒绝的赋值什么也不改变")),
+    ]
+
+
+@exercise("12.4", hint=("Call self.register_child(layer) for each layer of the list.",
+                        "对列表中的每一层调用 self.register_child(layer)。"))
+def _(block_class):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        params = block_class().collect_params()
+    return [
+        point(len(params) == 4, ("4 parameters found", "找到 4 个参数"),
+              (f"collect_params() finds {len(params)} parameters, not the 4 of two Dense layers",
+               f"collect_params() 找到 {len(params)} 个参数，而不是两个 Dense 层的 4 个")),
+        point(not caught, ("no warning", "没有警告"),
+              ("collect_params() still warns: register each layer of the list", "collect_params() 仍有警告：请注册列表中的每一层")),
+    ]
+
+
+# ---------------------------------------------------------------- 13 parameters
+@exercise("13.1", hint=("With relu a bias entry's gradient counts the examples where that output is active.",
+                        "有 relu 时，偏置每个元素的梯度等于该输出被激活的样本数。"))
+def _(bias_grad, batch_size):
+    g, n = _np(bias_grad), int(batch_size)
+    return [
+        point(np.allclose(g, np.round(g)) and g.min() >= 0 and g.max() <= n,
+              ("each entry counts active examples (0 to batch size)", "每个元素是激活样本数（0 到批量大小）"),
+              (f"the bias gradient should hold counts between 0 and {n}, got {g}", f"偏置梯度应为 0 到 {n} 之间的计数，得到的是 {g}")),
+        point(not np.all(g == n), ("it changed: not the batch size everywhere", "它变了：不再处处等于批量大小"),
+              ("without relu every entry is the batch size: did you apply npx.relu?", "没有 relu 时每个元素都等于批量大小：用了 npx.relu 吗？")),
+    ]
+
+
+@exercise("13.2", hint=("d/ds of sum (s x - 3x)^2 at s = 2 for x = 1, 2, 3; then s - lr * gradient.",
+                        "在 s = 2、x = 1, 2, 3 时求 sum (s x - 3x)^2 对 s 的导数；再算 s - lr * 梯度。"))
+def _(gradient, after):
+    return [
+        point(abs(number(gradient) + 28) < 1e-3, ("gradient -28: SGD raises s", "梯度为 -28：SGD 使 s 增大"),
+              (f"2 * sum (s - 3) x^2 = -28 at s = 2, not {number(gradient):g}", f"s = 2 时 2 * sum (s - 3) x^2 = -28，不是 {number(gradient):g}")),
+        point(abs(number(after) - 2.28) < 1e-4, ("s moves from 2 to 2.28, towards 3", "s 从 2 变为 2.28，朝 3 靠近"),
+              (f"one step with lr 0.01: 2 + 0.01 * 28 = 2.28, not {number(after):g}", f"学习率 0.01 走一步：2 + 0.01 * 28 = 2.28，不是 {number(after):g}")),
+    ]
+
+
+@exercise("13.3", hint=("A shape with -1 in it is incomplete: who needs the full shape first?",
+                        "含 -1 的形状是不完整的：谁最先需要完整的形状？"),
+          choices={"where": {"a": ("at initialize(): the weight must be created whole", "在 initialize() 时：权重必须被完整创建"),
+                             "b": ("at the first forward pass", "在第一次前向传播时"),
+                             "c": ("when the layer is constructed", "在构造该层时")}})
+def _(error, where):
+    return [
+        point(_error_name(error) == "ValueError", ("a ValueError", "一个 ValueError"),
+              (f"it raises ValueError, not {_error_name(error)}", f"抛出的是 ValueError，不是 {_error_name(error)}")),
+        choice(where, "a", ("it fails at initialize()", "它在 initialize() 时失败"),
+               ("the error comes before any data is seen", "错误在看到任何数据之前就发生了")),
+    ]
+
+
+@exercise("13.4", hint=("infer_shape succeeds; the shapes meet in np.dot.",
+                        "infer_shape 成功了；形状在 np.dot 中相遇。"))
+def _(error, weight_shape):
+    return [
+        point(_error_name(error) == "OpError", ("an OpError from the dot op", "来自 dot 算子的 OpError"),
+              (f"the forward's np.dot raises mx.ops.OpError, not {_error_name(error)}",
+               f"forward 中的 np.dot 抛出 mx.ops.OpError，不是 {_error_name(error)}")),
+        point(_shape(weight_shape) == (6, 3), ("the weight got the wrong shape (6, 3)", "权重得到了错误的形状 (6, 3)"),
+              (f"infer_shape made the weight (5 + 1, 3) = (6, 3), not {_shape(weight_shape)}",
+               f"infer_shape 把权重设成 (5 + 1, 3) = (6, 3)，不是 {_shape(weight_shape)}")),
+    ]
+
+
+# ---------------------------------------------------------------- 14 LeNet
+@exercise("14.1", hint=("padding=1 keeps a 3x3 convolution's size; only the pools halve it.",
+                        "padding=1 让 3x3 卷积保持大小不变；只有池化层把它减半。"))
+def _(pool2_shape, dense1_weight):
+    return [
+        point(_shape(pool2_shape)[1:] == (16, 7, 7), ("28 -> 28 -> 14 -> 14 -> 7", "28 -> 28 -> 14 -> 14 -> 7"),
+              (f"after the second pool the maps are (16, 7, 7), got {_shape(pool2_shape)[1:]}",
+               f"第二个池化层之后特征图为 (16, 7, 7)，得到的是 {_shape(pool2_shape)[1:]}")),
+        point(_shape(dense1_weight) == (120, 784), ("dense1 weight (120, 16 x 7 x 7)", "dense1 权重 (120, 16 x 7 x 7)"),
+              (f"dense1 sees 16 * 7 * 7 = 784 inputs: (120, 784), not {_shape(dense1_weight)}",
+               f"dense1 的输入为 16 * 7 * 7 = 784：(120, 784)，不是 {_shape(dense1_weight)}")),
+    ]
+
+
+@exercise("14.2", hint=("The parameter table: which layer's weight is (120, 400)?",
+                        "看参数表：哪一层的权重是 (120, 400)？"))
+def _(layer, full, smaller):
+    return [
+        point(str(layer) == "dense1", ("dense1 holds most of them", "dense1 占了大部分"),
+              (f"the layer with the (120, 400) weight is dense1, not {layer!r}", f"权重为 (120, 400) 的层是 dense1，不是 {layer!r}")),
+        point(int(smaller) < int(full), (f"{int(full):,} -> {int(smaller):,} parameters", f"{int(full):,} -> {int(smaller):,} 个参数"),
+              ("your variant should have fewer parameters than LeNet", "你的变体的参数应比 LeNet 少")),
+    ]
+
+
+@exercise("14.3", hint=("Does taking a maximum or a mean need weights?", "取最大值或平均值需要权重吗？"))
+def _(max_count, avg_count):
+    return [point(int(max_count) == int(avg_count), ("the same count: pooling has no parameters", "数量相同：池化层没有参数"),
+                  (f"{max_count} vs {avg_count}: pooling layers have no parameters", f"{max_count} 对 {avg_count}：池化层没有参数"))]
+
+
+@exercise("14.4", hint=("hybridize() can trace a HybridBlock made of HybridBlocks.",
+                        "hybridize() 能追踪由 HybridBlock 组成的 HybridBlock。"),
+          choices={"compiles": {"a": ("the HybridSequential: the whole chain is one graph", "HybridSequential：整条链是一张图"),
+                                "b": ("the custom LeNet: it is a Block", "自定义的 LeNet：它是一个 Block"),
+                                "c": ("both, as one graph each", "两者都可以，各成一张图")}})
+def _(net, compiles):
+    from straightdope import gluon
+    return [
+        point(isinstance(net, gluon.nn.HybridSequential) and getattr(net, "_cached_op", None) is not None,
+              ("your HybridSequential LeNet runs one compiled graph", "你的 HybridSequential LeNet 运行一张编译后的图"),
+              ("`net` should be the HybridSequential LeNet, hybridized and called once",
+               "`net` 应为 HybridSequential 版的 LeNet，已混合化并调用过一次")),
+        choice(compiles, "a", ("a Block's forward is Python that cannot be traced", "Block 的 forward 是无法追踪的 Python 代码"),
+               ("which of the two is a HybridBlock?", "两者中哪个是 HybridBlock？")),
+    ]
+
+
+# ---------------------------------------------------------------- 15 model zoo
+@exercise("15.1", hint=("infer_shape gives every parameter's shape without allocating it.",
+                        "infer_shape 不分配内存就给出每个参数的形状。"))
+def _(counts, largest_stage):
+    c = {k: int(v) for k, v in dict(counts).items()}
+    ok = set(c) == {"resnet18_v1", "resnet34_v1", "resnet50_v1"}
+    return [
+        point(ok and c["resnet18_v1"] < c["resnet34_v1"] < c["resnet50_v1"],
+              ("18 < 34 < 50 in parameters", "参数量 18 < 34 < 50"),
+              (f"`counts` should map the three names to their counts, growing with depth; got {c}",
+               f"`counts` 应把三个名字映射到参数量，且随深度增加；得到的是 {c}")),
+        point(str(largest_stage) == "stage4", ("stage4 (2048 channels) holds the most", "stage4（2048 个通道）最多"),
+              (f"the last stage holds over half, not {largest_stage!r}", f"最后一个阶段占一半以上，不是 {largest_stage!r}")),
+    ]
+
+
+@exercise("15.2", hint=("x + residual needs two arrays of one shape.", "x + residual 需要两个形状相同的数组。"),
+          choices={"why": {"a": ("the shortcut must match the output's channels and size", "捷径必须匹配输出的通道数和大小"),
+                           "b": ("it adds a nonlinearity", "它增加了非线性"),
+                           "c": ("it saves memory", "它节省内存")}})
+def _(out_shape, why):
+    return [
+        point(_shape(out_shape) == (1, 256, 4, 4), ("(1, 64, 8, 8) -> (1, 256, 4, 4)", "(1, 64, 8, 8) -> (1, 256, 4, 4)"),
+              (f"256 channels, stride 2 halves 8 to 4: (1, 256, 4, 4), not {_shape(out_shape)}",
+               f"256 个通道，步幅 2 把 8 减半为 4：(1, 256, 4, 4)，不是 {_shape(out_shape)}")),
+        choice(why, "a", ("downsample makes the shapes match", "downsample 使形状匹配"),
+               ("what would x + residual do with different shapes?", "形状不同时 x + residual 会怎样？")),
+    ]
+
+
+@exercise("15.3", hint=("Large convolutions take the same NumPy time in both modes.",
+                        "大的卷积在两种模式下耗费相同的 NumPy 时间。"),
+          choices={"why": {"a": ("the convolutions' arithmetic dominates; only per-op overhead is saved",
+                                 "卷积的计算占主导；只省下了每个算子的开销"),
+                           "b": ("the NumPy executor compiles the graph", "NumPy 执行器会编译计算图"),
+                           "c": ("hybridizing always makes ResNet much faster", "混合化总能让 ResNet 快很多")}})
+def _(imperative, hybridized, why):
+    r = number(imperative) / number(hybridized)
+    return [
+        point(1 / 3 < r < 3, (f"about the same: ratio {r:.2f}x", f"差不多：比值 {r:.2f}x"),
+              (f"ratio {r:.2f}x: time both modes the same way, over a few calls", f"比值 {r:.2f}x：请用相同方法对两种模式各计时几次")),
+        choice(why, "a", ("the arithmetic is the same in both modes", "两种模式的计算量相同"),
+               ("where does ResNet-18 spend its time?", "ResNet-18 把时间花在哪里？")),
+    ]
+
+
+@exercise("15.4", hint=("One channel: the first convolution takes in_channels from the first batch.",
+                        "一个通道：第一个卷积从第一个批量得到 in_channels。"))
+def _(input_shape, first_weight):
+    return [
+        point(_shape(input_shape)[1:] == (1, 28, 28), ("(batch, 1, 28, 28)", "(批量, 1, 28, 28)"),
+              (f"the images have one channel: (batch, 1, 28, 28), not {_shape(input_shape)}",
+               f"图像只有一个通道：(批量, 1, 28, 28)，不是 {_shape(input_shape)}")),
+        point(_shape(first_weight) == (64, 1, 3, 3), ("first weight (64, 1, 3, 3)", "第一个权重 (64, 1, 3, 3)"),
+              (f"the first convolution's weight is (64, 1, 3, 3), not {_shape(first_weight)}",
+               f"第一个卷积的权重是 (64, 1, 3, 3)，不是 {_shape(first_weight)}")),
+    ]
