@@ -95,6 +95,35 @@ def _hidden_list_class():
     return HiddenList
 
 
+def _trained_and_untouched():
+    """A layer trained one step and a fresh layer that did not load it."""
+    from straightdope import autograd, gluon, nd
+    trained, fresh = gluon.nn.Dense(2, in_units=3), gluon.nn.Dense(2, in_units=3)
+    trained.initialize()
+    fresh.initialize()
+    x = nd.ones((4, 3))
+    with autograd.record():
+        loss = (trained(x) ** 2).mean()
+    loss.backward()
+    gluon.Trainer(trained.collect_params(), "sgd", {"learning_rate": 0.1}).step(1)
+    return dict(trained=trained, loaded=fresh, diff=(fresh(x) - trained(x)).abs().max().asscalar())
+
+
+def _zeros_initializer():
+    from straightdope import initializer
+    return initializer.Zero
+
+
+def _add_one_in_place():
+    from straightdope import gluon
+
+    class AddOneInPlace(gluon.HybridBlock):    # the chapter's: += changes the caller's input
+        def hybrid_forward(self, F, x):
+            x += 1
+            return x * 2
+    return AddOneInPlace
+
+
 # A wrong answer to every check: a slip a student could make (a swapped pair, a number off,
 # the wrong option, an object that does something else). Functions build them lazily.
 WRONG = {
@@ -139,8 +168,19 @@ WRONG = {
     "14.4": lambda: dict(net=_pair(hybridized=True), compiles=_wrong_letter("14.4", "compiles")),
     "15.1": lambda: dict(counts={"resnet18_v1": 3, "resnet34_v1": 2, "resnet50_v1": 1}, largest_stage="stage1"),
     "15.2": lambda: dict(out_shape=(1, 64, 8, 8), why=_wrong_letter("15.2", "why")),
-    "15.3": lambda: dict(imperative=1.0, hybridized=0.1, why=_wrong_letter("15.3", "why")),
+    "15.3": lambda: dict(imperative=1.0, hybridized=0.1, faster="imperative", why=_wrong_letter("15.3", "why")),
     "15.4": lambda: dict(input_shape=(2, 3, 28, 28), first_weight=(64, 3, 3, 3)),
+    "16.1": lambda: dict(error=KeyError("x"), expected=["hidden.0.weight", "hidden.0.bias"]),
+    "16.2": lambda: _trained_and_untouched(),
+    "16.3": lambda: dict(ops={"FullyConnected", "relu", "null"}, shape_key="shape"),
+    "16.4": lambda: dict(n_warnings=0, why=_wrong_letter("16.4", "why")),
+    "17.1": lambda: dict(dropout_params=2, total=48),
+    "17.2": lambda: dict(labels_32=["32x512", "32x256"], why=_wrong_letter("17.2", "why")),
+    "17.3": lambda: dict(layer="conv1", weight_shape=(6, 1, 3, 3)),
+    "17.4": lambda: dict(error=AttributeError("no"), why=_wrong_letter("17.4", "why")),
+    "18.1": lambda: dict(summed=np.ones((8, 8)), tied=2 * np.ones((8, 8))),
+    "18.2": lambda: dict(initializer=_zeros_initializer()),
+    "18.3": lambda: dict(block_class=_add_one_in_place()),
     "20.1": lambda: dict(once=0.5, every=0.1, pays_off_at=100),
     "20.2": lambda: dict(s=_wrong_symbol(), shapes=((2, 2), (2, 2), (2, 2)),
                          partial=([(2, 2), (2, 2), (2, 2)], [(2, 2)], [])),

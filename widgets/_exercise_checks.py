@@ -840,11 +840,15 @@ def _(out_shape, why):
                                  "卷积的计算占主导；只省下了每个算子的开销"),
                            "b": ("the NumPy executor compiles the graph", "NumPy 执行器会编译计算图"),
                            "c": ("hybridizing always makes ResNet much faster", "混合化总能让 ResNet 快很多")}})
-def _(imperative, hybridized, why):
-    r = number(imperative) / number(hybridized)
+def _(imperative, hybridized, faster, why):
+    imp, hyb = number(imperative), number(hybridized)
+    measured = "hybridized" if hyb < imp else "imperative"
     return [
-        point(1 / 3 < r < 3, (f"about the same: ratio {r:.2f}x", f"差不多：比值 {r:.2f}x"),
-              (f"ratio {r:.2f}x: time both modes the same way, over a few calls", f"比值 {r:.2f}x：请用相同方法对两种模式各计时几次")),
+        point(imp > 0 and hyb > 0 and str(faster) == measured,
+              (f"by your timings the {measured} run was faster ({imp / hyb:.2f}x)",
+               f"按你的计时，{'混合化' if measured == 'hybridized' else '命令式'}更快（{imp / hyb:.2f}x）"),
+              (f"your own timings say '{measured}' ({imp:.3f} s vs {hyb:.3f} s)",
+               f"你自己的计时表明是 '{measured}'（{imp:.3f} s 对 {hyb:.3f} s）")),
         choice(why, "a", ("the arithmetic is the same in both modes", "两种模式的计算量相同"),
                ("where does ResNet-18 spend its time?", "ResNet-18 把时间花在哪里？")),
     ]
@@ -860,4 +864,156 @@ def _(input_shape, first_weight):
         point(_shape(first_weight) == (64, 1, 3, 3), ("first weight (64, 1, 3, 3)", "第一个权重 (64, 1, 3, 3)"),
               (f"the first convolution's weight is (64, 1, 3, 3), not {_shape(first_weight)}",
                f"第一个卷积的权重是 (64, 1, 3, 3)，不是 {_shape(first_weight)}")),
+    ]
+
+
+# ---------------------------------------------------------------- 16 save and load
+@exercise("16.1", hint=("A parameter's key is its attribute path: hidden.0.weight, ...",
+                        "参数的键是它的属性路径：hidden.0.weight, ……"))
+def _(error, expected):
+    keys = list(expected)
+    return [
+        point(_error_name(error) == "ValueError", ("loading raises ValueError", "加载时抛出 ValueError"),
+              (f"load_parameters raises ValueError, not {_error_name(error)}", f"load_parameters 抛出的是 ValueError，不是 {_error_name(error)}")),
+        point({"h1.weight", "h1.bias", "h2.weight", "h2.bias"} <= set(keys) and not any(k.startswith("hidden") for k in keys),
+              ("the new net expects h1.*, h2.* keys", "新网络期望 h1.*、h2.* 这些键"),
+              (f"`expected` should be the new network's keys (h1.weight, ...), got {keys}",
+               f"`expected` 应为新网络的键（h1.weight 等），得到的是 {keys}")),
+    ]
+
+
+@exercise("16.2", hint=("Compare the parameters of the trained and the loaded layer.",
+                        "比较训练过的层与加载的层的参数。"))
+def _(trained, loaded, diff):
+    a = [_np(p.data()) for p in trained.collect_params().values()]
+    b = [_np(p.data()) for p in loaded.collect_params().values()]
+    same = len(a) == len(b) and all(x.shape == y.shape and np.allclose(x, y, atol=1e-6) for x, y in zip(a, b))
+    return [
+        point(same and trained is not loaded, ("the loaded layer holds the trained values", "加载的层保存着训练后的值"),
+              ("`loaded` should be a fresh layer that loaded the trained layer's file", "`loaded` 应为加载了训练后文件的新层")),
+        point(number(diff) < 1e-5, ("one more step keeps them together", "再走一步后两者仍然一致"),
+              (f"after one more step each, outputs differ by {number(diff):.2e}", f"各走一步之后输出相差 {number(diff):.2e}")),
+    ]
+
+
+@exercise("16.3", hint=("Every node of the JSON has an op; parameters are 'null' nodes with attributes.",
+                        "JSON 中每个节点都有 op；参数是带属性的 'null' 节点。"))
+def _(ops, shape_key):
+    found = set(ops)
+    return [
+        point(found == {"FullyConnected", "Activation"}, ("FullyConnected and Activation nodes", "FullyConnected 与 Activation 节点"),
+              (f"the ops of the MLP's graph (besides 'null') are FullyConnected and Activation, got {sorted(found)}",
+               f"该 MLP 图中的算子（'null' 之外）是 FullyConnected 和 Activation，得到的是 {sorted(found)}")),
+        point(str(shape_key) == "__shape__", ("shapes are the __shape__ attribute", "形状记录在 __shape__ 属性中"),
+              ("look at the attrs of a parameter's 'null' node", "看看参数的 'null' 节点的 attrs")),
+    ]
+
+
+@exercise("16.4", hint=("Which parameters did load_parameters set already?", "load_parameters 已经设置了哪些参数？"),
+          choices={"why": {"a": ("initialize() fills only what the file lacked and keeps the loaded values",
+                                 "initialize() 只填补文件中缺少的参数，保留加载的值"),
+                           "b": ("initialize() re-draws every parameter", "initialize() 重新抽取所有参数"),
+                           "c": ("the warning means the file was damaged", "警告说明文件损坏了")}})
+def _(n_warnings, why):
+    return [
+        point(int(n_warnings) >= 1, ("it warns for the loaded parameters", "它对已加载的参数发出警告"),
+              ("catch the warnings of bigger.initialize(): one per loaded parameter", "捕获 bigger.initialize() 的警告：每个已加载的参数一条")),
+        choice(why, "a", ("loaded values are kept", "加载的值被保留"), ("were the loaded values overwritten?", "加载的值被覆盖了吗？")),
+    ]
+
+
+# ---------------------------------------------------------------- 17 summary and plot
+@exercise("17.1", hint=("Dropout multiplies by a random mask: does that need weights?",
+                        "Dropout 乘以一个随机掩码：这需要权重吗？"))
+def _(dropout_params, total):
+    return [
+        point(int(dropout_params) == 0, ("Dropout has no parameters", "Dropout 没有参数"),
+              (f"Dropout has 0 parameters, not {dropout_params}", f"Dropout 有 0 个参数，不是 {dropout_params}")),
+        point(int(total) == 40, ("40 = 4 x 8 weights + 8 biases", "40 = 4 x 8 个权重 + 8 个偏置"),
+              (f"Dense(8) on 4 features has 4 * 8 + 8 = 40 parameters, not {total}",
+               f"4 个特征上的 Dense(8) 有 4 * 8 + 8 = 40 个参数，不是 {total}")),
+    ]
+
+
+@exercise("17.2", hint=("Compare the edge labels for batch 1 and batch 32.", "比较批量 1 与批量 32 的边标签。"),
+          choices={"why": {"a": ("the batch size is the same on every edge and the graph works for any batch",
+                                 "批量大小在每条边上都相同，且计算图适用于任何批量"),
+                           "b": ("plot_network cannot infer the batch size", "plot_network 无法推断批量大小"),
+                           "c": ("the batch size is stored in the weights", "批量大小存储在权重中")}})
+def _(labels_32, why):
+    labels = [str(x) for x in labels_32]
+    return [
+        point(labels and not any("32" in x.split("x") for x in labels), ("no batch axis on the edges", "边上没有批量轴"),
+              (f"`labels_32` should be the edge labels for batch 32, without the batch: got {labels}",
+               f"`labels_32` 应为批量 32 时的边标签，不含批量：得到的是 {labels}")),
+        choice(why, "a", ("the first axis would add nothing", "第一个轴不会提供任何信息"), ("does any weight depend on the batch?", "有哪个权重依赖于批量吗？")),
+    ]
+
+
+@exercise("17.3", hint=("Look at the Param # column of the summary.", "看 summary 的 Param # 列。"))
+def _(layer, weight_shape):
+    return [
+        point(str(layer) == "dense1", ("dense1", "dense1"), (f"the largest layer is dense1, not {layer!r}", f"最大的层是 dense1，不是 {layer!r}")),
+        point(_shape(weight_shape) == (120, 400), ("its weight (120, 400)", "它的权重 (120, 400)"),
+              (f"dense1's weight connects 400 features to 120 units: (120, 400), not {_shape(weight_shape)}",
+               f"dense1 的权重把 400 个特征连到 120 个单元：(120, 400)，不是 {_shape(weight_shape)}")),
+    ]
+
+
+@exercise("17.4", hint=("A Symbol has no values; what does .item() need?", "Symbol 没有值；.item() 需要什么？"),
+          choices={"why": {"a": ("a Symbol has no values, and .item() needs a number", "Symbol 没有值，而 .item() 需要一个数"),
+                           "b": ("Blocks cannot be drawn at all", "Block 根本无法绘制"),
+                           "c": ("sum() is not defined for Symbols", "Symbol 没有定义 sum()")}})
+def _(error, why):
+    return [
+        point(_error_name(error) == "NotImplementedForSymbol", ("NotImplementedForSymbol", "NotImplementedForSymbol"),
+              (f"calling it on a Symbol raises NotImplementedForSymbol, not {_error_name(error)}",
+               f"在 Symbol 上调用会抛出 NotImplementedForSymbol，不是 {_error_name(error)}")),
+        choice(why, "a", ("control flow on values needs values", "依赖值的控制流需要值"), ("what does x.sum() return for a Symbol?", "对 Symbol 来说 x.sum() 返回什么？")),
+    ]
+
+
+# ---------------------------------------------------------------- 18 builder's guide
+@exercise("18.1", hint=("A value used twice gets the sum of the gradients through each use.",
+                        "被使用两次的值得到两次使用的梯度之和。"))
+def _(summed, tied):
+    s, t_ = _np(summed), _np(tied)
+    return [point(s.shape == t_.shape and np.abs(t_).max() > 0 and np.allclose(s, t_, atol=1e-5),
+                  ("the two unshared gradients add up to the tied one", "两个未共享的梯度之和等于共享的梯度"),
+                  ("`summed` (first + second weight gradients) should equal shared.weight.grad()",
+                   "`summed`（两个权重梯度之和）应等于 shared.weight.grad()"))]
+
+
+@exercise("18.2", hint=("_init_weight(self, name, arr) fills arr in place: arr[:] = ...",
+                        "_init_weight(self, name, arr) 原地填充 arr：arr[:] = ……"))
+def _(initializer):
+    from straightdope import nd
+    from straightdope.gluon import nn
+    square = nn.Dense(8, in_units=8)
+    square.initialize(initializer() if isinstance(initializer, type) else initializer)
+    v = nd.random.normal(shape=(3, 8))
+    return [point(np.allclose(_np(square(v)), _np(v), atol=1e-6),
+                  ("Dense(8, in_units=8) passes its input through", "Dense(8, in_units=8) 原样输出输入"),
+                  ("with your initializer Dense(8, in_units=8) does not return its input",
+                   "使用你的初始化器时 Dense(8, in_units=8) 没有原样返回输入"))]
+
+
+@exercise("18.3", hint=("x = x + 1 makes a new array (and a new node); x += 1 writes into the caller's.",
+                        "x = x + 1 创建新数组（和新节点）；x += 1 会写入调用者的数组。"))
+def _(block_class):
+    from straightdope import nd
+    outs, inputs = [], []
+    for hybridize in (False, True):
+        block = block_class()
+        block.initialize()
+        if hybridize:
+            block.hybridize()
+        data = nd.ones((3,))
+        outs.append(_np(block(data)))
+        inputs.append(_np(data))
+    return [
+        point(np.allclose(outs[0], outs[1]), ("both modes give the same output", "两种模式输出相同"),
+              (f"outputs differ: imperative {outs[0]}, hybridized {outs[1]}", f"输出不同：命令式 {outs[0]}，混合化 {outs[1]}")),
+        point(all(np.allclose(i, 1) for i in inputs), ("the input is left as it was", "输入保持不变"),
+              (f"the input changed: {inputs}", f"输入被改变了：{inputs}")),
     ]
