@@ -124,6 +124,25 @@ def _add_one_in_place():
     return AddOneInPlace
 
 
+def _biased_dense():
+    """A hybridized Dense(3) that does not give zeros for an all-zero input."""
+    from straightdope import gluon, nd
+    net = gluon.nn.Dense(3, bias_initializer="ones")
+    net.initialize()
+    net.hybridize()
+    net(nd.ones((8, 20)))
+    return net
+
+
+def _clip_everything():
+    from straightdope import gluon
+
+    class Clip(gluon.HybridBlock):         # clips both sides, not only below -1
+        def hybrid_forward(self, F, x):
+            return F.clip(x, -1, 1)
+    return Clip
+
+
 # A wrong answer to every check: a slip a student could make (a swapped pair, a number off,
 # the wrong option, an object that does something else). Functions build them lazily.
 WRONG = {
@@ -181,6 +200,15 @@ WRONG = {
     "18.1": lambda: dict(summed=np.ones((8, 8)), tied=2 * np.ones((8, 8))),
     "18.2": lambda: dict(initializer=_zeros_initializer()),
     "18.3": lambda: dict(block_class=_add_one_in_place()),
+    "24.1": lambda: dict(aux_keys=["arg:dense0_weight", "arg:dense0_bias"], why=_wrong_letter("24.1", "why")),
+    "24.2": lambda: dict(error=KeyError("no"), weight_shape=(2, 128), bias_shape=(2,)),
+    "24.3": lambda: dict(error=ValueError("no"), same=True, why=_wrong_letter("24.3", "why")),
+    "24.4": lambda: dict(y1=np.ones((4, 2)), y2=np.ones((4, 2)), y3=np.zeros((4, 2))),
+    "25.1": lambda: dict(block_class=_clip_everything(), loop_fails=False),
+    "25.2": lambda: dict(values=[0.5, 0.5, 0.5], trace_count=3),
+    "25.3": lambda: dict(net=_biased_dense(), cost=_wrong_letter("25.3", "cost")),
+    "25.4": lambda: dict(plain_1=100e-6, static_1=99e-6, plain_256=1e-3, static_256=0.5e-3,
+                         matters="more", why=_wrong_letter("25.4", "why")),
     "20.1": lambda: dict(once=0.5, every=0.1, pays_off_at=100),
     "20.2": lambda: dict(s=_wrong_symbol(), shapes=((2, 2), (2, 2), (2, 2)),
                          partial=([(2, 2), (2, 2), (2, 2)], [(2, 2)], [])),

@@ -1017,3 +1017,134 @@ def _(block_class):
         point(all(np.allclose(i, 1) for i in inputs), ("the input is left as it was", "输入保持不变"),
               (f"the input changed: {inputs}", f"输入被改变了：{inputs}")),
     ]
+
+
+# ======================================================== Part 4: deploying and beyond
+# ---------------------------------------------------------------- 24 export and import
+@exercise("24.1", hint=("List the keys of the .params file (np.load) that start with aux:.",
+                        "列出 .params 文件（np.load）中以 aux: 开头的键。"),
+          choices={"why": {"a": ("they follow a moving average of batch statistics, not gradients, yet belong to the model",
+                                 "它们随批量统计量的滑动平均更新，而不是梯度，但属于模型的一部分"),
+                           "b": ("they are gradients saved for later", "它们是为以后保存的梯度"),
+                           "c": ("they are copies of the weights", "它们是权重的副本")}})
+def _(aux_keys, why):
+    keys = [str(k) for k in aux_keys]
+    return [
+        point(len(keys) == 2 and all(k.startswith("aux:") for k in keys)
+              and any("running_mean" in k for k in keys) and any("running_var" in k for k in keys),
+              ("aux: running_mean and running_var", "aux:running_mean 与 running_var"),
+              (f"`aux_keys` should be the 2 keys starting with aux: (running mean and variance), got {keys}",
+               f"`aux_keys` 应为以 aux: 开头的 2 个键（滑动均值与方差），得到的是 {keys}")),
+        choice(why, "a", ("auxiliary states: saved, never trained by gradients", "辅助状态：会被保存，但不通过梯度训练"),
+               ("does a gradient ever reach them?", "梯度会到达它们吗？")),
+    ]
+
+
+@exercise("24.2", hint=("Read the OpError: which shapes does the last FullyConnected want?",
+                        "读 OpError：最后一个 FullyConnected 需要什么形状？"))
+def _(error, weight_shape, bias_shape):
+    return [
+        point(_error_name(error) == "OpError", ("the first call raises an OpError", "第一次调用抛出 OpError"),
+              (f"the call fails with mx.ops.OpError, not {_error_name(error)}", f"调用失败时抛出的是 mx.ops.OpError，不是 {_error_name(error)}")),
+        point(_shape(weight_shape) == (3, 128) and _shape(bias_shape) == (3,),
+              ("a (3, 128) weight and a (3,) bias", "(3, 128) 的权重和 (3,) 的偏置"),
+              ("a third output unit needs its own row of weights and its own bias", "第三个输出单元需要自己的一行权重和自己的偏置")),
+    ]
+
+
+@exercise("24.3", hint=("Without a parameter file the graph has no values; initialize() draws new ones.",
+                        "没有参数文件时计算图没有值；initialize() 会抽取新值。"),
+          choices={"why": {"a": ("to train the architecture from scratch with only its JSON file",
+                                 "只凭 JSON 文件就能从头训练这个架构"),
+                           "b": ("to get the trained outputs faster", "更快地得到训练好的输出"),
+                           "c": ("to check the parameter file", "检查参数文件")}})
+def _(error, same, why):
+    return [
+        point(_error_name(error) == "RuntimeError", ("it asks for initialize()", "它要求调用 initialize()"),
+              (f"calling it before initialize() raises RuntimeError, not {_error_name(error)}",
+               f"在 initialize() 之前调用会抛出 RuntimeError，不是 {_error_name(error)}")),
+        point(same is False, ("fresh random weights: other outputs", "新的随机权重：输出不同"),
+              ("after initialize() the outputs differ from the trained model's", "initialize() 之后输出与训练好的模型不同")),
+        choice(why, "a", ("an architecture without its Python class", "没有 Python 类的架构"), ("what does the JSON alone give you?", "只有 JSON 能给你什么？")),
+    ]
+
+
+@exercise("24.4", hint=("Export after each epoch with epoch=N; load each file and compare outputs.",
+                        "每轮之后用 epoch=N 导出；加载每个文件并比较输出。"))
+def _(y1, y2, y3):
+    a, b, c = _np(y1), _np(y2), _np(y3)
+    return [point(a.shape == b.shape == c.shape and not np.allclose(b, a) and not np.allclose(b, c),
+                  ("epoch 2 differs from epochs 1 and 3", "第 2 轮与第 1、3 轮都不同"),
+                  ("`y2` should be the outputs of the epoch-2 file, differing from `y1` and `y3`",
+                   "`y2` 应为第 2 轮文件的输出，并与 `y1`、`y3` 不同"))]
+
+
+# ---------------------------------------------------------------- 25 pitfalls
+@exercise("25.1", hint=("F.where(x < -1, -1, x) picks elementwise: a graph op, no Python branch.",
+                        "F.where(x < -1, -1, x) 逐元素选择：是图算子，没有 Python 分支。"))
+def _(block_class, loop_fails):
+    from straightdope import nd
+    xc = nd.array([[-3.0, -0.5, 0.5, 3.0]])
+    imperative = _np(block_class()(xc))
+    net = block_class()
+    net.hybridize()
+    hybrid = _np(net(xc))
+    return [
+        point(np.allclose(hybrid, [[-1.0, -0.5, 0.5, 3.0]]) and np.allclose(imperative, hybrid),
+              ("hybridized, it clips only below -1", "混合化后只截断小于 -1 的值"),
+              (f"on [-3, -0.5, 0.5, 3] the block should give [-1, -0.5, 0.5, 3] in both modes, got {hybrid.ravel()}",
+               f"在 [-3, -0.5, 0.5, 3] 上该块两种模式都应得到 [-1, -0.5, 0.5, 3]，得到的是 {hybrid.ravel()}")),
+        point(loop_fails is True, ("the Python-if version fails when hybridized", "使用 Python if 的版本在混合化后失败"),
+              ("a Symbol has no elements to loop over: the loop version fails under hybridize()",
+               "Symbol 没有可遍历的元素：循环版本在 hybridize() 下失败")),
+    ]
+
+
+@exercise("25.2", hint=("An input of the graph gets its value on every call.", "计算图的输入在每次调用时获得新值。"))
+def _(values, trace_count):
+    v = [number(x) for x in values]
+    return [
+        point(len(v) >= 2 and len(set(v)) == len(v), ("a new number on every call", "每次调用都加上新的数"),
+              (f"`values` should be the outputs of several calls, all different: got {v}", f"`values` 应为多次调用的输出，且互不相同：得到的是 {v}")),
+        point(int(trace_count) == 1, ("traced once", "只追踪一次"),
+              (f"same shapes every call, so one trace, not {trace_count}", f"每次调用形状相同，所以只追踪一次，不是 {trace_count}")),
+    ]
+
+
+@exercise("25.3", hint=("F.where computes both arrays before it picks.", "F.where 在选择之前会计算两个数组。"),
+          choices={"cost": {"a": ("the head runs on every call, even when its output is thrown away",
+                                  "每次调用都会运行 head，即使它的输出被丢弃"),
+                            "b": ("nothing: F.where skips the head", "没有代价：F.where 会跳过 head"),
+                            "c": ("the network traces on every call", "网络每次调用都要追踪")}})
+def _(net, cost):
+    from straightdope import nd
+    zeros_out = float(np.abs(_np(net(nd.zeros((8, 20))))).sum())
+    some_out = float(np.abs(_np(net(nd.random.normal(shape=(8, 20))))).sum())
+    return [
+        point(zeros_out == 0 and some_out > 0 and net._cached_op is not None,
+              ("hybridized: zeros for an all-zero input, the head's output otherwise",
+               "混合化后：全零输入得到零，否则得到 head 的输出"),
+              ("`net` should be your hybridized EarlyExit with F.where (called once)",
+               "`net` 应为使用 F.where、已混合化（调用过一次）的 EarlyExit")),
+        choice(cost, "a", ("F.where pays for both branches", "F.where 要为两个分支付出代价"), ("is the head skipped?", "head 被跳过了吗？")),
+    ]
+
+
+@exercise("25.4", hint=("static_alloc saves a fixed cost per call; compare it with the call's time.",
+                        "static_alloc 每次调用节省固定的开销；把它与调用时间比较。"),
+          choices={"why": {"a": ("it saves a fixed per-call cost, a tiny share of a batch-256 call",
+                                 "它节省的是每次调用的固定开销，只占批量 256 调用的很小一部分"),
+                           "b": ("static_alloc is switched off for large batches", "批量大时 static_alloc 被关闭"),
+                           "c": ("large batches need no memory", "大批量不需要内存")}})
+def _(plain_1, static_1, plain_256, static_256, matters, why):
+    share_1 = (number(plain_1) - number(static_1)) / number(plain_1)
+    share_256 = (number(plain_256) - number(static_256)) / number(plain_256)
+    return [
+        point(share_256 < max(share_1, 0) + 0.1,
+              (f"the saving's share of a call: {share_1:.1%} at batch 1, {share_256:.1%} at batch 256",
+               f"节省占一次调用的比例：批量 1 时 {share_1:.1%}，批量 256 时 {share_256:.1%}"),
+              (f"at batch 256 the saving is {share_256:.1%} of a call, more than at batch 1 ({share_1:.1%}): time again with more calls",
+               f"批量 256 时节省占 {share_256:.1%}，比批量 1 时（{share_1:.1%}）还多：请多调用几次再计时")),
+        point(str(matters) == "less", ("it matters less", "影响更小"), ("compare the saved share at both batch sizes", "比较两种批量下节省的比例")),
+        choice(why, "a", ("a fixed saving drowns in the matrix products", "固定的节省淹没在矩阵乘法中"), ("what does static_alloc save?", "static_alloc 节省了什么？")),
+    ]
