@@ -143,6 +143,20 @@ def _clip_everything():
     return Clip
 
 
+def _running_max():
+    from straightdope import gluon
+
+    class RunningMax(gluon.HybridBlock):   # a scan, but not a sum
+        def hybrid_forward(self, F, x):
+            def body(x_t, best):
+                best = F.maximum(best, x_t)
+                return best, best
+            start = F.zeros_like(F.slice_axis(x, axis=0, begin=0, end=1))
+            out, _ = F.contrib.foreach(body, x, start.reshape((-3, -2)))
+            return out
+    return RunningMax
+
+
 # A wrong answer to every check: a slip a student could make (a swapped pair, a number off,
 # the wrong option, an object that does something else). Functions build them lazily.
 WRONG = {
@@ -209,6 +223,20 @@ WRONG = {
     "25.3": lambda: dict(net=_biased_dense(), cost=_wrong_letter("25.3", "cost")),
     "25.4": lambda: dict(plain_1=100e-6, static_1=99e-6, plain_256=1e-3, static_256=0.5e-3,
                          matters="more", why=_wrong_letter("25.4", "why")),
+    "26.1": lambda: dict(refused=False, why=_wrong_letter("26.1", "why")),
+    "26.2": lambda: dict(counts={"Conv": 2, "MaxPool": 2, "Gemm": 3, "Flatten": 3}, why=_wrong_letter("26.2", "why")),
+    "26.3": lambda: dict(ours_s=0.002, ort_s=0.001, faster="ours"),
+    "27.1": lambda: dict(timed={10: (0.01, 0.001), 40: (0.04, 0.004), 160: (0.16, 0.016)}),
+    "27.2": lambda: dict(raised=True, when=_wrong_letter("27.2", "when")),
+    "27.3": lambda: dict(mxnet1=_wrong_letter("27.3", "mxnet1"), decides=_wrong_letter("27.3", "decides")),
+    "30.1": lambda: dict(total_imp=[1.0, 2.0, 3.0], total_hyb=[1.5, 1.9, 2.3], overtakes=1,
+                         cold=_wrong_letter("30.1", "cold")),
+    "30.2": lambda: dict(imp16=1.0, hyb16=1.0, imp64=2.0, hyb64=0.5),
+    "30.3": lambda: dict(new_plans=2, cache="compiled"),
+    "30.4": lambda: dict(test_acc=[0.1, 0.11], fused="relu"),
+    "31.1": lambda: dict(shape=(2, 8, 32)),
+    "31.2": lambda: dict(block_class=_running_max()),
+    "31.3": lambda: dict(samples={0.1: "abcdefgh", 1.0: "abcd", 2.0: "aaaa"}, low=_wrong_letter("31.3", "low")),
     "20.1": lambda: dict(once=0.5, every=0.1, pays_off_at=100),
     "20.2": lambda: dict(s=_wrong_symbol(), shapes=((2, 2), (2, 2), (2, 2)),
                          partial=([(2, 2), (2, 2), (2, 2)], [(2, 2)], [])),

@@ -1148,3 +1148,187 @@ def _(plain_1, static_1, plain_256, static_256, matters, why):
         point(str(matters) == "less", ("it matters less", "影响更小"), ("compare the saved share at both batch sizes", "比较两种批量下节省的比例")),
         choice(why, "a", ("a fixed saving drowns in the matrix products", "固定的节省淹没在矩阵乘法中"), ("what does static_alloc save?", "static_alloc 节省了什么？")),
     ]
+
+
+# ---------------------------------------------------------------- 26 deploying
+@exercise("26.1", hint=("A file exported with a fixed shape declares the batch size exactly.",
+                        "以固定形状导出的文件精确地声明了批量大小。"),
+          choices={"why": {"a": ("a deployed model sees many batch sizes, so the batch dim should be symbolic",
+                                 "部署的模型会遇到各种批量大小，所以批量维度应是符号化的"),
+                           "b": ("dynamic=True makes the model more accurate", "dynamic=True 让模型更准确"),
+                           "c": ("fixed shapes cannot be exported", "固定形状无法导出")}})
+def _(refused, why):
+    return [
+        point(refused is True, ("ONNX Runtime refuses a batch of 2", "ONNX Runtime 拒绝批量为 2 的输入"),
+              ("the fixed file expects batch 1: a batch of 2 is refused", "固定形状的文件期望批量为 1：批量 2 会被拒绝")),
+        choice(why, "a", ("a symbolic batch dimension fits every batch", "符号化的批量维度适合任何批量"), ("how many images does a deployed model get at once?", "部署的模型一次会收到多少张图像？")),
+    ]
+
+
+@exercise("26.2", hint=("Count node.op_type over model.graph.node; Gemm multiplies 2-D matrices.",
+                        "统计 model.graph.node 中的 node.op_type；Gemm 只做二维矩阵乘法。"),
+          choices={"why": {"a": ("Gemm takes 2-D input; FullyConnected first flattens all dims after the batch",
+                                 "Gemm 只接受二维输入；FullyConnected 先把批量之后的所有维度展平"),
+                           "b": ("Flatten speeds up Gemm", "Flatten 让 Gemm 更快"),
+                           "c": ("every Dense layer needs one", "每个 Dense 层都需要一个")}})
+def _(counts, why):
+    c = dict(counts)
+    return [
+        point(c.get("Conv") == 2 and c.get("MaxPool") == 2 and c.get("Gemm") == 3,
+              ("2 Conv, 2 MaxPool, 3 Gemm", "2 个 Conv、2 个 MaxPool、3 个 Gemm"),
+              (f"`counts` should count the op types of the ONNX graph: got {c}", f"`counts` 应统计 ONNX 图中的算子类型：得到的是 {c}")),
+        point(c.get("Flatten") == 1, ("one Flatten, before the first Gemm", "一个 Flatten，在第一个 Gemm 之前"),
+              (f"only the first Dense gets 4-D data: 1 Flatten, not {c.get('Flatten')}", f"只有第一个 Dense 收到四维数据：1 个 Flatten，不是 {c.get('Flatten')}")),
+        choice(why, "a", ("Flatten makes the 2-D matrix Gemm needs", "Flatten 生成 Gemm 所需的二维矩阵"), ("what shape does Gemm accept?", "Gemm 接受什么形状？")),
+    ]
+
+
+@exercise("26.3", hint=("Compare medians of several runs of each.", "比较两者多次运行的中位数。"))
+def _(ours_s, ort_s, faster):
+    ours, ort_ = number(ours_s), number(ort_s)
+    measured = "onnxruntime" if ort_ < ours else "ours"
+    return [point(ours > 0 and ort_ > 0 and str(faster) == measured,
+                  (f"by your timings '{measured}' is faster ({max(ours, ort_) / min(ours, ort_):.2f}x)",
+                   f"按你的计时 '{measured}' 更快（{max(ours, ort_) / min(ours, ort_):.2f}x）"),
+                  (f"your own medians say '{measured}' ({ours * 1e3:.2f} ms vs {ort_ * 1e3:.2f} ms)",
+                   f"你自己的中位数表明是 '{measured}'（{ours * 1e3:.2f} ms 对 {ort_ * 1e3:.2f} ms）"))]
+
+
+# ---------------------------------------------------------------- 27 async
+@exercise("27.1", hint=("Without waiting the clock stops after queueing; the work still has to be done.",
+                        "不等待时，时钟在排队之后就停了；但工作仍需完成。"))
+def _(timed):
+    t = {int(n): (number(a), number(b)) for n, (a, b) in dict(timed).items()}
+    ok = {10, 160} <= set(t)
+    return [
+        point(ok and t[160][1] > t[160][0], ("waiting measures more than queueing", "等待测得的时间多于排队时间"),
+              ("`timed` maps n to (without waiting, with waiting); with waiting should be longer",
+               "`timed` 把 n 映射到 (不等待, 等待)；等待的应更长")),
+        point(ok and t[160][1] - t[160][0] > t[10][1] - t[10][0],
+              ("the error grows with n", "误差随 n 增大"),
+              ("the missing time (with - without) should grow with n", "缺失的时间（等待 - 不等待）应随 n 增大")),
+    ]
+
+
+@exercise("27.2", hint=("Each job has its own handle; who reads the failed one?", "每个任务都有自己的句柄；谁会读取失败的那个？"),
+          choices={"when": {"a": ("only when the failed array is read (or at waitall())", "只有读取失败的数组时（或在 waitall() 时）"),
+                            "b": ("immediately, when the job is pushed", "立即，在任务被推入时"),
+                            "c": ("never", "永远不会")}})
+def _(raised, when):
+    return [
+        point(raised is False, ("reading the last good result raises nothing", "读取最后一个正确结果不会抛出异常"),
+              ("the error stays in the failed job's handle", "错误保存在失败任务的句柄中")),
+        choice(when, "a", ("the traceback points where you waited", "回溯指向你等待的地方"), ("which line reads the failed job?", "哪一行读取了失败的任务？")),
+    ]
+
+
+@exercise("27.3", hint=("What does each tool trace with: placeholders, or values that carry a shape?",
+                        "每个工具用什么来追踪：占位符，还是带形状的值？"),
+          choices={"mxnet1": {"a": ("Symbols: placeholders without shape or values", "Symbol：没有形状也没有值的占位符"),
+                              "b": ("real arrays under deferred compute", "延迟计算下的真实数组"),
+                              "c": ("fake tensors with guards", "带守卫的假张量")},
+                   "decides": {"a": ("whether the tracing value carries a shape", "追踪用的值是否带有形状"),
+                               "b": ("whether the graph is compiled", "计算图是否被编译"),
+                               "c": ("the batch size", "批量大小")}})
+def _(mxnet1, decides):
+    return [
+        choice(mxnet1, "a", ("MXNet 1.x traces with Symbols", "MXNet 1.x 用 Symbol 追踪"), ("what is F when hybrid_forward is traced?", "追踪 hybrid_forward 时 F 是什么？")),
+        choice(decides, "a", ("a shape on the tracing value makes x.shape work", "追踪值带有形状，x.shape 才能用"), ("compare MXNet 1.x with 2.0", "比较 MXNet 1.x 与 2.0")),
+    ]
+
+
+# ---------------------------------------------------------------- 30 training LeNet
+@exercise("30.1", hint=("Compare the cumulative totals epoch by epoch.", "逐轮比较累计总时间。"),
+          choices={"cold": {"a": ("every run in this kernel finds the compiled code: a cold compile needs a new process and an empty cache",
+                                  "这个内核中的每次运行都能找到编译好的代码：冷编译需要新进程和空缓存"),
+                            "b": ("cold compiles are too fast to measure", "冷编译快得无法测量"),
+                            "c": ("the cold prediction is always right", "冷预测总是对的")}})
+def _(total_imp, total_hyb, overtakes, cold):
+    a, b = [number(x) for x in total_imp], [number(x) for x in total_hyb]
+    first = next((e for e, (x, y) in enumerate(zip(a, b), 1) if y < x), 0)
+    return [
+        point(len(a) == len(b) > 0 and all(np.diff(a) > 0) and all(np.diff(b) > 0),
+              ("cumulative totals, growing epoch by epoch", "累计总时间，逐轮增加"),
+              ("`total_imp` and `total_hyb` are cumulative sums of epoch times", "`total_imp` 与 `total_hyb` 是每轮时间的累计和")),
+        point(int(overtakes) == first, (f"the hybridized run is ahead from epoch {first}" if first else "not ahead within these epochs",
+                                        f"混合化从第 {first} 轮起领先" if first else "这几轮内没有领先"),
+              (f"your totals say epoch {first} (0: not within these epochs), not {overtakes}",
+               f"你的总时间表明是第 {first} 轮（0 表示这几轮内没有），不是 {overtakes}")),
+        choice(cold, "a", ("a cold compile happens once per cache", "每个缓存只发生一次冷编译"), ("where is the compiled code after the first run?", "第一次运行之后编译好的代码在哪里？")),
+    ]
+
+
+@exercise("30.2", hint=("Four times as many steps, each paying the fixed overhead.", "步数变为四倍，每步都要付固定开销。"))
+def _(imp16, hyb16, imp64, hyb64):
+    i16, h16, i64, h64 = (number(v) for v in (imp16, hyb16, imp64, hyb64))
+    return [
+        point(i16 > i64, (f"an imperative epoch gets slower: {i64:.2f} s -> {i16:.2f} s", f"命令式一轮变慢：{i64:.2f} s -> {i16:.2f} s"),
+              ("with batches of 16 the imperative epoch should take longer than with 64", "批量 16 时命令式一轮应比批量 64 更慢")),
+        point(i16 / h16 > 0.8 * (i64 / h64), (f"the speed-up {i64 / h64:.2f}x -> {i16 / h16:.2f}x does not shrink",
+                                              f"加速比 {i64 / h64:.2f}x -> {i16 / h16:.2f}x 没有变小"),
+              (f"the speed-up fell from {i64 / h64:.2f}x to {i16 / h16:.2f}x: time more batches",
+               f"加速比从 {i64 / h64:.2f}x 降到 {i16 / h16:.2f}x：请多计时一些批量")),
+    ]
+
+
+@exercise("30.3", hint=("A new batch shape makes a new plan; is the code compiled again?", "新的批量形状生成新计划；代码会重新编译吗？"))
+def _(new_plans, cache):
+    return [
+        point(int(new_plans) == 1, ("one new plan, for the last batch's shape", "为最后一个批量的形状生成一个新计划"),
+              (f"one new shape, one new plan: not {new_plans}", f"一个新形状，一个新计划：不是 {new_plans}")),
+        point(str(cache) == "memory", ("the compiled code comes from memory", "编译好的代码来自内存"),
+              (f"the plan reuses the compiled code (cache 'memory'), not {cache!r}", f"该计划复用编译好的代码（cache 为 'memory'），不是 {cache!r}")),
+    ]
+
+
+@exercise("30.4", hint=("Train the classic variant as the chapter trains LeNet; print its fused graph.",
+                        "像本章训练 LeNet 那样训练经典变体；打印它的融合图。"))
+def _(test_acc, fused):
+    acc = [number(a) for a in test_acc]
+    return [
+        point(acc and acc[-1] > 0.3, (f"it trains: test accuracy {acc[-1]:.3f}", f"它能训练：测试准确率 {acc[-1]:.3f}"),
+              (f"the test accuracy {acc} stays near chance (0.1)", f"测试准确率 {acc} 接近随机猜测（0.1）")),
+        point("tanh" in str(fused), ("tanh is fused into elementwise loops", "tanh 被融合进逐元素循环"),
+              ("`fused` should be str(classic.compiled['fused'])", "`fused` 应为 str(classic.compiled['fused'])")),
+    ]
+
+
+# ---------------------------------------------------------------- 31 recurrent networks
+@exercise("31.1", hint=("The output concatenates both directions.", "输出拼接了两个方向。"))
+def _(shape):
+    return [point(_shape(shape) == (2, 8, 64), ("(2, 8, 64): 2 x 32 features", "(2, 8, 64)：2 x 32 个特征"),
+                  (f"both directions of 32 units: (2, 8, 64), not {_shape(shape)}", f"两个方向各 32 个单元：(2, 8, 64)，不是 {_shape(shape)}"))]
+
+
+@exercise("31.2", hint=("The body returns the running total as output and as new state.",
+                        "循环体把累计和既作为输出也作为新状态返回。"))
+def _(block_class):
+    from straightdope import nd
+    data = np.random.default_rng(0).random((6, 3)).astype("float32")
+    net = block_class()
+    imperative = _np(net(nd.array(data)))
+    net.hybridize(executor="numpy")
+    hybridized = _np(net(nd.array(data)))
+    want = np.cumsum(data, axis=0)
+    return [
+        point(np.allclose(imperative, want, atol=1e-5), ("imperative: np.cumsum", "命令式：np.cumsum"),
+              ("imperatively the block does not compute np.cumsum(x, axis=0)", "命令式下该块算出的不是 np.cumsum(x, axis=0)")),
+        point(np.allclose(hybridized, want, atol=1e-5), ("hybridized: np.cumsum", "混合化：np.cumsum"),
+              ("hybridized the block does not compute np.cumsum(x, axis=0)", "混合化后该块算出的不是 np.cumsum(x, axis=0)")),
+    ]
+
+
+@exercise("31.3", hint=("The scores are divided by the temperature before the softmax.", "得分在 softmax 之前除以温度。"),
+          choices={"low": {"a": ("below 1 it sharpens the distribution: the likeliest characters repeat",
+                                 "小于 1 时分布更尖锐：最可能的字符不断重复"),
+                           "b": ("below 1 it flattens the distribution", "小于 1 时分布更平坦"),
+                           "c": ("it only changes the speed of sampling", "它只改变采样速度")}})
+def _(samples, low):
+    s = {float(k): str(v) for k, v in dict(samples).items()}
+    return [
+        point({0.1, 2.0} <= set(s) and len(set(s[0.1])) <= len(set(s[2.0])),
+              ("temperature 2 uses at least as many distinct characters as 0.1", "温度 2 用到的不同字符不少于温度 0.1"),
+              ("`samples` maps temperatures 0.1, 1, 2 to generated text; the hotter one should vary more",
+               "`samples` 把温度 0.1、1、2 映射到生成的文本；温度越高变化应越多")),
+        choice(low, "a", ("a low temperature sharpens", "低温使分布更尖锐"), ("what does dividing scores by 0.1 do to the softmax?", "把得分除以 0.1 对 softmax 有什么影响？")),
+    ]
