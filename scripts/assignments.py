@@ -30,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import nbformat
@@ -77,7 +78,7 @@ def choices_text(key: str) -> str:
     exercise = CHECKS[key]
     parts = []
     for name in exercise.choices:
-        options = "\n".join(f"   {letter}) {text[0]}"
+        options = "\n".join(f"- {letter}) {text[0]}"
                             for letter, text in exercise.shown(name).items())
         parts.append(f"\n\n`{name}` is one letter:\n\n{options}")
     return "".join(parts)
@@ -103,6 +104,14 @@ def source_notebook(chapter: str):
             current = int(match.group(1))
         elif cell.cell_type == "code" and current and "solution" in cell.metadata.get("tags", []):
             codes.setdefault(current, []).append(cell.source)
+    # What each answer is, from the comment of the book's check cell for the exercise.
+    asked = {}
+    for cell in nb.cells:
+        if CHECK_TAG in cell.metadata.get("tags", []):
+            key = re.search(r'check\("(\d+\.\d+)"', cell.source).group(1)
+            comment = [line.lstrip("# ").strip() for line in cell.source.splitlines()
+                       if line.startswith("#")]
+            asked[key] = re.sub(r"^Exercise \d+: ", "", " ".join(comment))
     cells = [c for c in nb.cells[:at + 1] if CHECK_TAG not in c.metadata.get("tags", [])]
     cells.append(nbformat.v4.new_markdown_cell(
         "Each exercise has an answer cell: replace `raise NotImplementedError()` with your "
@@ -117,8 +126,10 @@ def source_notebook(chapter: str):
             f"### Exercise {n}\n\n{texts.get(n, '')}{choices_text(f'{key_of}.{n}')}",
             metadata=_meta(f"ex{n}_text")))
         cells[-1].metadata["nbgrader"]["locked"] = True
+        what = textwrap.fill(asked.get(f"{key_of}.{n}", ""), 76, initial_indent="# ",
+                             subsequent_indent="# ")
         cells.append(nbformat.v4.new_code_cell(
-            f"# Exercise {n}: define answer_{n} = dict({names})\n### BEGIN SOLUTION\n"
+            f"# Exercise {n}: define answer_{n} = dict({names})\n{what}\n### BEGIN SOLUTION\n"
             + (f"{body}\n" if body else "") + f"answer_{n} = dict({fields})\n### END SOLUTION",
             metadata=_meta(f"ex{n}_answer", solution=True)))
         cells.append(nbformat.v4.new_code_cell(

@@ -30,6 +30,8 @@ def test_the_source_notebook_hides_answers_from_the_test_cells():
     for n in numbers:
         answer, test = _cell(nb, f"ex{n}_answer"), _cell(nb, f"ex{n}_check")
         assert "### BEGIN SOLUTION" in answer.source and f"answer_{n} = dict(" in answer.source
+        # the line under the first says what each answer is (the book's check cell comment)
+        assert len(answer.source.splitlines()[1]) > 20, answer.source
         # the test cell names the answer only: nothing of the solution leaks into it
         assert test.source.splitlines()[-1] == f'assert check("21.{n}", **answer_{n})'
         assert test.metadata["nbgrader"]["points"] == 1
