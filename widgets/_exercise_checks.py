@@ -1291,7 +1291,8 @@ def _(test_acc, fused):
     return [
         point(acc and acc[-1] > 0.3, (f"it trains: test accuracy {acc[-1]:.3f}", f"它能训练：测试准确率 {acc[-1]:.3f}"),
               (f"the test accuracy {acc} stays near chance (0.1)", f"测试准确率 {acc} 接近随机猜测（0.1）")),
-        point("tanh" in str(fused), ("tanh is fused into elementwise loops", "tanh 被融合进逐元素循环"),
+        point("+Activation" in str(fused), ("the activation (tanh) is fused with the bias addition",
+                                            "激活函数（tanh）与偏置加法融合在一起"),
               ("`fused` should be str(classic.compiled['fused'])", "`fused` 应为 str(classic.compiled['fused'])")),
     ]
 
