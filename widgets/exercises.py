@@ -18,9 +18,9 @@ the nbgrader release (`make assignments`, scripts/assignments.py).
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import Callable
-import zlib
 
 from .messages import language, t
 
