@@ -12,6 +12,12 @@ wrote, or a letter for "explain why" questions (the choices print with the hint)
 are checked by relations (a ratio above 1, a break-even that holds), never by numbers: they
 differ from machine to machine.
 
+In a chapter (both editions, the same code): after the `## Exercises` list, one code cell
+per exercise, tagged `exercise-check` (slides skip it), calls `check("CC.N", a=None, ...)`
+with a comment saying what each answer is; run as is, it prints the hint and any choices.
+The code of Solution N ends with `assert check("CC.N", a=..., ...)`, so running the book
+shows that every solution passes. tests/test_exercises.py holds a wrong answer per check.
+
 The words come in English and Chinese: the frame from widgets/messages.py, each exercise's
 sentences from its (en, zh) pairs here, both in `messages.language()`. The same checks grade
 the nbgrader release (`make assignments`, scripts/assignments.py).
