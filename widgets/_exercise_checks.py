@@ -186,9 +186,13 @@ def _(block_class):
 def _(ratio_1, ratio_128, why):
     r1, r128 = number(ratio_1), number(ratio_128)
     return [
-        point(r128 < r1, (f"the ratio falls from {r1:.2f}x to {r128:.2f}x", f"比值从 {r1:.2f}x 降到 {r128:.2f}x"),
-              (f"ratio_128 ({r128:.2f}) should be below ratio_1 ({r1:.2f}): time both modes on x128",
-               f"ratio_128（{r128:.2f}）应小于 ratio_1（{r1:.2f}）：请在 x128 上测量两种模式")),
+        # Both ratios are near 1 on some machines (the chapter says so): allow for noise,
+        # refuse only a batch-128 gain well above the batch-1 one.
+        point(r128 < 1.5 * max(r1, 1.0),
+              (f"no more gain at batch 128 ({r128:.2f}x) than at batch 1 ({r1:.2f}x)",
+               f"批量 128 时（{r128:.2f}x）的收益不比批量 1 时（{r1:.2f}x）多"),
+              (f"ratio_128 ({r128:.2f}) should not be well above ratio_1 ({r1:.2f}): time both modes on x128",
+               f"ratio_128（{r128:.2f}）不应远大于 ratio_1（{r1:.2f}）：请在 x128 上测量两种模式")),
         choice(why, "a", ("the fixed overhead is a small share of a big call", "固定开销只占大调用的一小部分"),
                ("what does the batch-size sweep show?", "批量大小扫描显示了什么？")),
     ]
@@ -203,7 +207,8 @@ def _(speedups, largest):
         point(set(s) == {16, 256, 1024}, ("speed-ups for widths 16, 256, 1024", "宽度 16、256、1024 的加速比"),
               (f"`speedups` should map each width 16, 256, 1024 to its speed-up; got keys {sorted(s)}",
                f"`speedups` 应把宽度 16、256、1024 映射到各自的加速比；得到的键是 {sorted(s)}")),
-        point(s.get(16, 0) > s.get(1024, np.inf), ("width 16 gains more than width 1024", "宽度 16 的收益大于宽度 1024"),
+        point(s.get(16, 0) > 0.8 * s.get(1024, np.inf), ("width 16 gains more than width 1024 (or as much, within noise)",
+                                                      "宽度 16 的收益大于宽度 1024（或在噪声范围内相当）"),
               ("the narrowest net should gain more than the widest: rerun with more repeats",
                "最窄的网络收益应大于最宽的：请增加重复次数再测一次")),
         point(int(largest) == best, (f"largest speed-up at width {best}", f"宽度 {best} 的加速比最大"),
@@ -221,8 +226,8 @@ def _(speedups, largest):
 def _(numpy_speedup, numba_speedup, gain_from):
     n_np, n_nb = number(numpy_speedup), number(numba_speedup)
     return [
-        point(n_nb > n_np, (f"compiled {n_nb:.2f}x beats the NumPy executor's {n_np:.2f}x",
-                            f"编译执行器的 {n_nb:.2f}x 胜过 NumPy 执行器的 {n_np:.2f}x"),
+        point(n_nb > 0.8 * n_np, (f"compiled {n_nb:.2f}x vs the NumPy executor's {n_np:.2f}x",
+                                  f"编译执行器 {n_nb:.2f}x 对 NumPy 执行器 {n_np:.2f}x"),
               ("numba_speedup should be the larger: did you swap them?", "numba_speedup 应该更大：是不是写反了？")),
         choice(gain_from, "a", ("most of the gain comes from compiling", "大部分收益来自编译"),
                ("the NumPy executor runs the same graph and keeps little of the gain",
