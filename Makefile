@@ -28,13 +28,14 @@ SYSDEPS := dot:graphviz chromium:chromium npm:npm fc-list:fontconfig
 # The Chinese edition needs a CJK font in the browser, in matplotlib and in Graphviz.
 SYSFONTS := zh:fonts-noto-cjk
 
-.PHONY: help venv sysdeps book slides test lab demo zh-status clean distclean
+.PHONY: help venv sysdeps book slides test lab demo zh-status assignments clean distclean
 
 help:
 	@echo "make book       build the book into _build/html/ (creates .venv, installs system packages)"
 	@echo "make slides     one reveal.js deck per chapter into _build/slides/ (after make book: reuses its runs)"
 	@echo "make test       run the tests (same setup)"
 	@echo "make lab        open the notebooks in JupyterLab"
+	@echo "make assignments  nbgrader release of one chapter per part into _build/assignments/"
 	@echo "make demo       run python -m straightdope.demo"
 	@echo "make venv       create .venv, pip install -e '.[book,test]' (only when pyproject.toml changed),"
 	@echo "                compile the library's kernels for this machine (python -m straightdope.warmup)"
@@ -114,6 +115,11 @@ lab: venv
 
 demo: venv
 	$(VPY) -m straightdope.demo
+
+# The exercises as nbgrader assignments (scripts/assignments.py): source/ and the
+# student release/ of one chapter per part; grade with nbgrader autograde there.
+assignments: venv
+	$(VPY) scripts/assignments.py --out _build/assignments
 
 zh-status:
 	@$(or $(wildcard $(VPY)),$(PYTHON)) scripts/zh_status.py

@@ -159,6 +159,15 @@ MESSAGES: dict[str, dict[str, str]] = {
                                "test acc {test:.3f}, {seconds:.2f} s",
                          "zh": "第 {e}/{epochs} 轮：损失 {loss:.4f}，训练准确率 {train:.3f}，"
                                "测试准确率 {test:.3f}，{seconds:.2f} 秒"},
+    # ---- exercise checks (widgets/exercises.py)
+    "ex.not_answered": {"en": "Exercise {ex}: not answered yet (set {names}).",
+                        "zh": "练习 {ex}：还没有作答（请给出 {names}）。"},
+    "ex.all_right": {"en": "Exercise {ex}: all right ({right}/{total}).",
+                     "zh": "练习 {ex}：全部正确（{right}/{total}）。"},
+    "ex.some_wrong": {"en": "Exercise {ex}: {right} of {total} right.",
+                      "zh": "练习 {ex}：{total} 项中对了 {right} 项。"},
+    "ex.hint": {"en": "Hint: {hint}", "zh": "提示：{hint}"},
+    "ex.choose": {"en": "  `{name}` is one letter:", "zh": "  `{name}` 是一个字母："},
 }
 
 
