@@ -1,5 +1,7 @@
 """Random arrays. They draw from NumPy's global generator, which
 `straightdope.random.seed(n)` seeds (and so do Dropout and the initializers)."""
+import functools
+import inspect
 import numbers
 
 import numpy as _np
@@ -29,6 +31,30 @@ def _value(x):
     return x.asnumpy() if hasattr(x, "asnumpy") else x
 
 
+def _errors_at_read(function):
+    """Under the threaded engine, a bad argument (scale < 0) fails as in MXNet: the
+    array comes back, and reading it (or waitall) raises. The draw itself stays in the
+    front end, so NumPy's generator is used in program order, as under NaiveEngine."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def draw(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except ValueError as err:
+            from .. import engine
+            call = signature.bind(*args, **kwargs)
+            call.apply_defaults()
+            if engine.engine_type() == engine.NAIVE or call.arguments.get("out") is not None:
+                raise
+            shape = _size(call.arguments.get("shape", (1,)))
+            dtype = call.arguments.get("dtype") or _np.float32
+            return engine.deferred_failure(err, f"random.{function.__name__}", shape,
+                                           dtype, call.arguments.get("ctx"))
+    return draw
+
+
+@_errors_at_read
 def uniform(low=0.0, high=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     """Samples from U(low, high); `low`/`high` may be arrays (one draw per element then)."""
     low, high = _value(low), _value(high)
@@ -39,6 +65,7 @@ def uniform(low=0.0, high=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwa
     return _make(_np.random.uniform(low, high, _size(shape, out)), dtype, ctx, out)
 
 
+@_errors_at_read
 def normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     """Samples from N(loc, scale**2); `loc`/`scale` may be arrays (one draw per element)."""
     loc, scale = _value(loc), _value(scale)
@@ -49,15 +76,18 @@ def normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwa
     return _make(_np.random.normal(loc, scale, _size(shape, out)), dtype, ctx, out)
 
 
+@_errors_at_read
 def exponential(scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     return _make(_np.random.exponential(_value(scale), _size(shape, out)), dtype, ctx, out)
 
 
+@_errors_at_read
 def gamma(alpha=1.0, beta=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     return _make(_np.random.gamma(_value(alpha), _value(beta), _size(shape, out)), dtype, ctx,
                  out)
 
 
+@_errors_at_read
 def poisson(lam=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     return _make(_np.random.poisson(_value(lam), _size(shape, out)), dtype, ctx, out)
 
