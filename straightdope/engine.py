@@ -61,11 +61,12 @@ class _Task:
 class _Pending:
     """What `_data` holds while an op's output is being computed: its shape and dtype
     (so `x.shape` needs no waiting), and the task that will fill it."""
-    __slots__ = ("shape", "dtype", "task", "arrays")
+    __slots__ = ("shape", "dtype", "task", "arrays", "observed")
 
     def __init__(self, shape, dtype, task):
         self.shape, self.dtype, self.task = tuple(shape), np.dtype(dtype), task
         self.arrays = []            # the NDArrays whose `_data` this placeholder is
+        self.observed = False       # has anyone read the predicted dtype? (see _fill)
 
     @property
     def ndim(self):
@@ -328,14 +329,21 @@ def _install_metadata():
     from .numpy.multiarray import ndarray
     replacements = {
         NDArray: {"shape": lambda self: _SLOT.__get__(self).shape,
-                  "dtype": lambda self: _SLOT.__get__(self).dtype.type,
+                  "dtype": lambda self: _observed(self).dtype.type,
                   "size": lambda self: _SLOT.__get__(self).size,
                   "ndim": lambda self: _SLOT.__get__(self).ndim},
-        ndarray: {"dtype": lambda self: _SLOT.__get__(self).dtype}}
+        ndarray: {"dtype": lambda self: _observed(self).dtype}}
     for cls, props in replacements.items():
         _NAIVE_PROPS.setdefault(cls, {a: cls.__dict__[a] for a in props})
         for attr, getter in props.items():
             setattr(cls, attr, property(getter, doc=cls.__dict__[attr].__doc__))
+
+
+def _observed(array):
+    value = _SLOT.__get__(array)
+    if type(value) is _Pending:
+        value.observed = True
+    return value
 
 
 def _before_fork():
@@ -402,14 +410,11 @@ def _threaded_run(op, inputs, attrs):
             _engine._bulk_last = None
         return _profiled_run(op, inputs, attrs)
     raw = [_SLOT.__get__(x) for x in inputs]
-    if op.name in nd_module._ONE_DTYPE_OPS:
-        for a in raw:
-            if a.dtype != raw[0].dtype:
-                nd_module._mixed_dtypes(op, attrs, raw)
+    dtype = _predict_dtype(op, attrs, raw)
+    if dtype is None:
+        return _profiled_run(op, inputs, attrs)
     _, out_shapes = op.shapes(attrs, [a.shape for a in raw])   # a bad shape raises now
-    dtypes = [a.dtype for a in raw]
-    dtype = op.infer_dtype(attrs, dtypes) if op.infer_dtype is not None else dtypes[0]
-    if any(s is None or None in s for s in out_shapes) or dtype is None:
+    if any(s is None or None in s for s in out_shapes):
         return _profiled_run(op, inputs, attrs)
     is_train = nd_module._state.training if op.needs_train_flag else False
     ctx = inputs[0]._ctx
@@ -419,6 +424,7 @@ def _threaded_run(op, inputs, attrs):
             cls = type(x)
             break
     name = _scoped_name(op.name)
+    profiled = name is not None and _profiler_on()
     task = _Task(None, name)
     placeholders = [_Pending(s, dtype, task) for s in out_shapes]
     outputs = [cls(p, ctx) for p in placeholders]
@@ -436,7 +442,8 @@ def _threaded_run(op, inputs, attrs):
         if type(results) is not tuple:
             results = (results,)
         _fill(op, placeholders, results)
-        _profile(name, start)
+        if profiled:                # decided at the push: a pause() then holds for it
+            _record(name, start)
 
     pending_inputs = [a.task for a in raw if type(a) is _Pending]
     real_inputs = [a for a in raw if type(a) is not _Pending]
@@ -450,6 +457,26 @@ def _threaded_run(op, inputs, attrs):
     return visible[0] if len(visible) == 1 else visible
 
 
+def basic_index_later(array, key):
+    """x[key] (basic indexing) of an array still being computed, as a task: unpacking
+    a pending array (`a, b = x`) does not wait. None: do it now."""
+    value = _SLOT.__get__(array)
+    if _engine is None or type(value) is not _Pending:
+        return None
+    shape = np.broadcast_to(np.empty((), value.dtype), value.shape)[key].shape
+    task = _Task(None, "slice")
+    placeholder = _Pending(shape, value.dtype, task)
+    out = type(array)(placeholder, array._ctx)
+    placeholder.arrays.append(out)
+
+    def compute():
+        view = _SLOT.__get__(value.arrays[0])[key]
+        _SLOT.__set__(out, view if view.flags.c_contiguous else view.copy())
+    task.fn = compute
+    _engine.push(task, after=[value.task])
+    return out
+
+
 def _must_run_now(op, inputs):
     """Ops the engine runs in the front end, after waiting for their inputs: no inputs
     (creation ops), ops writing into an input (BatchNorm's running statistics), loops
@@ -457,6 +484,25 @@ def _must_run_now(op, inputs):
     one generator must be used in program order), and ops without shape inference."""
     return (not inputs or op.aux_writeback or op.is_random or op.infer_shape is None
             or any(spec.kind == "subgraphs" for spec in op.attrs.values()))
+
+
+def _predict_dtype(op, attrs, raw):
+    """The output dtype NumPy's forward will give, or None: run the op now. Inputs of
+    several dtypes (NumPy's promotion, index arrays) run now; so do the layers that
+    refuse mixed dtypes, to refuse them at the call as under NaiveEngine."""
+    dtype = raw[0].dtype
+    for a in raw:
+        if a.dtype != dtype:
+            return None
+        if type(a) is _Pending:
+            a.observed = True
+    if op.infer_dtype is not None:
+        return np.dtype(op.infer_dtype(attrs, [a.dtype for a in raw]))
+    if op.name in ("Cast", "one_hot"):
+        return np.dtype(attrs["dtype"])
+    if op.name == "norm" and attrs.get("out_dtype") is not None:
+        return np.dtype(attrs["out_dtype"])
+    return dtype
 
 
 def _filled(placeholder):
@@ -470,6 +516,8 @@ def _fill(op, placeholders, results):
                          f"{len(placeholders)}")
     for p, result in zip(placeholders, results):
         result = np.asarray(result)
+        if result.dtype != p.dtype and not p.observed:
+            p.dtype = result.dtype      # a wrong guess nobody has seen: no harm done
         if result.shape != p.shape or result.dtype != p.dtype:
             raise MXNetError(f"{op.name}: computed an output of shape {result.shape} and "
                              f"dtype {result.dtype}, but shape and dtype inference said "
@@ -479,10 +527,14 @@ def _fill(op, placeholders, results):
             _SLOT.__set__(array, result)
 
 
-def _profile(name, start):
+def _profiler_on():
     from . import profiler
-    if profiler.recording():
-        profiler.record(name, start, time.perf_counter())
+    return profiler.recording()
+
+
+def _record(name, start):
+    from . import profiler
+    profiler.record(name, start, time.perf_counter())
 
 
 def _scoped_name(name):

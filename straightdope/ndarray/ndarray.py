@@ -147,6 +147,8 @@ class NDArray:
         if isinstance(other, NDArray):
             other._data[...] = self._data
             return other
+        if _hook is not None and not _state.recording:
+            return invoke("_copy", [self], {})      # pushed: the threaded engine's copy
         return type(self)(self._data.copy(), other)
 
     def as_in_context(self, context):
@@ -246,6 +248,10 @@ class NDArray:
         key = _index_key(key)
         if not _is_basic(key):
             return self._gather(key)
+        if _hook is not None and not _state.recording:
+            later = _engine.basic_index_later(self, key if Ellipsis in key else key + (Ellipsis,))
+            if later is not None:
+                return later
         view = self._data[key if Ellipsis in key else key + (Ellipsis,)]  # `...`: never a scalar
         if not view.flags.c_contiguous:
             view = view.copy()
