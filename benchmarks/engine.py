@@ -126,7 +126,7 @@ def main(argv=None):
     for name in WORKLOADS:
         naive, threaded = medians[(name, ENGINES[0])], medians[(name, ENGINES[1])]
         print(f"| {name} | {naive * 1e3:.3f} | {threaded * 1e3:.3f} | "
-              f"{threaded / naive:.2f} |")
+              f"{threaded / naive:.2g} |")
 
 
 if __name__ == "__main__":

@@ -365,22 +365,39 @@ def _after_fork_in_child():
 os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
-def deferred_failure(error, name, shape, dtype, ctx=None):
+def deferred_failure(error, name, shape, dtype, ctx=None, after=None):
     """An array whose op failed, as the threaded engine reports it: the error is raised
     when the array is read or at waitall(), not now. (Random draws run in the front end,
-    to use NumPy's generator in program order; their bad arguments fail this way.)"""
+    to use NumPy's generator in program order; their bad arguments fail this way.)
+    after: a failed draw's task, whose failure this array shares instead of its own."""
+    global _generator_task
     from .ndarray.ndarray import NDArray
-    if not isinstance(error, MXNetError):
-        error = MXNetError(f"{name}: {type(error).__name__}: {error}")
-
-    def fail():
-        raise error
-    task = _Task(fail, name)
+    if after is None:
+        def fail():
+            raise error
+        task = _Task(fail, name)
+        _generator_task = task
+    else:
+        task = _Task(None, name)        # never runs: it inherits after's failure
     placeholder = _Pending(shape, dtype, task)
     array = NDArray(placeholder, ctx)
     placeholder.arrays.append(array)
-    _engine.push(task)
+    _engine.push(task, after=() if after is None else (after,))
     return array
+
+
+_generator_task = None     # the last failed random draw (see failed_generator)
+
+
+def failed_generator():
+    """The task of a failed random draw whose error was not raised yet, or None: MXNet's
+    random ops all write the generator's state, so a failure there fails the draws after
+    it, until it has been raised (its test_exc_imperative relies on it)."""
+    task = _generator_task
+    if _engine is None or task is None or (task.failure is not None
+                                           and task.failure.reported):
+        return None
+    return task
 
 
 def _install(nd_module):

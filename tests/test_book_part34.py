@@ -141,7 +141,7 @@ def test_chapter_27_runs_the_engine_experiments(name, tmp_path_factory, request)
     threaded_loop, threaded_done = _numbers(ahead[1])[:2]
     assert threaded_loop < threaded_done / 2 and naive_loop > naive_done * 0.9
     errors = stdout_of(cell_with_id(nb, "eng-errors"))
-    assert "random.normal: ValueError: scale < 0" in errors and "(2, 2)" in errors
+    assert "random.normal: scale < 0" in errors and "(2, 2)" in errors
     memory = stdout_of(cell_with_id(nb, "c27-mem-code")).splitlines()
     assert _numbers(memory[-1])[0] > 1.0          # never waiting held more memory
     overlap = stdout_of(cell_with_id(nb, "eng-timeline"))

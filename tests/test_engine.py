@@ -123,10 +123,22 @@ def test_exc_imperative(threaded):
         if exec_numpy:
             c.asnumpy()
     imperative(exec_numpy=False)
-    with pytest.raises(MXNetError, match="random.normal.*scale"):
+    with pytest.raises(MXNetError, match="random.normal: scale < 0"):
         imperative(exec_numpy=True)
-    with pytest.raises(MXNetError):     # the first call's failure, not read so far
-        nd.waitall()
+    nd.waitall()        # the first call's failure was the one raised (next test)
+
+
+def test_a_failed_draw_fails_the_draws_after_it_until_raised(threaded):
+    """As in MXNet, where every random op writes the generator's state: the second
+    call's draws share the first call's failure, and raising it once clears it."""
+    bad = nd.random.normal(0, -1, (2, 2))
+    fine_args = nd.random.uniform(0, 1, (3,))
+    with pytest.raises(MXNetError, match="random.normal: scale < 0"):
+        fine_args.asnumpy()
+    with pytest.raises(MXNetError, match="random.normal"):
+        bad.asnumpy()                   # still failed, as every failed array
+    assert nd.random.uniform(0, 1, (3,)).asnumpy().shape == (3,)   # cleared
+    nd.waitall()
 
 
 @pytest.mark.parametrize("waitall", [False, True])

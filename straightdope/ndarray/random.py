@@ -7,6 +7,7 @@ import numbers
 import numpy as _np
 
 from ..context import check_context
+from ..ops import OpError
 
 
 def _make(values, dtype, ctx, out=None):
@@ -32,25 +33,33 @@ def _value(x):
 
 
 def _errors_at_read(function):
-    """Under the threaded engine, a bad argument (scale < 0) fails as in MXNet: the
-    array comes back, and reading it (or waitall) raises. The draw itself stays in the
-    front end, so NumPy's generator is used in program order, as under NaiveEngine."""
+    """A bad argument (scale < 0) raises an MXNetError naming the draw, as in MXNet: at
+    once under NaiveEngine; under the threaded engine the array comes back and reading it
+    (or waitall) raises. As in MXNet, whose random ops all write one generator state, a
+    failed draw fails the draws after it with the same error until that error has been
+    raised. The draws themselves run in the front end, so NumPy's generator is used in
+    program order on both engines."""
     signature = inspect.signature(function)
+    name = f"random.{function.__name__}"
 
     @functools.wraps(function)
     def draw(*args, **kwargs):
-        try:
-            return function(*args, **kwargs)
-        except ValueError as err:
-            from .. import engine
-            call = signature.bind(*args, **kwargs)
-            call.apply_defaults()
-            if engine.engine_type() == engine.NAIVE or call.arguments.get("out") is not None:
-                raise
-            shape = _size(call.arguments.get("shape", (1,)))
-            dtype = call.arguments.get("dtype") or _np.float32
-            return engine.deferred_failure(err, f"random.{function.__name__}", shape,
-                                           dtype, call.arguments.get("ctx"))
+        from .. import engine
+        failed = engine.failed_generator()
+        if failed is None:
+            try:
+                return function(*args, **kwargs)
+            except ValueError as err:
+                error = OpError(f"{name}: {err}")
+        call = signature.bind(*args, **kwargs)
+        call.apply_defaults()
+        if failed is None and (engine.engine_type() == engine.NAIVE
+                               or call.arguments.get("out") is not None):
+            raise error from None
+        shape = _size(call.arguments.get("shape", (1,)))
+        dtype = call.arguments.get("dtype") or _np.float32
+        return engine.deferred_failure(error if failed is None else None, name, shape, dtype,
+                                       call.arguments.get("ctx"), after=failed)
     return draw
 
 
