@@ -430,7 +430,10 @@ def _threaded_run(op, inputs, attrs):
     dtype = _predict_dtype(op, attrs, raw)
     if dtype is None:
         return _profiled_run(op, inputs, attrs)
-    _, out_shapes = op.shapes(attrs, [a.shape for a in raw])   # a bad shape raises now
+    try:
+        _, out_shapes = op.shapes(attrs, [a.shape for a in raw])
+    except MXNetError:      # a bad call raises now, with the words NaiveEngine would use
+        out_shapes = [None]
     if any(s is None or None in s for s in out_shapes):
         return _profiled_run(op, inputs, attrs)
     is_train = nd_module._state.training if op.needs_train_flag else False
