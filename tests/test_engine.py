@@ -321,3 +321,22 @@ def test_profiler_user_events_and_json_stats():
     assert stats["Time"]["task"]["book::load"]["Total Count"] == 1
     assert stats["Time"]["counter"]["book::batches"]["Total Count"] == 2
     assert counter.value == 2
+
+
+@pytest.mark.timeout(120)
+def test_a_forked_child_gets_an_engine_of_its_own(threaded):
+    """A child process has none of the parent's worker threads: the parent lets its
+    tasks finish before the fork, and the child starts a fresh engine."""
+    import os
+    x = nd.ones((50, 50))
+    y = nd.dot(x, x)
+    pid = os.fork()
+    if pid == 0:                                    # the child: compute, report, leave
+        try:
+            ok = float(nd.dot(y, x)[0, 0].asscalar()) == 2500.0
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert float(y[1, 1].asscalar()) == 50.0
