@@ -28,12 +28,13 @@ SYSDEPS := dot:graphviz chromium:chromium npm:npm fc-list:fontconfig
 # The Chinese edition needs a CJK font in the browser, in matplotlib and in Graphviz.
 SYSFONTS := zh:fonts-noto-cjk
 
-.PHONY: help venv sysdeps book slides test lab demo zh-status assignments clean distclean
+.PHONY: help venv sysdeps book slides test test-threaded lab demo zh-status assignments clean distclean
 
 help:
 	@echo "make book       build the book into _build/html/ (creates .venv, installs system packages)"
 	@echo "make slides     one reveal.js deck per chapter into _build/slides/ (after make book: reuses its runs)"
 	@echo "make test       run the tests (same setup)"
+	@echo "make test-threaded  the tests with MXNET_ENGINE_TYPE=ThreadedEngine"
 	@echo "make lab        open the notebooks in JupyterLab"
 	@echo "make assignments  nbgrader release of one chapter per part into _build/assignments/"
 	@echo "make demo       run python -m straightdope.demo"
@@ -109,6 +110,11 @@ slides: venv sysdeps $(CJK_FONTS)
 
 test: venv sysdeps $(CJK_FONTS)
 	STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra --durations=15 --timeout=1800 $(PYTEST_ARGS)
+
+# The same suite with MXNet's threaded engine selected (docs/engine.md); CI runs both.
+test-threaded: venv sysdeps $(CJK_FONTS)
+	MXNET_ENGINE_TYPE=ThreadedEngine STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra \
+		--durations=15 --timeout=1800 $(PYTEST_ARGS)
 
 lab: venv
 	$(VENV)/bin/jupyter lab book/ $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)

@@ -15,6 +15,7 @@ from . import autograd, initializer, name, random  # noqa: F401
 from . import ndarray, symbol  # noqa: F401
 from . import graph  # noqa: F401  (built on symbol; gives Symbol.infer_shape and eval)
 from . import numpy, numpy_extension, util  # noqa: F401
+from . import engine, profiler  # noqa: F401
 from .util import (is_np_array, is_np_shape, np_array, np_shape, reset_np,  # noqa: F401
                    set_np, set_np_shape, use_np, use_np_array, use_np_shape)
 
@@ -36,6 +37,9 @@ class _ShortReprModule(type(ndarray)):
 
 for _module in (ndarray, symbol, numpy, numpy_extension):
     _module.__class__ = _ShortReprModule
+
+if engine.config.engine_type() != engine.NAIVE:    # MXNET_ENGINE_TYPE, read once
+    engine.set_engine_type(engine.config.engine_type())
 
 
 def __getattr__(attr):

@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 
 from .base import postorder
+from . import engine as _engine
 
 class _State(threading.local):
     # Class-level defaults: a missing attribute on a thread-local costs an exception
@@ -176,7 +177,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True, create
     summed: dict = {}
     for h, hg in zip(heads, head_grads or [None] * len(heads)):
         # d head / d head = 1: a plain array (nd.ones_like would be an op call, ~5 us)
-        _add(summed, h, hg if hg is not None else _nd().NDArray(np.ones(h.shape, h._data.dtype),
+        _add(summed, h, hg if hg is not None else _nd().NDArray(np.ones(h.shape, h.dtype),
                                                                h._ctx), False)
     with _scope(create_graph, train_mode):
         for node in _topological(heads):
@@ -242,6 +243,9 @@ def _write_leaf_grads(summed):
     """What is left in `summed` are the leaves: write (or add) their gradients."""
     for var, g, fresh in summed.values():
         if var._grad is None or var._grad_req == "null":
+            continue
+        if fresh and var._grad_req == "write" and _engine.try_adopt(var._grad, g):
+            var._grad_stamp += 1        # the threaded engine fills it when computed
             continue
         data = g._data
         if data.shape != var._data.shape:

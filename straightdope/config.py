@@ -12,6 +12,12 @@
 * `STRAIGHTDOPE_MAX_LOAD_BYTES` (16 GiB): the most array data one loaded file may declare;
 * `STRAIGHTDOPE_ONNX_MAX_NODES` (100000): the most nodes an imported ONNX graph may have;
 * `STRAIGHTDOPE_HOME` (`~/.straightdope`): where `pretrained=True` looks for weights;
+* `MXNET_ENGINE_TYPE` (or `STRAIGHTDOPE_ENGINE_TYPE`; `NaiveEngine`): MXNet's variable:
+  `NaiveEngine` runs each op when called, `ThreadedEngine` (or MXNet's default name
+  `ThreadedEnginePerDevice`) pushes ops to worker threads (straightdope/engine.py;
+  docs/engine.md says why the default is naive); read once, at import;
+* `MXNET_CPU_WORKER_NTHREADS` (the number of cores, at most 4): the threaded engine's
+  worker threads;
 * `STRAIGHTDOPE_LANG` (`en`, or `zh` in a notebook under `book/zh/`): the language the
   book's widgets and figures speak (widgets/messages.py).
 
@@ -32,6 +38,8 @@ COMPILE_MODES = ("sync", "tiered")
 DEFAULT_MAX_LOAD_BYTES = 16 << 30
 DEFAULT_ONNX_MAX_NODES = 100_000
 LANGUAGES = ("en", "zh")
+ENGINES = {"naiveengine": "NaiveEngine", "threadedengine": "ThreadedEngine",
+           "threadedengineperdevice": "ThreadedEngine"}
 
 
 def _choice(value, variable, default, choices, what) -> str:
@@ -97,3 +105,19 @@ def language(name: str | None = None, cwd: Path | None = None) -> str:
         raise ValueError(f"unknown language {chosen!r}: choose one of {LANGUAGES} "
                          f"(widgets.messages.set_language(...) or STRAIGHTDOPE_LANG)")
     return chosen
+
+
+def engine_type(name: str | None = None) -> str:
+    """`name`, else $MXNET_ENGINE_TYPE, else $STRAIGHTDOPE_ENGINE_TYPE, else 'NaiveEngine'
+    (MXNet's spellings; ThreadedEnginePerDevice is ThreadedEngine here)."""
+    chosen = (name or os.environ.get("MXNET_ENGINE_TYPE")
+              or os.environ.get("STRAIGHTDOPE_ENGINE_TYPE") or "NaiveEngine")
+    if chosen.lower() not in ENGINES:
+        raise ValueError(f"unknown engine {chosen!r}: choose NaiveEngine or ThreadedEngine "
+                         f"(mx.engine.set_engine_type(...) or MXNET_ENGINE_TYPE)")
+    return ENGINES[chosen.lower()]
+
+
+def engine_workers() -> int:
+    """$MXNET_CPU_WORKER_NTHREADS, else the number of cores, at most 4."""
+    return max(1, _integer("MXNET_CPU_WORKER_NTHREADS", min(os.cpu_count() or 1, 4)))

@@ -117,3 +117,35 @@ def test_chapter_31_measures_a_fixed_size_loop_against_a_growing_unrolled_graph(
     ops = {(int(r[0]), r[1]): int(r[2]) for r in rows}
     assert ops[(40, "foreach")] == ops[(5, "foreach")] < ops[(5, "unrolled")]
     assert ops[(5, "unrolled")] < ops[(20, "unrolled")] < ops[(40, "unrolled")]
+
+
+def cell_with_id(nb, cell_id):
+    cells = [c for c in nb.cells if c.get("id") == cell_id]
+    assert len(cells) == 1, f"expected one cell with id {cell_id!r}, found {len(cells)}"
+    return cells[0]
+
+
+def _numbers(text):
+    return [float(n) for n in re.findall(r"\d+\.\d+", text)]
+
+
+@pytest.mark.parametrize("name", ["27_async_and_other_tools"]
+                         + zh_names(["27_async_and_other_tools"]))
+def test_chapter_27_runs_the_engine_experiments(name, tmp_path_factory, request):
+    """The threaded engine's loop returns before the work is done (naive: not), a bad
+    draw fails at the read naming the op, never waiting holds more memory, and the two
+    chains' timeline shows two workers busy at once."""
+    nb = execute(name, tmp_path_factory, request)
+    ahead = stdout_of(cell_with_id(nb, "eng-ahead")).splitlines()
+    naive_loop, naive_done = _numbers(ahead[0])[:2]
+    threaded_loop, threaded_done = _numbers(ahead[1])[:2]
+    assert threaded_loop < threaded_done / 2 and naive_loop > naive_done * 0.9
+    errors = stdout_of(cell_with_id(nb, "eng-errors"))
+    assert "random.normal: scale < 0" in errors and "(2, 2)" in errors
+    memory = stdout_of(cell_with_id(nb, "c27-mem-code")).splitlines()
+    assert _numbers(memory[-1])[0] > 1.0          # never waiting held more memory
+    overlap = stdout_of(cell_with_id(nb, "eng-timeline"))
+    assert _numbers(overlap)[0] > 0               # two workers busy at the same time
+    widget = [o for o in cell_with_id(nb, "eng-timeline").outputs
+              if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(widget) == 1

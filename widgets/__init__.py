@@ -7,6 +7,7 @@
 - `TraceInspector(net, x)`: what `print` inside hybrid_forward shows, imperative vs
   hybridized, call after call (the prints fire once, at trace time).
 - `BenchmarkPlot(make_net, (1, 512))`: time per call, imperative vs hybridized, live.
+- `Timeline()`: the profiler's trace, one row per thread: which thread ran which op, when.
 
 They need ipywidgets, matplotlib and graphviz (the `book` extra); `import straightdope`
 never imports them. The names load lazily, so `widgets.training` does not pay for
@@ -14,10 +15,10 @@ ipywidgets or graphviz.
 """
 import importlib
 
-__all__ = ["GraphView", "TraceInspector", "BenchmarkPlot"]
+__all__ = ["GraphView", "TraceInspector", "BenchmarkPlot", "Timeline"]
 
 _HOME = {"GraphView": "graph_view", "TraceInspector": "trace_inspector",
-         "BenchmarkPlot": "benchmark_plot"}
+         "BenchmarkPlot": "benchmark_plot", "Timeline": "timeline"}
 
 
 def __getattr__(name):

@@ -64,6 +64,27 @@ MESSAGES: dict[str, dict[str, str]] = {
     "trace.failed": {"en": "{n} failed", "zh": "{n} 次失败"},
     "trace.not_traced": {"en": "Not traced yet: hybridize() and call the block.",
                          "zh": "还没有追踪：先调用 hybridize()，再调用这个块。"},
+    # ---- Timeline
+    "timeline.heading": {"en": "Which thread ran what, and when",
+                         "zh": "哪个线程在什么时候运行了什么"},
+    "timeline.empty": {"en": "No events: run ops with mx.profiler.set_state('run') first.",
+                       "zh": "没有事件：先用 mx.profiler.set_state('run') 开始记录，再运行算子。"},
+    "timeline.front_end": {"en": "front end", "zh": "前端"},
+    "timeline.bar_title": {"en": "{name} on {thread}: starts at {start:.3f} ms, "
+                                 "takes {dur:.3f} ms",
+                           "zh": "{name}，在 {thread} 上：{start:.3f} ms 开始，"
+                                 "用时 {dur:.3f} ms"},
+    "timeline.no_scope": {"en": "(no scope)", "zh": "（无作用域）"},
+    "timeline.waiting": {"en": "front end waiting", "zh": "前端在等待"},
+    "timeline.by_scope": {"en": "scope", "zh": "作用域"},
+    "timeline.by_op": {"en": "op", "zh": "算子"},
+    "timeline.colour": {"en": "colour by", "zh": "着色依据"},
+    "timeline.span": {"en": "from first to last event", "zh": "从第一个到最后一个事件"},
+    "timeline.thread_row": {"en": "{ops} ops, busy {busy:.2f} ms",
+                            "zh": "{ops} 个算子，忙碌 {busy:.2f} ms"},
+    "timeline.waited": {"en": "front end waited", "zh": "前端等待了"},
+    "timeline.overlap": {"en": "two or more workers busy at once",
+                         "zh": "两个及以上工作线程同时忙碌"},
     # ---- GraphView
     "graph.heading": {"en": "The graph hybridize() traced",
                       "zh": "hybridize() 追踪得到的计算图"},

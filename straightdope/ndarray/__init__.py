@@ -23,6 +23,7 @@ from ..ops.registry import bind_call as _bind_call, leading_tensors as _leading_
 from ..serialization import load_arrays as _load_arrays, save_arrays as _save_arrays
 from .ndarray import DEFAULT_DTYPE, NDArray, invoke, run as _run
 from . import random  # noqa: F401
+from .. import engine as _engine
 
 
 def _dtype(dtype, default=DEFAULT_DTYPE):
@@ -169,7 +170,9 @@ def fill_element_0index(lhs, mhs, rhs, out=None):
 
 
 def waitall():
-    """Nothing to wait for: every straightdope op has finished when it returns."""
+    """Wait until every op pushed to the engine has run (at once under NaiveEngine);
+    raises the first error of an op that no read has raised yet."""
+    _engine.waitall()
 
 
 def save(fname, data, format=None):

@@ -147,6 +147,8 @@ class NDArray:
         if isinstance(other, NDArray):
             other._data[...] = self._data
             return other
+        if _hook is not None and not _state.recording:
+            return invoke("_copy", [self], {})      # pushed: the threaded engine's copy
         return type(self)(self._data.copy(), other)
 
     def as_in_context(self, context):
@@ -159,7 +161,10 @@ class NDArray:
         return type(self)(self._data, self._ctx)
 
     def wait_to_read(self):
-        """Nothing to wait for: straightdope computes eagerly on the CPU."""
+        """Wait until this array's values are computed (under the threaded engine; under
+        NaiveEngine they always are). An error of the op computing it is raised here."""
+        if _hook is not None:
+            _engine.wait_to_read(self)
 
     def tolist(self):
         return self._data.tolist()
@@ -243,6 +248,10 @@ class NDArray:
         key = _index_key(key)
         if not _is_basic(key):
             return self._gather(key)
+        if _hook is not None and not _state.recording:
+            later = _engine.basic_index_later(self, key if Ellipsis in key else key + (Ellipsis,))
+            if later is not None:
+                return later
         view = self._data[key if Ellipsis in key else key + (Ellipsis,)]  # `...`: never a scalar
         if not view.flags.c_contiguous:
             view = view.copy()
@@ -485,9 +494,12 @@ def invoke(op, inputs, attrs, parsed=False):
     return run(op, inputs, attrs if parsed else op.cached_attrs(attrs))
 
 
-def run(op, inputs, attrs):
+def run(op, inputs, attrs, _now=False):
     """invoke() with the Op and its parsed attributes: the hot path of imperative mode
-    (every `nd.` function ends here), so it stays lean."""
+    (every `nd.` function ends here), so it stays lean. `_hook` is the threaded engine's
+    push or the profiler's timer when one is on (engine.py); _now: run here regardless."""
+    if _hook is not None and not _now:
+        return _hook(op, inputs, attrs)
     arrays = [x._data for x in inputs]
     if op.name in _ONE_DTYPE_OPS:
         dtype = arrays[0].dtype
@@ -555,3 +567,6 @@ def _module():
 
 
 _ND = None
+_hook = None        # set by engine._install: None means NaiveEngine with no profiler
+
+from .. import engine as _engine  # noqa: E402  (engine imports this module lazily)

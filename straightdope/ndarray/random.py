@@ -1,10 +1,13 @@
 """Random arrays. They draw from NumPy's global generator, which
 `straightdope.random.seed(n)` seeds (and so do Dropout and the initializers)."""
+import functools
+import inspect
 import numbers
 
 import numpy as _np
 
 from ..context import check_context
+from ..ops import OpError
 
 
 def _make(values, dtype, ctx, out=None):
@@ -29,6 +32,38 @@ def _value(x):
     return x.asnumpy() if hasattr(x, "asnumpy") else x
 
 
+def _errors_at_read(function):
+    """A bad argument (scale < 0) raises an MXNetError naming the draw, as in MXNet: at
+    once under NaiveEngine; under the threaded engine the array comes back and reading it
+    (or waitall) raises. As in MXNet, whose random ops all write one generator state, a
+    failed draw fails the draws after it with the same error until that error has been
+    raised. The draws themselves run in the front end, so NumPy's generator is used in
+    program order on both engines."""
+    signature = inspect.signature(function)
+    name = f"random.{function.__name__}"
+
+    @functools.wraps(function)
+    def draw(*args, **kwargs):
+        from .. import engine
+        failed = engine.failed_generator()
+        if failed is None:
+            try:
+                return function(*args, **kwargs)
+            except ValueError as err:
+                error = OpError(f"{name}: {err}")
+        call = signature.bind(*args, **kwargs)
+        call.apply_defaults()
+        if failed is None and (engine.engine_type() == engine.NAIVE
+                               or call.arguments.get("out") is not None):
+            raise error from None
+        shape = _size(call.arguments.get("shape", (1,)))
+        dtype = call.arguments.get("dtype") or _np.float32
+        return engine.deferred_failure(error if failed is None else None, name, shape, dtype,
+                                       call.arguments.get("ctx"), after=failed)
+    return draw
+
+
+@_errors_at_read
 def uniform(low=0.0, high=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     """Samples from U(low, high); `low`/`high` may be arrays (one draw per element then)."""
     low, high = _value(low), _value(high)
@@ -39,6 +74,7 @@ def uniform(low=0.0, high=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwa
     return _make(_np.random.uniform(low, high, _size(shape, out)), dtype, ctx, out)
 
 
+@_errors_at_read
 def normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     """Samples from N(loc, scale**2); `loc`/`scale` may be arrays (one draw per element)."""
     loc, scale = _value(loc), _value(scale)
@@ -49,15 +85,18 @@ def normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwa
     return _make(_np.random.normal(loc, scale, _size(shape, out)), dtype, ctx, out)
 
 
+@_errors_at_read
 def exponential(scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     return _make(_np.random.exponential(_value(scale), _size(shape, out)), dtype, ctx, out)
 
 
+@_errors_at_read
 def gamma(alpha=1.0, beta=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     return _make(_np.random.gamma(_value(alpha), _value(beta), _size(shape, out)), dtype, ctx,
                  out)
 
 
+@_errors_at_read
 def poisson(lam=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     return _make(_np.random.poisson(_value(lam), _size(shape, out)), dtype, ctx, out)
 

@@ -30,7 +30,9 @@ def reshape(a, newshape, reverse=False, order="C"):
 
 
 def waitall():
-    """Nothing to wait for: every straightdope op has finished when it returns."""
+    """Wait until every op pushed to the engine has run (see nd.waitall)."""
+    from .. import engine
+    engine.waitall()
 
 
 def save(file, arr):

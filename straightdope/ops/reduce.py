@@ -135,7 +135,8 @@ def _unreduce_forward(attrs, g, x):
     if attrs["mean"]:
         count = math.prod([x.shape[a] for a in axes])
         out = out / count
-    return np.ascontiguousarray(out, dtype=g.dtype)
+    # reshape: ascontiguousarray makes a 0-d array 1-d, and the gradient has x's shape
+    return np.ascontiguousarray(out, dtype=g.dtype).reshape(x.shape)
 
 
 register("_unreduce", inputs=("out_grad", "data"),
