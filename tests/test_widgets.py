@@ -317,10 +317,12 @@ def test_benchmark_run_returns_plain_data_and_a_figure(capsys):
 
 
 def test_benchmark_marks_the_calls_on_the_reference_tier_and_the_switch(monkeypatch):
-    """A tiered compile that is not ready: the first hybridized calls run on the NumPy
-    reference tier; the plot's data says so, and where the switch to compiled code was."""
+    """A tiered compile that is not ready on a new machine (the VM not compiled): the
+    first hybridized calls run on the NumPy reference tier; the plot's data says so, and
+    where the switch to compiled code was."""
     from straightdope.compiler import tiers
     from widgets.benchmark_plot import measure, summarize
+    monkeypatch.setattr(tiers, "_vm_loaded", lambda: False)
 
     class Scaled(mx.gluon.HybridBlock):          # new generated code: nothing cached
         def __init__(self):
