@@ -7,3 +7,4 @@ from . import optimizer_updates, indexing  # noqa: F401  (sgd_update, ..., take,
 from . import sorting  # noqa: F401  (sort, argsort, topk)
 from . import linalg  # noqa: F401  (linalg.gelqf)
 from . import rnn  # noqa: F401  (RNN, the fused recurrent op: inference)
+from . import sequence  # noqa: F401  (SequenceMask, SequenceLast, SequenceReverse)

@@ -6,5 +6,5 @@
 """
 from .rnn_cell import (BidirectionalCell, DropoutCell, GRUCell, HybridRecurrentCell,  # noqa: F401
                        HybridSequentialRNNCell, LSTMCell, ModifierCell, RecurrentCell, RNNCell,
-                       ResidualCell, SequentialRNNCell)
+                       ResidualCell, SequentialRNNCell, ZoneoutCell)
 from .rnn_layer import GRU, LSTM, RNN  # noqa: F401

@@ -22,7 +22,7 @@ from ..block import Block, HybridBlock
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
            "SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ModifierCell",
-           "ResidualCell", "BidirectionalCell"]
+           "ResidualCell", "ZoneoutCell", "BidirectionalCell"]
 
 LAYOUTS = ("TNC", "NTC")
 
@@ -73,6 +73,33 @@ def _zeros_like_state(F, x, shape):
     return F.broadcast_to(F.zeros_like(first), shape=(0,) + tuple(shape[1:]))
 
 
+def _mask_padding(F, data, length, valid_length, axis, merge):
+    """Zero the steps past each sequence's valid length (SequenceMask along the time
+    axis); `data` is one array or a list of steps, the result as `merge` says."""
+    if not isinstance(data, (Symbol, NDArray)):
+        data = F.stack(*data, axis=axis)
+    data = F.SequenceMask(data, valid_length, use_sequence_length=True, axis=axis)
+    if not merge:
+        data = _split_steps(F, data, length, axis)
+    return data
+
+
+def _split_steps(F, data, length, axis):
+    if length == 1:
+        return [F.reshape(data, shape=(-3, -2)) if axis == 0 else F.reshape(data, shape=(0, -3))]
+    return list(F.split(data, num_outputs=length, axis=axis, squeeze_axis=True))
+
+
+def _reverse_steps(F, steps, length, valid_length=None):
+    """The steps in reverse order; with `valid_length`, each sequence's own first
+    valid_length[b] steps reversed and its padding left at the end (SequenceReverse),
+    so that a backward direction starts at each sequence's true end."""
+    if valid_length is None:
+        return list(reversed(steps))
+    flipped = F.SequenceReverse(F.stack(*steps, axis=0), valid_length, use_sequence_length=True)
+    return _split_steps(F, flipped, length, 0)
+
+
 class RecurrentCell(Block):
     """The base of every cell: `state_info`, `begin_state`, `reset`, `unroll`."""
 
@@ -116,20 +143,26 @@ class RecurrentCell(Block):
                valid_length=None):
         """Run the cell `length` steps (a Python loop, so traced it is unrolled: one copy
         of the cell's graph per step). Returns (outputs, final states); outputs are one
-        array (merge_outputs=True) or a list of steps (False; None: as the inputs)."""
-        if valid_length is not None:
-            raise NotImplementedError("unroll(valid_length=...) is not supported yet; pad "
-                                      "the sequences and mask the outputs instead")
+        array (merge_outputs=True) or a list of steps (False; None: a list, or one array
+        when valid_length is given), as in MXNet.
+
+        valid_length (N,): each sequence's true length in a padded batch. The outputs of
+        the padding steps are zeros and the states returned are each sequence's at its
+        last true step (the cell still runs over the padding: the results are masked)."""
         self.reset()
         steps, axis, F, batch = _format_sequence(length, inputs, layout, False)
         states = begin_state if begin_state is not None else \
             self._begin_state_like(F, steps[0], batch)
-        outputs = []
+        outputs, history = [], []
         for t in range(length):
             output, states = self(steps[t], states)
             outputs.append(output)
-        if merge_outputs is None:
-            merge_outputs = isinstance(inputs, (Symbol, NDArray))
+            history.append(states)
+        if valid_length is not None:
+            states = [F.SequenceLast(F.stack(*per_step, axis=0), valid_length,
+                                     use_sequence_length=True, axis=0)
+                      for per_step in zip(*history)]
+            outputs = _mask_padding(F, outputs, length, valid_length, axis, True)
         outputs, _, _, _ = _format_sequence(length, outputs, layout, merge_outputs)
         return outputs, states
 
@@ -205,7 +238,8 @@ class RNNCell(_GatedCell):
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         prefix, i2h, h2h = self._projections(F, inputs, states[0], i2h_weight, h2h_weight,
                                              i2h_bias, h2h_bias)
-        output = self._get_activation(F, i2h + h2h, self._activation, name=prefix + "out")
+        output = self._get_activation(F, F.elemwise_add(i2h, h2h, name=prefix + "plus0"),
+                                      self._activation, name=prefix + "out")
         return output, [output]
 
 
@@ -231,14 +265,20 @@ class LSTMCell(_GatedCell):
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, i2h_bias, h2h_bias):
         prefix, i2h, h2h = self._projections(F, inputs, states[0], i2h_weight, h2h_weight,
                                              i2h_bias, h2h_bias)
-        gates = F.split(i2h + h2h, num_outputs=4, axis=1, name=prefix + "slice")
+        gates = F.split(F.elemwise_add(i2h, h2h, name=prefix + "plus0"), num_outputs=4,
+                        axis=1, name=prefix + "slice")
         act, rec = self._activation, self._recurrent_activation
         in_gate = self._get_activation(F, gates[0], rec, name=prefix + "i")
         forget_gate = self._get_activation(F, gates[1], rec, name=prefix + "f")
         in_transform = self._get_activation(F, gates[2], act, name=prefix + "c")
         out_gate = self._get_activation(F, gates[3], rec, name=prefix + "o")
-        next_c = forget_gate * states[1] + in_gate * in_transform
-        next_h = out_gate * self._get_activation(F, next_c, act, name=prefix + "out")
+        # the nodes named as MXNet names them: a step's output is `{prefix}t0_out`
+        next_c = F.elemwise_add(F.elemwise_mul(forget_gate, states[1], name=prefix + "mul0"),
+                                F.elemwise_mul(in_gate, in_transform, name=prefix + "mul1"),
+                                name=prefix + "state")
+        next_h = F.elemwise_mul(out_gate, self._get_activation(F, next_c, act,
+                                                               name=prefix + "activation0"),
+                                name=prefix + "out")
         return next_h, [next_h, next_c]
 
 
@@ -264,11 +304,18 @@ class GRUCell(_GatedCell):
         i2h_r, i2h_z, i2h_n = F.split(i2h, num_outputs=3, axis=1, name=prefix + "i2h_slice")
         h2h_r, h2h_z, h2h_n = F.split(h2h, num_outputs=3, axis=1, name=prefix + "h2h_slice")
         rec = self._recurrent_activation
-        reset_gate = self._get_activation(F, i2h_r + h2h_r, rec, name=prefix + "r_act")
-        update_gate = self._get_activation(F, i2h_z + h2h_z, rec, name=prefix + "z_act")
-        candidate = self._get_activation(F, i2h_n + reset_gate * h2h_n, self._activation,
-                                         name=prefix + "h_act")
-        next_h = (1.0 - update_gate) * candidate + update_gate * prev_h
+        reset_gate = self._get_activation(F, F.elemwise_add(i2h_r, h2h_r, name=prefix + "plus0"),
+                                          rec, name=prefix + "r_act")
+        update_gate = self._get_activation(F, F.elemwise_add(i2h_z, h2h_z, name=prefix + "plus1"),
+                                           rec, name=prefix + "z_act")
+        candidate = self._get_activation(
+            F, F.elemwise_add(i2h_n, F.elemwise_mul(reset_gate, h2h_n, name=prefix + "mul0"),
+                              name=prefix + "plus2"), self._activation, name=prefix + "h_act")
+        keep = F.elemwise_sub(F.ones_like(update_gate, name=prefix + "ones_like0"),
+                              update_gate, name=prefix + "minus0")
+        next_h = F.elemwise_add(F.elemwise_mul(keep, candidate, name=prefix + "mul1"),
+                                F.elemwise_mul(update_gate, prev_h, name=prefix + "mul20"),
+                                name=prefix + "out")
         return next_h, [next_h]
 
 
@@ -360,7 +407,7 @@ class ModifierCell(HybridRecurrentCell):
         if base_cell._modified:
             raise ValueError(f"{base_cell._describe()} is already wrapped by a modifier cell")
         base_cell._modified = True
-        super().__init__(prefix=base_cell.prefix + self._alias() + "_", params=None)
+        super().__init__(prefix=base_cell.prefix + self._alias(), params=None)   # as MXNet
         self.base_cell = base_cell
 
     @property
@@ -400,8 +447,58 @@ class DropoutCell(HybridRecurrentCell):
                                name=f"t{self._counter}_fwd")
         return inputs, states
 
+    def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
+               valid_length=None):
+        """Dropout on the whole sequence at once when it is one array (as MXNet; it has
+        no state, so valid_length changes nothing)."""
+        self.reset()
+        merged, _, F, _ = _format_sequence(length, inputs, layout, merge_outputs)
+        if isinstance(merged, (Symbol, NDArray)):
+            return self.hybrid_forward(F, merged, begin_state or [])
+        return super().unroll(length, merged, begin_state, layout, merge_outputs)
+
     def __repr__(self):
         return f"DropoutCell(rate={self._rate}, axes={self._axes})"
+
+
+class ZoneoutCell(ModifierCell):
+    """Zoneout (Krueger et al., 2016): while training, each output and state unit keeps
+    its previous value with probability `zoneout_outputs` / `zoneout_states` instead of
+    taking the new one. At inference (no autograd.train_mode) it is the base cell."""
+
+    def __init__(self, base_cell, zoneout_outputs=0., zoneout_states=0.):
+        if isinstance(base_cell, BidirectionalCell):
+            raise ValueError("ZoneoutCell: a BidirectionalCell cannot be stepped, so it "
+                             "cannot be zoned out; wrap the cells inside it instead")
+        super().__init__(base_cell)
+        self.zoneout_outputs, self.zoneout_states = zoneout_outputs, zoneout_states
+        self._prev_output = None
+
+    def _alias(self):
+        return "zoneout"
+
+    def reset(self):
+        super().reset()
+        self._prev_output = None
+
+    def hybrid_forward(self, F, inputs, states):
+        p_out, p_state = self.zoneout_outputs, self.zoneout_states
+        next_output, next_states = self.base_cell(inputs, states)
+
+        def keep_new(p, like):      # 1 where the new value is taken (Dropout of ones)
+            return F.Dropout(F.ones_like(like), p=p)
+
+        prev = self._prev_output if self._prev_output is not None else F.zeros_like(next_output)
+        output = F.where(keep_new(p_out, next_output), next_output, prev) if p_out else next_output
+        if p_state:
+            next_states = [F.where(keep_new(p_state, new), new, old)
+                           for new, old in zip(next_states, states)]
+        self._prev_output = output
+        return output, next_states
+
+    def __repr__(self):
+        return (f"ZoneoutCell(p_out={self.zoneout_outputs}, p_state={self.zoneout_states}, "
+                f"{self.base_cell!r})")
 
 
 class ResidualCell(ModifierCell):
@@ -412,7 +509,26 @@ class ResidualCell(ModifierCell):
 
     def hybrid_forward(self, F, inputs, states):
         output, states = self.base_cell(inputs, states)
-        return output + inputs, states
+        return F.elemwise_add(output, inputs, name=f"t{self._counter}_fwd"), states
+
+    def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
+               valid_length=None):
+        """Unroll the base cell (so a BidirectionalCell works too), then add the inputs,
+        with the padding steps' inputs zeroed as the outputs there are."""
+        self.reset()
+        self.base_cell._modified = False
+        try:
+            outputs, states = self.base_cell.unroll(length, inputs, begin_state, layout,
+                                                    merge_outputs, valid_length)
+        finally:
+            self.base_cell._modified = True
+        merge = isinstance(outputs, (Symbol, NDArray)) if merge_outputs is None else merge_outputs
+        inputs, axis, F, _ = _format_sequence(length, inputs, layout, merge)
+        if valid_length is not None:
+            inputs = _mask_padding(F, inputs, length, valid_length, axis, merge)
+        if merge:
+            return F.elemwise_add(outputs, inputs), states
+        return [F.elemwise_add(o, x) for o, x in zip(outputs, inputs)], states
 
 
 class BidirectionalCell(HybridRecurrentCell):
@@ -437,19 +553,30 @@ class BidirectionalCell(HybridRecurrentCell):
 
     def unroll(self, length, inputs, begin_state=None, layout="NTC", merge_outputs=None,
                valid_length=None):
+        """As MXNet: with `valid_length`, the backward cell reads each sequence from its
+        own last true step (SequenceReverse), its outputs are put back in time order
+        the same way, and the padding steps' outputs are zeros."""
         self.reset()
         steps, axis, F, batch = _format_sequence(length, inputs, layout, False)
+        reversed_steps = _reverse_steps(F, steps, length, valid_length)
         if begin_state is None:
             begin_state = self.l_cell._begin_state_like(F, steps[0], batch) + \
                 self.r_cell._begin_state_like(F, steps[0], batch)
         n_left = len(self.l_cell.state_info())
         l_out, l_states = self.l_cell.unroll(length, steps, begin_state[:n_left], layout,
-                                             merge_outputs=False)
-        r_out, r_states = self.r_cell.unroll(length, list(reversed(steps)),
-                                             begin_state[n_left:], layout, merge_outputs=False)
-        outputs = [F.concat(a, b, dim=1, name=f"{self._output_prefix}t{t}")
-                   for t, (a, b) in enumerate(zip(l_out, reversed(r_out)))]
+                                             merge_outputs, valid_length)
+        r_out, r_states = self.r_cell.unroll(length, reversed_steps, begin_state[n_left:],
+                                             layout, False, valid_length)
+        r_out = _reverse_steps(F, r_out, length, valid_length)
         if merge_outputs is None:
-            merge_outputs = isinstance(inputs, (Symbol, NDArray))
-        outputs, _, _, _ = _format_sequence(length, outputs, layout, merge_outputs)
+            merge_outputs = isinstance(l_out, (Symbol, NDArray))
+        l_out, _, _, _ = _format_sequence(length, l_out, layout, merge_outputs)
+        if merge_outputs:
+            outputs = F.concat(l_out, F.stack(*r_out, axis=axis), dim=2,
+                               name=f"{self._output_prefix}out")
+        else:
+            outputs = [F.concat(a, b, dim=1, name=f"{self._output_prefix}t{t}")
+                       for t, (a, b) in enumerate(zip(l_out, r_out))]
+        if valid_length is not None:
+            outputs = _mask_padding(F, outputs, length, valid_length, axis, merge_outputs)
         return outputs, l_states + r_states
