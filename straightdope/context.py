@@ -1,7 +1,14 @@
 """Devices. straightdope computes on the CPU only; `cpu()` is the one context."""
 
 
-class Context:
+class _ClassProperty(type):
+    @property
+    def default_ctx(cls):
+        """MXNet 1.x's deprecated `Context.default_ctx`: the current context (cpu(0))."""
+        return current_context()
+
+
+class Context(metaclass=_ClassProperty):
     def __init__(self, device_type="cpu", device_id=0):
         if device_type not in ("cpu", "gpu", "cpu_pinned", "cpu_shared"):
             raise ValueError(f"unknown device type {device_type!r}")

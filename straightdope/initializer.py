@@ -131,6 +131,30 @@ class Constant(Initializer):
 
 
 @register
+class LSTMBias(Initializer):
+    """An LSTM's bias: zeros except the forget gate's (the second of the four packed
+    gates), set to `forget_bias`, so the cell starts out remembering (Jozefowicz et al.,
+    2015 recommend 1.0). Give it as the bias's own initializer:
+    LSTMCell(..., i2h_bias_initializer=init.LSTMBias(1.0))."""
+
+    def __init__(self, forget_bias=1.0):
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = forget_bias
+
+    def __call__(self, desc, arr):
+        self._init_weight(str(desc), arr)
+
+    def _init_weight(self, name, arr):
+        if arr.shape[0] % 4:
+            raise ValueError(f"LSTMBias: {name} has {arr.shape[0]} rows, not 4 packed gates "
+                             f"(an LSTM bias has 4 * hidden_size)")
+        values = np.zeros(arr.shape)
+        hidden = arr.shape[0] // 4
+        values[hidden:2 * hidden] = self.forget_bias
+        self._fill(arr, values)
+
+
+@register
 class Uniform(Initializer):
     """Uniform in [-scale, scale]; Gluon's default with scale=0.07."""
 

@@ -3,3 +3,4 @@
 `gluon.contrib.nn` too, so `from straightdope.gluon.contrib.nn import HybridConcurrent` works
 as in 1.x code."""
 from . import nn
+from . import rnn  # noqa: F401  (LSTMPCell)

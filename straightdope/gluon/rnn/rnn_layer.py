@@ -32,7 +32,8 @@ class _RNNLayer(HybridBlock):
 
     def __init__(self, hidden_size, num_layers, layout, dropout, bidirectional, input_size,
                  i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                 h2h_bias_initializer, mode, dtype="float32", **kwargs):
+                 h2h_bias_initializer, mode, dtype="float32", projection_size=None,
+                 h2r_weight_initializer=None, **kwargs):
         super().__init__(**kwargs)
         check_layout(layout, type(self).__name__)
         if not 0 <= dropout < 1:
@@ -41,18 +42,24 @@ class _RNNLayer(HybridBlock):
         self._layout, self._dropout = layout, dropout
         self._dir = 2 if bidirectional else 1
         self._input_size, self._gates = input_size, _GATES[mode]
+        # an LSTM with a projection (LSTMP) feeds back h2r_weight @ h, of projection_size
+        self._projection_size = projection_size or None
+        out = self._projection_size or hidden_size
         rows, cols = self._gates * hidden_size, input_size
         for i in range(num_layers):
             for j in ("l", "r")[:self._dir]:
                 for name, shape, init in (
                         ("i2h_weight", (rows, cols), i2h_weight_initializer),
-                        ("h2h_weight", (rows, hidden_size), h2h_weight_initializer),
+                        ("h2h_weight", (rows, out), h2h_weight_initializer),
                         ("i2h_bias", (rows,), i2h_bias_initializer),
-                        ("h2h_bias", (rows,), h2h_bias_initializer)):
+                        ("h2h_bias", (rows,), h2h_bias_initializer),
+                        ("h2r_weight", (out, hidden_size), h2r_weight_initializer)):
+                    if name == "h2r_weight" and not self._projection_size:
+                        continue
                     key = f"{j}{i}_{name}"
                     setattr(self, key, self.params.get(key, shape=shape, init=init, dtype=dtype,
                                                        allow_deferred_init=True))
-            cols = hidden_size * self._dir
+            cols = out * self._dir
 
     def __repr__(self):
         cols = self.l0_i2h_weight.shape[1]
@@ -68,7 +75,9 @@ class _RNNLayer(HybridBlock):
     # --------------------------------------------------------------- states
     def state_info(self, batch_size=0):
         shape = (self._num_layers * self._dir, batch_size, self._hidden_size)
-        return [{"shape": shape, "__layout__": "LNC"}] * (2 if self._mode == "lstm" else 1)
+        h = shape[:2] + (self._projection_size or self._hidden_size,)
+        return [{"shape": h, "__layout__": "LNC"}] + \
+            [{"shape": shape, "__layout__": "LNC"}] * (self._mode == "lstm")
 
     def begin_state(self, batch_size=0, func=ndarray.zeros, **kwargs):
         """Initial states, zeros by default: a list with one array (two for an LSTM:
@@ -130,8 +139,9 @@ class _RNNLayer(HybridBlock):
         for i in range(self._num_layers):
             outs = []
             for d, j in enumerate(("l", "r")[:self._dir]):
-                p = {k: params[f"{j}{i}_{k}"]
-                     for k in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias")}
+                p = {k: params[f"{j}{i}_{k}"] for k in ("i2h_weight", "h2h_weight",
+                                                        "i2h_bias", "h2h_bias", "h2r_weight")
+                     if f"{j}{i}_{k}" in params}
                 out, last = self._one_direction(F, x, per_cell[i * self._dir + d], p,
                                                 reverse=d == 1, name=f"{j}{i}_")
                 outs.append(out)
@@ -149,9 +159,8 @@ class _RNNLayer(HybridBlock):
         if F is ndarray:
             return self.begin_state(x.shape[1], dtype=x.dtype)
         first = F.slice_axis(F.slice_axis(x, axis=0, begin=0, end=1), axis=2, begin=0, end=1)
-        zeros = F.broadcast_to(F.zeros_like(first),
-                               shape=(self._num_layers * self._dir, 0, self._hidden_size))
-        return [zeros] * len(self.state_info())
+        return [F.broadcast_to(F.zeros_like(first), shape=(info["shape"][0], 0, info["shape"][2]))
+                for info in self.state_info()]
 
     def _one_direction(self, F, x, states, p, reverse, name):
         """One layer in one direction over the sequence x (T, N, C): (outputs, states)."""
@@ -165,14 +174,14 @@ class _RNNLayer(HybridBlock):
 
         def body(i2h_t, state):
             h2h = F.FullyConnected(state[0], p["h2h_weight"], p["h2h_bias"], num_hidden=rows)
-            return step(F, i2h_t + h2h, state)
+            return step(F, i2h_t + h2h, state, p)
 
         outputs, last = F.contrib.foreach(body, i2h, list(states), name=name + "foreach")
         if reverse:
             outputs = F.reverse(outputs, axis=0)
         return outputs, last
 
-    def _step(self, F, gates, state):
+    def _step(self, F, gates, state, p):
         raise NotImplementedError
 
 
@@ -190,26 +199,32 @@ class RNN(_RNNLayer):
                          i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
                          h2h_bias_initializer, "rnn_" + activation, **kwargs)
 
-    def _step(self, F, gates, state):
+    def _step(self, F, gates, state, p):
         h = F.Activation(gates, act_type=self._mode[4:])
         return h, [h]
 
 
 class LSTM(_RNNLayer):
     """LSTM layers. Gates packed as MXNet: input, forget, cell (candidate), output.
-    Two states: h and c."""
+    Two states: h and c. With `projection_size` (LSTMP) the output and the h fed back are
+    h2r_weight @ h, of that size (the state h is then (layers*dirs, N, projection_size))."""
 
     def __init__(self, hidden_size, num_layers=1, layout="TNC", dropout=0, bidirectional=False,
                  input_size=0, i2h_weight_initializer=None, h2h_weight_initializer=None,
-                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros", **kwargs):
+                 i2h_bias_initializer="zeros", h2h_bias_initializer="zeros",
+                 projection_size=None, h2r_weight_initializer=None, **kwargs):
         super().__init__(hidden_size, num_layers, layout, dropout, bidirectional, input_size,
                          i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
-                         h2h_bias_initializer, "lstm", **kwargs)
+                         h2h_bias_initializer, "lstm", projection_size=projection_size,
+                         h2r_weight_initializer=h2r_weight_initializer, **kwargs)
 
-    def _step(self, F, gates, state):
+    def _step(self, F, gates, state, p):
         i, f, g, o = F.split(gates, num_outputs=4, axis=1)
         c = F.sigmoid(f) * state[1] + F.sigmoid(i) * F.tanh(g)
         h = F.sigmoid(o) * F.tanh(c)
+        if "h2r_weight" in p:
+            h = F.FullyConnected(h, p["h2r_weight"], num_hidden=self._projection_size,
+                                 no_bias=True)
         return h, [h, c]
 
 
