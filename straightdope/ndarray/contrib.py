@@ -10,21 +10,36 @@ from __future__ import annotations
 import numpy as _np_module
 
 from ..ops import OpError
-from ..ops.control_flow import (as_list, check_count, check_max_iterations, check_pred, check_step,
-                                check_steps)
+from ..ops.control_flow import (check_count, check_max_iterations, check_pred, check_step,
+                                check_steps, flatten, regroup, step_results)
 from .ndarray import NDArray
 
 
-def _as_list(x, what):
-    return as_list(x, NDArray, what)
+def _stack_steps(outputs, fmt, steps=None):
+    """The steps' outputs stacked along a new axis 0 (zero rows added up to `steps`),
+    nested as `fmt`, the format of one step's outputs."""
+    from . import concat, stack, zeros
+    if not outputs:
+        return []
+    stacked = []
+    for k in range(len(outputs[0])):
+        out = stack(*[o[k] for o in outputs], axis=0)
+        if steps is not None and steps > len(outputs):
+            pad = zeros((steps - len(outputs),) + out.shape[1:], dtype=out.dtype)
+            out = concat(out, pad, dim=0)
+        stacked.append(out)
+    return regroup(stacked, fmt)
 
 
 def foreach(body, data, init_states, name="foreach", _drop_unused=False):
     """Run `body(data_t, states) -> (outputs_t, new_states)` for every t along axis 0
-    of `data`; return (outputs stacked along axis 0, final states)."""
-    from . import split, stack
-    data_list, data_single = _as_list(data, "foreach: data")
-    states, states_single = _as_list(init_states, "foreach: init_states")
+    of `data`; return (outputs stacked along axis 0, final states). Data, states and
+    outputs may each be one array or a (nested) list of them, as in MXNet."""
+    from . import split
+    data_list, data_fmt = flatten(data, NDArray, "foreach: data")
+    states, states_fmt = flatten(init_states, NDArray, "foreach: init_states")
+    if not data_list:
+        raise OpError("foreach: data is an empty list; give at least one array to iterate over")
     steps = data_list[0].shape[0]
     if any(d.shape[0] != steps for d in data_list):
         raise OpError(f"foreach: every data array must have the same length along axis 0, "
@@ -33,44 +48,42 @@ def foreach(body, data, init_states, name="foreach", _drop_unused=False):
     slices = [split(d, num_outputs=steps, axis=0, squeeze_axis=True) if steps > 1 else
               [d.reshape(d.shape[1:])] for d in data_list]
     slices = [[s] if isinstance(s, NDArray) else list(s) for s in slices]
-    outputs, out_single = [], True
+    outputs, out_fmt = [], []
     for t in range(steps):
-        xs = [s[t] for s in slices]
-        out, new_states = body(xs[0] if data_single else xs,
-                               states[0] if states_single else states)
-        outs, out_single = _as_list(out, "foreach: the body's first result (its outputs)")
-        new_list, _ = _as_list(new_states, "foreach: the body's second result (its states)")
+        xs = regroup([s[t] for s in slices], data_fmt)
+        outs, out_fmt, new_list, _ = step_results(
+            body(xs, regroup(states, states_fmt)), NDArray, "foreach: the body")
         check_count("foreach", "the body", len(new_list), len(states), "loop state")
         check_step("foreach", t, outs, outputs[0] if outputs else None, new_list, states)
         outputs.append(outs)
         states = new_list
-    stacked = [stack(*[o[k] for o in outputs], axis=0) for k in range(len(outputs[0]))] \
-        if outputs else []
-    return (stacked[0] if out_single and stacked else stacked), \
-        (states[0] if states_single else states)
+    return _stack_steps(outputs, out_fmt), regroup(states, states_fmt)
 
 
 def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
     """Repeat `func(*loop_vars) -> (outputs, new_loop_vars)` while `cond(*loop_vars)` is
-    true, at most `max_iterations` times. Returns (outputs stacked along axis 0 for the
-    steps taken, final loop variables)."""
-    from . import stack
-    loop_vars, single = _as_list(loop_vars, "while_loop: loop_vars")
-    outputs = []
-    for t in range(check_max_iterations(max_iterations)):
-        if not bool(cond(*loop_vars).asnumpy().reshape(-1)[0]):
+    true, at most `max_iterations` times. Returns (outputs stacked along axis 0, with
+    zero rows after the steps taken up to max_iterations rows, as the traced loop gives
+    them; final loop variables). func may return None for no outputs; a single output
+    comes back as one array, as in MXNet (whose padding rows are uninitialised)."""
+    max_iterations = check_max_iterations(max_iterations)
+    flat, vars_fmt = flatten(loop_vars, NDArray, "while_loop: loop_vars")
+    if not flat:
+        raise OpError("while_loop: loop_vars is empty; give at least one loop variable")
+    # func and cond take the loop variables as positional arguments
+    args = (lambda values: regroup(values, vars_fmt) if vars_fmt != 0 else [values[0]])
+    outputs, out_fmt = [], []
+    for t in range(max_iterations):
+        if not bool(cond(*args(flat)).asnumpy().reshape(-1)[0]):
             break
-        out, new_vars = func(*loop_vars)
-        outs, _ = _as_list(out, "while_loop: func's outputs")
-        new_vars, _ = _as_list(new_vars, "while_loop: func's new loop_vars")
-        check_count("while_loop", "func", len(new_vars), len(loop_vars), "loop variable")
+        outs, out_fmt, new_vars, _ = step_results(func(*args(flat)), NDArray,
+                                                  "while_loop: func")
+        check_count("while_loop", "func", len(new_vars), len(flat), "loop variable")
         check_step("while_loop", t, outs, outputs[0] if outputs else None, new_vars,
-                   loop_vars, "loop variable")
+                   flat, "loop variable")
         outputs.append(outs)
-        loop_vars = new_vars
-    stacked = [stack(*[o[k] for o in outputs], axis=0) for k in range(len(outputs[0]))] \
-        if outputs else []
-    return stacked, (loop_vars[0] if single else loop_vars)
+        flat = new_vars
+    return _stack_steps(outputs, out_fmt, max_iterations), regroup(flat, vars_fmt)
 
 
 def cond(pred, then_func, else_func, name="cond"):

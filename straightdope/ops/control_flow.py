@@ -158,6 +158,48 @@ def as_list(x, kind, what):
                     f"{type(x).__name__}")
 
 
+def flatten(x, kind, what):
+    """(the `kind` values of `x`, a value or a nested list of them, in order; its format
+    for `regroup`): 0 for one value, a list of formats for a list, as MXNet's
+    `_flatten`. Loop states, loop variables and outputs may be nested lists."""
+    if isinstance(x, kind):
+        return [x], 0
+    if isinstance(x, (list, tuple)):
+        flat, fmt = [], []
+        for item in x:
+            values, f = flatten(item, kind, what)
+            flat.extend(values)
+            fmt.append(f)
+        return flat, fmt
+    raise TypeError(f"{what} must be one {kind.__name__} or a (nested) list of them, got "
+                    f"{type(x).__name__}")
+
+
+def regroup(flat, fmt):
+    """The nesting `fmt` (from `flatten`) rebuilt around the values `flat`."""
+    def take(values, f):
+        if f == 0:
+            return values[0], values[1:]
+        out = []
+        for sub in f:
+            item, values = take(values, sub)
+            out.append(item)
+        return out, values
+    return take(list(flat), fmt)[0]
+
+
+def step_results(result, kind, who):
+    """A loop function's (outputs, new states) flattened; None for either is no values
+    (MXNet accepts `return None, new_vars` from a while_loop func)."""
+    if not isinstance(result, (list, tuple)) or len(result) != 2:
+        raise TypeError(f"{who} must return a pair (outputs, new states), got "
+                        f"{type(result).__name__}")
+    out, new = (x if x is not None else [] for x in result)
+    outs, out_fmt = flatten(out, kind, f"{who}'s first result (its outputs)")
+    new_flat, new_fmt = flatten(new, kind, f"{who}'s second result (its new states)")
+    return outs, out_fmt, new_flat, new_fmt
+
+
 def check_count(op_name, who, returned, given, noun):
     """A loop function must return one new value per loop state (or loop variable)."""
     if returned != given:

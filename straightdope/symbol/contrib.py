@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from .. import name as _name
 from ..ops import OpError, get_op
-from ..ops.control_flow import as_list, check_count, check_max_iterations
+from ..ops.control_flow import (as_list, check_count, check_max_iterations, flatten, regroup,
+                                step_results)
 from .symbol import Node, NpSymbol, Symbol, topological, var
 
 
@@ -77,15 +78,14 @@ def _locs(body, symbols, what, op_name, drop_unused=False):
 def foreach(body, data, init_states, name="foreach", _drop_unused=False):
     """Run `body(data_t, states) -> (outputs_t, new_states)` for every t along axis 0
     of `data`; return (outputs stacked along axis 0, final states)."""
-    data_list, data_single = _as_list(data, "foreach: data")
-    states_list, states_single = _as_list(init_states, "foreach: init_states")
+    data_list, data_fmt = flatten(data, Symbol, "foreach: data")
+    states_list, states_fmt = flatten(init_states, Symbol, "foreach: init_states")
     name = _name.current().get(name, "foreach")
     start = _next_serial()
     xs = _placeholders(f"{name}_data", len(data_list))
     ss = _placeholders(f"{name}_state", len(states_list))
-    out, new_states = body(xs[0] if data_single else xs, ss[0] if states_single else ss)
-    outs, out_single = _as_list(out, "foreach: the body's first result (its outputs)")
-    new_list, _ = _as_list(new_states, "foreach: the body's second result (its states)")
+    outs, out_fmt, new_list, _ = step_results(
+        body(regroup(xs, data_fmt), regroup(ss, states_fmt)), Symbol, "foreach: the body")
     check_count("foreach", "the body", len(new_list), len(states_list), "loop state")
     graph, outside = _close(outs + new_list, start, xs + ss)
     data_locs, keep_data = _locs(graph, xs, "data array", "foreach", _drop_unused)
@@ -101,8 +101,7 @@ def foreach(body, data, init_states, name="foreach", _drop_unused=False):
              "in_data_locs": tuple(data_locs), "remain_locs": tuple(remain_locs),
              "subgraphs": (graph,)}
     results = _node("_foreach", name, inputs, attrs)
-    outputs, states = results[:len(outs)], results[len(outs):]
-    return (outputs[0] if out_single else outputs), (states[0] if states_single else states)
+    return regroup(results[:len(outs)], out_fmt), regroup(results[len(outs):], states_fmt)
 
 
 def _node(op_name, name, inputs, attrs):
@@ -134,18 +133,19 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
     """Repeat `func(*loop_vars) -> (outputs, new_loop_vars)` while `cond(*loop_vars)`,
     at most `max_iterations` times. Returns (outputs stacked along axis 0 and padded
     with zeros to max_iterations steps, final loop variables)."""
-    vars_list, single = _as_list(loop_vars, "while_loop: loop_vars")
+    vars_list, vars_fmt = flatten(loop_vars, Symbol, "while_loop: loop_vars")
     max_iterations = check_max_iterations(max_iterations)
+    if not vars_list:
+        raise OpError("while_loop: loop_vars is empty; give at least one loop variable")
+    args = (lambda values: regroup(values, vars_fmt) if vars_fmt != 0 else [values[0]])
     name = _name.current().get(name, "while_loop")
     start = _next_serial()
     vs = _placeholders(f"{name}_var", len(vars_list))
-    pred, _ = _as_list(cond(*vs), "while_loop: cond's result")
+    pred, _ = _as_list(cond(*args(vs)), "while_loop: cond's result")
     cond_graph, cond_outside = _close(pred, start, vs)
     start = _next_serial()
     vs2 = _placeholders(f"{name}_var", len(vars_list))
-    out, new_vars = func(*vs2)
-    outs, _ = _as_list(out, "while_loop: func's outputs")
-    new_list, _ = _as_list(new_vars, "while_loop: func's new loop_vars")
+    outs, out_fmt, new_list, _ = step_results(func(*args(vs2)), Symbol, "while_loop: func")
     check_count("while_loop", "func", len(new_list), len(vars_list), "loop variable")
     func_graph, func_outside = _close(outs + new_list, start, vs2)
     # The loop variables are the node's first inputs; what the bodies read follows.
@@ -165,8 +165,7 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
              "func_var_locs": tuple(func_names.index(v.name) for v in vs2),
              "subgraphs": (cond_graph, func_graph)}
     results = _node("_while_loop", name, inputs, attrs)
-    outputs, final = results[:len(outs)], results[len(outs):]
-    return outputs, (final[0] if single else final)
+    return regroup(results[:len(outs)], out_fmt), regroup(results[len(outs):], vars_fmt)
 
 
 def cond(pred, then_func, else_func, name="cond"):
