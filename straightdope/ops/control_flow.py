@@ -314,10 +314,10 @@ def _foreach_shapes(attrs, in_shapes):
             if len(shape) == 0:
                 raise OpError(f"foreach: data {k} is a scalar; foreach iterates over axis 0 "
                               f"of its data")
-            if steps is not None and shape[0] != steps:
+            if None not in (steps, shape[0]) and shape[0] != steps:
                 raise OpError(f"foreach: every data array must have the same length along "
                               f"axis 0, got {in_shapes[:n_data]}")
-            steps = shape[0]
+            steps = shape[0] if shape[0] is not None else steps   # None: not known yet
             check_steps(steps, in_shapes[:n_data])
             shape = shape[1:]
         known[names[loc]] = tuple(shape)
@@ -325,8 +325,8 @@ def _foreach_shapes(attrs, in_shapes):
     new_ins = []
     for k, loc in enumerate(locs):
         inner = _var_shape(body, shapes, loc)
-        if k < n_data:
-            new_ins.append(None if inner is None or steps is None else (steps,) + inner)
+        if k < n_data:      # the number of steps may be unknown (None) while the rest is
+            new_ins.append(None if inner is None else (steps,) + tuple(inner))
         else:
             new_ins.append(inner)
     outs = [shapes[tuple(e)] for e in body.outputs]
@@ -336,12 +336,11 @@ def _foreach_shapes(attrs, in_shapes):
             raise OpError(f"foreach: loop state {k} comes into the body with shape "
                           f"{_fmt(came)} but the body returns it with shape {_fmt(went)}; "
                           f"a loop state must keep its shape from step to step.")
-    stacked = [None if s is None or steps is None else (steps,) + tuple(s) for s in outs[:n_out]]
+    stacked = [None if s is None else (steps,) + tuple(s) for s in outs[:n_out]]
     states = [new_ins[n_data + k] if new_ins[n_data + k] is not None else outs[n_out + k]
               for k in range(n_states)]
-    history = [None if s is None or steps is None else (steps,) + tuple(s) for s in states]
-    saved = [None if s is None or steps is None else (steps,) + tuple(s)
-             for s in outs[n_out + n_states:]]
+    history = [None if s is None else (steps,) + tuple(s) for s in states]
+    saved = [None if s is None else (steps,) + tuple(s) for s in outs[n_out + n_states:]]
     return new_ins, stacked + states + history + saved
 
 
@@ -425,15 +424,17 @@ def _while_forward(attrs, *arrays, is_train=False, keep_hidden=True):
         outputs.append(results[:n_out])
         seen.append(loop_vars)
         loop_vars = results[n_out:]
-    if not outputs:
-        raise OpError("while_loop: the condition is false before the first step, so the "
-                      "body never ran and its outputs have no shape; make sure the loop "
-                      "runs at least once")
     steps, ran = attrs["max_iterations"], len(outputs)
+    # no step ran: the body once more, its results thrown away, gives the outputs'
+    # shapes and dtypes (all rows are then padding, as in MXNet)
+    like = outputs[0] if outputs else \
+        _run(func, [(list(loop_vars) + list(arrays[n_vars:]))[i]
+                    for i in attrs["func_input_locs"]], is_train)[:n_out]
     padded = []
     for k in range(n_out):
-        out = np.zeros((steps,) + outputs[0][k].shape, outputs[0][k].dtype)
-        out[:ran] = np.stack([o[k] for o in outputs])
+        out = np.zeros((steps,) + like[k].shape, like[k].dtype)
+        if ran:
+            out[:ran] = np.stack([o[k] for o in outputs])
         padded.append(out)
     if not keep_hidden:
         return tuple(padded + list(loop_vars)) + (None,) * (n_vars + 1)

@@ -41,12 +41,15 @@ def _grad_reqs(names, grad_req):
     return reqs
 
 
-def _by_name(names, arrays, what):
-    """Arrays given as a list (in `names` order) or a dict, as a dict by name."""
+def _by_name(names, arrays, what, ignore_unknown=False):
+    """Arrays given as a list (in `names` order) or a dict, as a dict by name. A dict's
+    names the symbol does not have are an error, or dropped with `ignore_unknown`."""
     if arrays is None:
         return {}
     if isinstance(arrays, dict):
         unknown = sorted(set(arrays) - set(names))
+        if ignore_unknown:
+            return {n: a for n, a in arrays.items() if n in names}
         if unknown:
             raise ValueError(f"bind: {what} {unknown} are not in the symbol's list {names}")
         return dict(arrays)
@@ -292,7 +295,9 @@ def bind(symbol, ctx=None, args=None, args_grad=None, grad_req="write", aux_stat
     missing = [n for n in names if n not in arg_arrays]
     if missing:
         raise ValueError(f"bind: no array given for {missing}")
-    grads = _by_name(names, args_grad, "args_grad")
+    # MXNet ignores args_grad entries for names the graph does not have (one dict of
+    # gradient buffers can serve several graphs)
+    grads = _by_name(names, args_grad, "args_grad", ignore_unknown=True)
     reqs = _grad_reqs(names, grad_req)
     reqs = {n: (r if grads.get(n) is not None else "null") for n, r in reqs.items()}
     aux_names = symbol.list_auxiliary_states()

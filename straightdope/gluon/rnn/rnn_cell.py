@@ -217,8 +217,8 @@ class _GatedCell(HybridRecurrentCell):
         return prefix, i2h, h2h
 
     def __repr__(self):
-        rows, cols = self.i2h_weight.shape
-        return f"{type(self).__name__}({cols or None} -> {rows // self.gates})"
+        rows, cols = self.i2h_weight.shape      # as MXNet 1.x: LSTMCell(None -> 4*hidden)
+        return f"{type(self).__name__}({cols if cols > 0 else None} -> {rows})"
 
 
 class RNNCell(_GatedCell):

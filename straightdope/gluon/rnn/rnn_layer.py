@@ -63,7 +63,8 @@ class _RNNLayer(HybridBlock):
 
     def __repr__(self):
         cols = self.l0_i2h_weight.shape[1]
-        text = f"{type(self).__name__}({cols or None} -> {self._hidden_size}, {self._layout}"
+        text = f"{type(self).__name__}({cols if cols > 0 else None} -> {self._hidden_size}, " \
+            f"{self._layout}"
         if self._num_layers != 1:
             text += f", num_layers={self._num_layers}"
         if self._dropout:

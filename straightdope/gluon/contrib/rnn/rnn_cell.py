@@ -38,7 +38,7 @@ class LSTMPCell(HybridRecurrentCell):
 
     def __repr__(self):
         cols = self.i2h_weight.shape[1]
-        return (f"LSTMPCell({cols or None} -> {4 * self._hidden_size} -> "
+        return (f"LSTMPCell({cols if cols > 0 else None} -> {4 * self._hidden_size} -> "
                 f"{self._projection_size})")
 
     def hybrid_forward(self, F, inputs, states, i2h_weight, h2h_weight, h2r_weight, i2h_bias,
