@@ -250,3 +250,31 @@ def test_parameter_files_of_a_layer_load_into_a_layer_built_the_same_way(tmp_pat
     other.load_parameters(str(tmp_path / "lstm.params"))
     x = nd.ones((2, 1, 3))
     np.testing.assert_allclose(layer(x).asnumpy(), other(x).asnumpy())
+
+
+def test_zoneout_keeps_each_unit_new_or_previous_while_training_only():
+    """ZoneoutCell(zoneout_outputs=p): while training each output unit is either the base
+    cell's new output or the zoned output of the step before (0 at step 0), both kinds
+    occurring; outside training it is the base cell. States are not zoned here, so the
+    base cell's outputs are known from its own unroll."""
+    base = rnn.RNNCell(50, prefix="zo_")
+    cell = rnn.ZoneoutCell(base, zoneout_outputs=0.5)
+    cell.initialize()
+    x = nd.array(np.random.RandomState(0).uniform(-1, 1, (8, 4, 3)))
+    plain, _ = cell.unroll(4, x, layout="NTC", merge_outputs=False)
+    base._modified = False                      # run the base cell alone, same weights
+    expected, _ = base.unroll(4, x, layout="NTC", merge_outputs=False)
+    base._modified = True
+    for a, b in zip(plain, expected):
+        np.testing.assert_allclose(a.asnumpy(), b.asnumpy(), rtol=1e-6)
+    with autograd.record(train_mode=True):
+        zoned, _ = cell.unroll(4, x, layout="NTC", merge_outputs=False)
+    previous = np.zeros((8, 50), np.float32)
+    took_new = took_old = 0
+    for z, e in zip(zoned, expected):
+        z, e = z.asnumpy(), e.asnumpy()
+        new, old = np.isclose(z, e, rtol=1e-6), np.isclose(z, previous, rtol=1e-6)
+        assert np.all(new | old)
+        took_new, took_old = took_new + (new & ~old).sum(), took_old + (old & ~new).sum()
+        previous = z
+    assert took_new > 100 and took_old > 100      # 1600 units, p = 0.5
