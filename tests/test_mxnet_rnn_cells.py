@@ -171,3 +171,27 @@ def test_while_loop_formats_and_values_as_mxnet():
     np.testing.assert_array_equal(single.asnumpy()[:3], data["out:single_rows_taken"])
     np.testing.assert_array_equal(single.asnumpy()[3:], 0)         # MXNet: uninitialised
     np.testing.assert_array_equal(last.asnumpy(), data["out:single_last"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["bidirectional_valid_length", "sequential_residual_valid_length"])
+def test_compiled_unroll_with_valid_length_gives_mxnet_numbers(case):
+    """The same through the Numba-compiled graph (compile='sync': no reference tier first);
+    the Sequence* ops run in NumPy between compiled segments."""
+    data = load(case)
+    build, layout, merge = CASES[case]
+    net = Unrolled(build(), data["in:x"].shape[1], layout, merge)
+    net.initialize()
+    args = [nd.array(data["in:x"]), nd.array(data["in:valid_length"])]
+    net(*args)
+    for name, p in net.collect_params().items():
+        p.set_data(nd.array(data["param:" + name]))
+    net.hybridize(compile="sync")
+    args[0].attach_grad()
+    with autograd.record():
+        results = net(*args)
+        loss = (results[0] * nd.array(data["in:head"])).sum()
+    loss.backward()
+    for k, got in enumerate(results):
+        close(got.asnumpy(), data[f"out:{k}"], f"{case} output {k}")
+    close(args[0].grad.asnumpy(), data["grad:x"], f"{case} d/dx")
