@@ -344,3 +344,71 @@ def test_the_reference_tier_saves_loop_values_only_when_a_backward_reads_them():
     assert _loop_keeps(backward) and not any(_loop_keeps(backward))
     for name, p in layer.collect_params().items():
         np.testing.assert_allclose(p.grad().asnumpy(), expected[name], rtol=1e-4, atol=1e-6)
+
+
+class _Count(HybridBlock):
+    """A foreach whose states have other dtypes than its data: an int32 counter."""
+
+    def hybrid_forward(self, F, x, n):
+        def body(x_t, s):
+            return x_t * 2 + F.cast(s[0], "float32"), [s[0] + 1, s[1] + x_t.sum()]
+        out, (k, total) = F.contrib.foreach(body, x, [n, F.zeros((1,))])
+        return out, k, total
+
+
+@pytest.mark.parametrize("compile", ["sync", "tiered"])
+def test_a_foreach_over_inputs_of_different_dtypes_keeps_each_outputs_dtype(compile):
+    x, n = nd.array(np.arange(12).reshape(4, 3)), nd.array([5], dtype="int32")
+    want = _Count()(x, n)
+    net = _Count()
+    net.hybridize(compile=compile)
+    got = net(x, n)
+    assert [g.dtype for g in got] == [np.float32, np.int32, np.float32]
+    np.testing.assert_array_equal(want[0].asnumpy()[:, 0], [5, 12, 19, 26])
+    assert int(want[1].asnumpy()[0]) == 9
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+
+
+def test_nested_lists_of_states_and_loop_vars_keep_their_nesting_nd_and_sym():
+    def body(x_t, states):
+        (a, (b,)) = states
+        return [x_t + a, [b * 2]], [a + 1, [b + x_t]]
+    x = np.arange(6.0).reshape(3, 2)
+    outs, (a, (b,)) = nd.contrib.foreach(body, nd.array(x), [nd.zeros((2,)), [nd.ones((2,))]])
+    np.testing.assert_allclose(outs[0].asnumpy(), x + np.arange(3)[:, None])
+    np.testing.assert_allclose(b.asnumpy(), 1 + x.sum(0))
+    t_outs, (ta, (tb,)) = sym.contrib.foreach(body, sym.var("x"), [sym.var("a"), [sym.var("b")]])
+    got = sym.Group([t_outs[0], t_outs[1][0], ta, tb]).eval(
+        x=nd.array(x), a=nd.zeros((2,)), b=nd.ones((2,)))
+    for g, w in zip(got, [outs[0], outs[1][0], a, b]):
+        np.testing.assert_allclose(g.asnumpy(), w.asnumpy())
+
+    def func(v, pair):
+        return None, [v + 1, [pair[0] * 2]]
+    for F, arrays in ((nd, [nd.array([0.0]), [nd.array([1.0])]]),
+                      (sym, [sym.var("v"), [sym.var("p")]])):
+        res = F.contrib.while_loop(lambda v, pair: v < 3, func, arrays, max_iterations=5)
+        outs, (v, (p,)) = res
+        if F is sym:
+            v, p = sym.Group([v, p]).eval(v=nd.array([0.0]), p=nd.array([1.0]))
+        assert outs == [] and float(v.asnumpy()[0]) == 3 and float(p.asnumpy()[0]) == 8
+
+
+def test_bind_and_backward_ignore_what_the_graph_does_not_have_as_mxnet():
+    x = sym.var("x")
+    y = x * 2
+    grad = nd.zeros((2,))
+    ex = y.bind(args={"x": nd.ones((2,)), "unused": nd.ones((3,))},
+                args_grad={"x": grad, "unused": nd.zeros((3,))})
+    ex.forward(is_train=True)
+    ex.backward([nd.ones((2,)), nd.ones((5,))])       # the second has no output: not read
+    np.testing.assert_allclose(grad.asnumpy(), [2, 2])
+    with pytest.raises(ValueError, match="0 out_grads for 1 outputs"):
+        ex.backward([])
+
+
+def test_a_foreach_state_the_body_never_reads_is_refused_with_mxnets_error_type():
+    with pytest.raises(AssertionError, match="the body does not use loop state 0"):
+        sym.contrib.foreach(lambda x_t, s: (x_t, [sym.var("other")]), sym.var("x"),
+                            [sym.var("s")])

@@ -201,8 +201,12 @@ def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:
             first = out.nodes[node.inputs[0][0]].dtypes[node.inputs[0][1]] if node.inputs \
                 else np.dtype(node.attrs.get("dtype", "float32"))
             if node.op.infer_dtype is not None:
-                first = np.dtype(node.op.infer_dtype(node.attrs, [
-                    out.nodes[i].dtypes[k] for i, k in node.inputs]))
+                first = node.op.infer_dtype(node.attrs, [out.nodes[i].dtypes[k]
+                                                         for i, k in node.inputs])
+                if isinstance(first, list):     # one dtype per output (a loop node)
+                    node.dtypes = [np.dtype(d) for d in first]
+                    continue
+                first = np.dtype(first)
             elif node.op.name in ("Cast", "one_hot"):
                 first = np.dtype(node.attrs["dtype"])
             elif node.op.name == "norm" and node.attrs["out_dtype"] is not None:

@@ -344,6 +344,23 @@ def _foreach_shapes(attrs, in_shapes):
     return new_ins, stacked + states + history + saved
 
 
+def _foreach_dtypes(attrs, in_dtypes):
+    """One dtype per output: a loop's sequences and states may differ (float32 data with
+    int32 counters), so each output takes the dtype the body gives it (MXNet does too)."""
+    n_data, n_states, n_out = _foreach_counts(attrs)
+    subgraph = attrs["subgraphs"][0]
+    try:
+        body = body_gradient(subgraph).forward        # the body that also saves values
+    except OpError:
+        body = subgraph
+    names = subgraph.list_inputs()
+    locs = list(attrs["in_data_locs"]) + list(attrs["in_state_locs"]) + list(attrs["remain_locs"])
+    _, outs, _ = body.infer_type_partial(**{names[loc]: dt for loc, dt in zip(locs, in_dtypes)})
+    outs = [np.dtype(t) if t is not None else np.dtype(in_dtypes[0]) for t in outs]
+    states = outs[n_out:n_out + n_states]
+    return outs[:n_out] + states + states + outs[n_out + n_states:]
+
+
 def _foreach_gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
     """Backpropagation through time: a foreach over the reversed sequence whose body is
     the body's own backward graph (`body_gradient`). Its data are the output gradients,
@@ -396,6 +413,7 @@ register("_foreach", variadic=True, needs_train_flag=True, hidden_on_demand=True
                 "in_data_locs": Shape(()), "remain_locs": Shape(()),
                 "subgraphs": Subgraphs()},
          forward=_foreach_forward, infer_shape=_foreach_shapes, gradient=_foreach_gradient,
+         infer_dtype=_foreach_dtypes,
          num_outputs=_foreach_outputs, num_visible_outputs=lambda attrs: attrs["num_outputs"],
          doc="foreach over axis 0 of the data (see straightdope.symbol.contrib.foreach). "
              "Outputs: the stacked step outputs, the final states, then (internal) the "

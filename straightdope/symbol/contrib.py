@@ -62,6 +62,11 @@ def _placeholders(prefix, count):
     return [var(f"{prefix}{i}") for i in range(count)]
 
 
+class UnusedLoopInput(OpError, AssertionError):
+    """A foreach data array or state the body never reads. Also an AssertionError, the
+    type MXNet raises for it, so that code catching MXNet's error still catches it."""
+
+
 def _locs(body, symbols, what, op_name, drop_unused=False):
     names = body.list_inputs()
     locs, kept = [], []
@@ -70,8 +75,9 @@ def _locs(body, symbols, what, op_name, drop_unused=False):
             locs.append(names.index(s.name))
             kept.append(k)
         elif not drop_unused:
-            raise OpError(f"{op_name}: the body does not use {what} {k}; every {what} must "
-                          f"be read by the body (drop the ones it does not need)")
+            raise UnusedLoopInput(f"{op_name}: the body does not use {what} {k}; every "
+                                  f"{what} must be read by the body (drop the ones it does "
+                                  f"not need)")
     return locs, kept
 
 

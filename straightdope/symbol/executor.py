@@ -171,10 +171,12 @@ class Executor:
             out_grads = [out_grads]
         elif isinstance(out_grads, dict):
             out_grads = [out_grads.get(name) for name in self._symbol.list_outputs()]
-        if len(out_grads) != len(self._heads):
+        if len(out_grads) < len(self._heads):
             raise ValueError(f"backward(): {len(out_grads)} out_grads for "
-                             f"{len(self._heads)} outputs")
-        autograd.backward(self._heads, list(out_grads), retain_graph=True, train_mode=is_train)
+                             f"{len(self._heads)} outputs; give one per output")
+        # as MXNet, gradients after the last output's are not read
+        out_grads = list(out_grads)[:len(self._heads)]
+        autograd.backward(self._heads, out_grads, retain_graph=True, train_mode=is_train)
 
     # ------------------------------------------------------------- reshaping
     def reshape(self, partial_shaping=False, allow_up_sizing=False, **shapes):
@@ -291,17 +293,17 @@ def bind(symbol, ctx=None, args=None, args_grad=None, grad_req="write", aux_stat
     """An Executor over arrays you allocated: `args` (and `args_grad`, `aux_states`) as a
     list in `list_arguments()` order or a dict by name. The arrays are used, not copied."""
     names = symbol.list_arguments()
-    arg_arrays = _by_name(names, args, "args")
+    # as MXNet, a dict may hold names the graph does not have (one dict of arrays, or of
+    # gradient buffers, can serve several graphs): they are ignored
+    arg_arrays = _by_name(names, args, "args", ignore_unknown=True)
     missing = [n for n in names if n not in arg_arrays]
     if missing:
         raise ValueError(f"bind: no array given for {missing}")
-    # MXNet ignores args_grad entries for names the graph does not have (one dict of
-    # gradient buffers can serve several graphs)
     grads = _by_name(names, args_grad, "args_grad", ignore_unknown=True)
     reqs = _grad_reqs(names, grad_req)
     reqs = {n: (r if grads.get(n) is not None else "null") for n, r in reqs.items()}
     aux_names = symbol.list_auxiliary_states()
-    aux = _by_name(aux_names, aux_states, "aux_states")
+    aux = _by_name(aux_names, aux_states, "aux_states", ignore_unknown=True)
     missing = [n for n in aux_names if n not in aux]
     if missing:
         raise ValueError(f"bind: no aux_states array given for {missing}")
