@@ -300,15 +300,15 @@ class VMExecutable:
         # the inputs of the last call and their addresses, replaced as one tuple (never
         # changed in place: another thread may be reading them)
         self._last = (np.zeros(n + 2, np.int64), [None] * n)
-        self._outputs, seen = [], set()
+        self._returns, seen = [], set()
         for e in prog.graph.outputs:                # (the lowered graph's value ids)
             node = prog.graph.nodes[e[0]]
             if node.is_var:
-                self._outputs.append(("input", prog.inputs.index(node.id), None))
+                self._returns.append(("input", prog.inputs.index(node.id), None))
             else:            # a value returned twice is copied: outputs share no memory
                 kind = "copy" if prog.at(e) in seen else "block"
                 seen.add(prog.at(e))
-                self._outputs.append((kind, prog.at(e)[1], prog.shape(e)))
+                self._returns.append((kind, prog.at(e)[1], prog.shape(e)))
 
     def run(self, inputs: list) -> list:
         addresses, seen = self._last
@@ -324,7 +324,7 @@ class VMExecutable:
                 self._last = (addresses, seen)
         block = K.run_program(self.code, self.consts, addresses, self.sizes)
         out = []
-        for kind, where, shape in self._outputs:
+        for kind, where, shape in self._returns:
             if kind == "input":
                 out.append(inputs[where].copy())
             else:
