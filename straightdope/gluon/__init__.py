@@ -8,7 +8,9 @@
 """
 from .parameter import (Constant, DeferredInitializationError, Parameter,  # noqa: F401
                         ParameterDict)
-from .block import Block, HybridBlock, SymbolBlock  # noqa: F401
+from .block import Block  # noqa: F401
+from .hybrid_block import HybridBlock  # noqa: F401
+from .symbol_block import SymbolBlock  # noqa: F401
 from . import contrib, data, nn, rnn, utils  # noqa: F401
 from .. import metric  # noqa: F401
 

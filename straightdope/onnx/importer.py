@@ -409,7 +409,7 @@ def import_model(path, ctx=None):
 
     The block's inputs are the graph's inputs (in file order), its parameters the
     initializers the graph computes with."""
-    from ..gluon.block import SymbolBlock
+    from ..gluon.symbol_block import SymbolBlock
     from ..gluon.parameter import load_by_name
     from ..symbol import var
     from . import _require_onnx

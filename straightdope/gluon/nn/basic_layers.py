@@ -15,7 +15,8 @@ from ...ndarray import NDArray
 from ...ndarray.ndarray import run
 from ...numpy.multiarray import ndarray as _NpArray   # mx.np.ndarray: the same fast path
 from ...ops import OpError, get_op
-from ..block import Block, HybridBlock
+from ..block import Block
+from ..hybrid_block import HybridBlock
 from .activations import Activation
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "BatchNorm", "LayerNorm",
@@ -40,6 +41,7 @@ class Sequential(Block):
         net = nn.Sequential()
         net.add(nn.Dense(5, activation='relu'), nn.Dense(2))
     """
+    _summary_container = True       # summary() lists the layers inside, not the stack
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
@@ -79,6 +81,7 @@ class Sequential(Block):
 
 class HybridSequential(HybridBlock):
     """Sequential for HybridBlocks: hybridize() traces the whole stack into one graph."""
+    _summary_container = True
 
     def add(self, *blocks):
         for block in blocks:

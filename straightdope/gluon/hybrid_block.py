@@ -1,0 +1,444 @@
+"""HybridBlock: a Block that can also be traced into a graph and compiled.
+
+After `hybridize()`, the block's forward runs once on Symbols (a trace: `F` is
+`straightdope.symbol`, parameters are graph variables), the graph goes to a `CachedOp`,
+and from then on a call runs the compiled graph without entering the block's Python.
+Where a call goes is decided in one place, `HybridBlock._call` (MXNet 1.x's
+`HybridBlock.forward`).
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from contextlib import contextmanager
+
+import numpy
+
+from .. import autograd, config, ndarray, symbol
+from ..base import NotImplementedForSymbol
+from ..cached_op import CachedOp, prepare_backend
+from ..ndarray import NDArray
+from ..numpy.multiarray import ndarray as _NpArray      # mx.np.ndarray: takes the same paths
+from ..ops import OpError
+from .block import Block, _save_in_format
+from .nested import (_check_one_array_kind, _contains_symbol, _describe_format, _flatten,
+                     _input_kinds, _mixed_kinds, _only_ndarrays, _regroup,
+                     _same_but_trailing_none)
+from .parameter import DeferredInitializationError, tracing
+
+__all__ = ["HybridBlock"]
+
+# MXNet's hybridize() flags that change nothing here (there is no engine to tune).
+_IGNORED_FLAGS = ("forward_bulk_size", "backward_bulk_size", "partition_if_dynamic")
+
+
+def _as_np_outputs(outs):
+    """A graph traced on np Symbols gives mx.np.ndarrays. The cached op's outputs are new
+    arrays: their class changes, not their identity (which the autograd tape knows)."""
+    for o in outs:
+        o.__class__ = _NpArray
+
+
+
+_UNNAMED_INPUT_OPS = frozenset({"Activation"})
+
+
+def _monitor_input_names(node, count):
+    names = () if node.op.name in _UNNAMED_INPUT_OPS else \
+        node.op.input_names(node.attrs, count)
+    return names if len(names) == count else [f"input{i}" for i in range(count)]
+
+
+class _Imperative(threading.local):
+    on = False          # a class default: reading a missing thread-local attribute is slow
+
+
+_imperative = _Imperative()
+
+
+@contextmanager
+def _imperative_only():
+    """Run hybridized blocks through their Python forward (used once to learn shapes)."""
+    old = _imperative.on
+    _imperative.on = True
+    try:
+        yield
+    finally:
+        _imperative.on = old
+
+
+def _blame(err, block):
+    """Prepend the block (and its parents, as the error travels up) to a trace error,
+    keeping the type and the original explanation."""
+    if not hasattr(err, "_sd_original"):
+        err._sd_original = str(err)
+        err._sd_path = []
+    err._sd_path.insert(0, f"{type(block).__name__} '{block.name}'")
+    err.args = (f"in {' > '.join(err._sd_path)} (while tracing it with F=symbol): "
+                f"{err._sd_original}",)
+class HybridBlock(Block):
+    """A Block that can also be traced into a graph and compiled (`hybridize()`).
+
+    Write either (MXNet 1.x) `hybrid_forward(self, F, x, weight, ...)` — F is
+    `straightdope.ndarray` when run imperatively and `straightdope.symbol` when
+    traced; parameters arrive as keyword arguments — or (MXNet 2.0)
+    `forward(self, x)` with `np`/`npx` ops and `self.weight.data()`.
+    """
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix, params)
+        self._active = False
+        self._flags = {}
+        self._cached_graph = None       # (input variables, output symbol)
+        self._cached_op = None
+        self._cached_params = None      # [(variable name, Parameter)]
+        self._slots = None              # per graph input: index of the call argument, or
+                                        # the Parameter (set once a cached call succeeded)
+        self._in_format = self._out_format = None
+        self._np_outputs = False            # traced on mx.np.ndarrays (see _trace)
+        self.trace_count = 0            # times forward ran on Symbols to build the cache
+        self._op_hook = None            # (callback, monitor_all) from register_op_hook
+
+    def register_child(self, block, name=None):
+        name = str(len(self._children)) if name is None else name
+        if not isinstance(block, HybridBlock):
+            raise ValueError(
+                f"{self._describe()} is a HybridBlock, so its children must be HybridBlocks "
+                f"too (they are traced into its graph), but '{name}' is a "
+                f"{type(block).__name__}, a plain Block. Make {type(block).__name__} a "
+                f"HybridBlock (write its forward with F/np ops), or make the parent a plain "
+                f"Block (e.g. nn.Sequential instead of nn.HybridSequential).")
+        super().register_child(block, name)
+
+    def _clear_cached_op(self):
+        self._cached_graph = self._cached_op = self._cached_params = self._slots = None
+        super()._clear_cached_op()
+
+    def hybridize(self, active=True, static_alloc=False, static_shape=False, executor=None,
+                  compile=None, inline_limit=2, **kwargs):
+        """Ask for tracing and compiling at the next call (this only sets flags).
+
+        executor: 'numba' or 'numpy' (default: $STRAIGHTDOPE_EXECUTOR, else numba).
+        static_alloc=True: keep the planned working memory between calls.
+        static_shape=True (needs static_alloc=True, as in MXNet): look plans up by the data
+        inputs' shapes alone; another input shape is still allowed, it makes a new plan.
+        compile: 'tiered' (run on the NumPy reference tier at once while a background
+        process compiles, then switch; straight to the compiled code when it is cached)
+        or 'sync' (compile in the first call, then run); default
+        $STRAIGHTDOPE_COMPILE, else 'tiered'.
+        inline_limit: a graph of at most this many ops shows as its ops in
+        autograd.get_symbol(), a larger one as one _CachedOp node (as MXNet).
+        """
+        unknown = set(kwargs) - set(_IGNORED_FLAGS)
+        if unknown:
+            raise TypeError(f"hybridize() got unknown argument(s) {sorted(unknown)}; it takes "
+                            f"active, static_alloc, static_shape, executor, compile, "
+                            f"inline_limit")
+        if static_shape and not static_alloc:
+            raise ValueError(f"{self._describe()}: hybridize(static_shape=True) needs "
+                             f"static_alloc=True too, as in MXNet: call "
+                             f"hybridize(static_alloc=True, static_shape=True)")
+        # a wrong name fails here, not at the first call
+        if isinstance(executor, str):
+            config.executor(executor)
+        if compile is not None:
+            config.compile_mode(compile)
+        self._active = active
+        self._flags = dict(static_alloc=static_alloc, static_shape=static_shape,
+                           executor=executor, compile=compile, inline_limit=inline_limit)
+        self._clear_cached_op()
+        if active:
+            prepare_backend(executor, compile)     # the VM loads here, not in the first call
+        if active and (self._forward_hooks or self._forward_pre_hooks):
+            warnings.warn(f'"{self.name}" is being hybridized while it still has forward '
+                          f'hooks/pre-hooks. If "{self.name}" is a child of a hybridized '
+                          f'HybridBlock, its hooks will not run (the parent runs one graph).',
+                          stacklevel=2)
+        super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape,
+                          executor=executor, compile=compile, inline_limit=inline_limit,
+                          **kwargs)
+
+    def cast(self, dtype):
+        self._clear_cached_op()
+        super().cast(dtype)
+
+    # ------------------------------------------------------------ calling
+    def __call__(self, *args):
+        # The two calls that happen millions of times, without detours: NDArrays in, no
+        # hooks. (Everything else, and the first calls, go through Block.__call__.)
+        for a in args:                      # _only_ndarrays(args), inlined
+            if type(a) is not NDArray and type(a) is not _NpArray:
+                return super().__call__(*args)
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            if not self._active or _imperative.on:                     # imperative
+                try:
+                    out = self.forward(*args)
+                except DeferredInitializationError as err:   # first call: shapes unknown
+                    out = self._finish_deferred_init_and_forward(err, *args)
+                if type(out) is tuple:
+                    _check_one_array_kind(self, out)
+                return out
+            slots = self._slots
+            if slots is not None and len(args) == len(self._in_format):
+                # Compiled: the call's arrays and the parameters' arrays, in the graph's
+                # order, straight to the cached op. No Python of the block runs, and
+                # nothing is flattened or looked up by name.
+                try:
+                    outs = self._cached_op.call([args[s] if type(s) is int else s._data
+                                                 for s in slots])
+                except ValueError as err:
+                    raise self._running_error(err)
+                if self._np_outputs:
+                    _as_np_outputs(outs)
+                return outs[0] if self._out_format == 0 else \
+                    _regroup(outs, self._out_format)[0]
+        return super().__call__(*args)
+
+    def _call(self, *args):
+        if _only_ndarrays(args):            # the usual call: arrays, no nesting
+            if self._active and not _imperative.on:
+                return self._call_cached_op(*args)
+            return self._forward_with_deferred_init(*args)
+        if any(isinstance(a, numpy.ndarray) for a in args):
+            _flatten(args, "input")        # the usual slip: a NumPy array; explain it
+        has_symbol, has_array = _input_kinds(args)
+        if has_symbol and has_array:
+            raise ValueError(f"{self._describe()} got both NDArrays and Symbols as inputs; "
+                             f"pass only NDArrays (to compute) or only Symbols (to build a "
+                             f"graph)")
+        if not (has_symbol or has_array):
+            raise ValueError(f"{self._describe()} needs at least one NDArray or Symbol among "
+                             f"its inputs, got {args!r:.120}")
+        if has_symbol:
+            return self._call_symbolic(*args)
+        if self._active and not _imperative.on:
+            return self._call_cached_op(*args)
+        return self._forward_with_deferred_init(*args)
+
+    def _call_symbolic(self, *args):
+        """Run forward on Symbols: F=symbol, parameters are variables, nodes named dense0_*."""
+        with tracing(), self.name_scope():
+            try:
+                return self.forward(*args)
+            except (NotImplementedForSymbol, OpError) as err:
+                _blame(err, self)
+                raise
+
+    def forward(self, x, *args):
+        """MXNet 1.x style: call hybrid_forward with the right F and the parameters."""
+        if (args or type(x) is not NDArray) and _contains_symbol((x,) + args):
+            F, params = symbol, {k: p.var() for k, p in self._reg_params.items()}
+        elif not self._reg_params:              # Activation, a loss: no parameters
+            return self.hybrid_forward(ndarray, x, *args)
+        else:
+            # p._data when there is one: p.data() says the same, only slower
+            F, params = ndarray, {k: p._data if p._data is not None else p.data()
+                                  for k, p in self._reg_params.items()}
+        return self.hybrid_forward(F, x, *args, **params)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError(
+            f"{type(self).__name__} must define forward(self, x) (MXNet 2.0 style, np/npx ops "
+            f"and self.weight.data()) or hybrid_forward(self, F, x, ..., **params) (MXNet 1.x "
+            f"style, F.* ops)")
+
+    # -------------------------------------------------------- the cache
+    def _trace(self, *args):
+        """Run forward once on variables named data (data0, data1, ...)."""
+        flat, in_format = _flatten(args, "input")
+        names = ["data"] if len(flat) == 1 else [f"data{i}" for i in range(len(flat))]
+        inputs = [symbol.var(n) for n in names]
+        # mx.np.ndarrays in: the block sees np Symbols (their comparisons are bool)
+        seen = [v.as_np_ndarray() if isinstance(a, _NpArray) else v
+                for v, a in zip(inputs, flat)]
+        out = self._call_symbolic(*_regroup(seen, in_format)[0])
+        outs, out_format = _flatten(out, "output")
+        kinds = [type(o) is symbol.NpSymbol for o in outs]
+        if any(kinds) and not all(kinds):
+            raise _mixed_kinds(self)
+        self._np_outputs = bool(kinds) and all(kinds)    # then they run as np.ndarrays
+        out = outs[0] if len(outs) == 1 else symbol.Group(outs)
+        return inputs, out, in_format, out_format
+
+    def _build_cache(self, *args):
+        if self._cached_graph is None:
+            inputs, out, self._in_format, self._out_format = self._trace(*args)
+            self._cached_graph = (inputs, out)
+            self.trace_count += 1
+        inputs, out = self._cached_graph
+        data_names = [i.name for i in inputs]
+        by_name = {p.name: p for p in self.collect_params().values()}
+        cached = []
+        for name in out.list_inputs():
+            if name in data_names:
+                continue
+            if name not in by_name:
+                raise ValueError(f"{self._describe()}: the traced graph reads a variable "
+                                 f"'{name}' that is neither an input nor a Parameter of this "
+                                 f"block. Create parameters as attributes (self.w = "
+                                 f"Parameter(...)) instead of sym.var() inside forward.")
+            cached.append((name, by_name[name]))
+        self._cached_params = cached
+        self._cached_op = CachedOp(out, data_names, backend=self._flags.get("executor"),
+                                   static_alloc=self._flags.get("static_alloc", False),
+                                   static_shape=self._flags.get("static_shape", False),
+                                   compile=self._flags.get("compile"),
+                                   inline_limit=self._flags.get("inline_limit", 2))
+
+    def _call_cached_op(self, *args):
+        if self._cached_op is None:
+            self._build_cache(*args)
+        flat, in_format = _flatten(args, "input")
+        if in_format != self._in_format and \
+                not _same_but_trailing_none(in_format, self._in_format):
+            raise ValueError(
+                f"{self._describe()} was traced for calls with "
+                f"{_describe_format(self._in_format)}, but is now called with "
+                f"{_describe_format(in_format)}. A hybridized block keeps one call structure: "
+                f"call it the same way every time, or call hybridize() again to re-trace.")
+        contexts = {a.context for a in flat}
+        if len(contexts) > 1:
+            raise ValueError(f"{self._describe()} is hybridized and got inputs on several "
+                             f"contexts {sorted(map(str, contexts))}; its graph runs on one: "
+                             f"move them with x.as_in_context(ctx)")
+        params = self._cached_param_arrays(*args)
+        try:
+            outs = self._cached_op(flat, params)
+        except ValueError as err:
+            raise self._running_error(err)
+        if self._np_outputs:            # traced on np Symbols: return np.ndarrays
+            _as_np_outputs(outs)
+        if self._op_hook is not None:
+            self._monitor(flat, params)
+        elif self._slots is None and isinstance(self._in_format, list) and \
+                not any(self._in_format):
+            self._slots = self._call_slots()     # the fast path, when no op hook watches
+        return _regroup(outs, self._out_format)[0]
+
+    def register_op_hook(self, callback, monitor_all=False):
+        super().register_op_hook(callback, monitor_all)
+        self._op_hook = (callback, monitor_all)
+        self._slots = None
+
+    def _monitor(self, flat, params):
+        """Call the op hook op by op. The compiled graph fuses ops, so their values do not
+        exist there: the reference interpreter runs the traced graph a second time, on the
+        same inputs, and shows each value (named as MXNet does: `dense0_fwd_output`,
+        `dense0_fwd_weight`)."""
+        from ..graph.ir import Graph
+        callback, monitor_all = self._op_hook
+        feeds = dict(zip(self._cached_op.data_names, flat), **params)
+        values = {}
+        for node in Graph.from_symbol(self._cached_graph[1]).nodes:
+            if node.is_var:
+                values[(node.id, 0)] = feeds[node.name]._data
+                continue
+            arrays = [values[tuple(e)] for e in node.inputs]
+            if monitor_all:
+                for name, array in zip(_monitor_input_names(node, len(arrays)), arrays):
+                    callback(f"{node.name}_{name}", node.op.name, NDArray(array))
+            results = node.op.run(node.attrs, arrays, autograd.is_training())
+            names = node.op.output_names if len(node.op.output_names) == len(results) \
+                else [f"output{k}" for k in range(len(results))]
+            for k, (name, result) in enumerate(zip(names, results)):
+                values[(node.id, k)] = result
+                callback(f"{node.name}_{name}", node.op.name, NDArray(result))
+
+    def _running_error(self, err):
+        """An error from running the cached graph (OpError: shapes), told with the block's name."""
+        err.args = (f"{self._describe()} (running its cached graph): {err}",)
+        return err
+
+    def _call_slots(self):
+        """Where each input of the cached graph comes from on a plain NDArray call: an
+        argument's index, or a Parameter (whose array is read at each call)."""
+        params = dict(self._cached_params)
+        data_names = self._cached_op.data_names
+        return [data_names.index(n) if n in data_names else params[n]
+                for n in self._cached_op.input_names]
+
+    def _cached_param_arrays(self, *args):
+        arrays = {name: p._data for name, p in self._cached_params}
+        if all(a is not None for a in arrays.values()):      # the usual case, cheaply
+            return arrays
+        try:
+            return {name: p.data() for name, p in self._cached_params}
+        except DeferredInitializationError:
+            pass
+        # First call with deferred parameters: learn their shapes from the traced graph.
+        self._deferred_infer_shape_quietly(*args)
+        if any(p._data is None and p._deferred_init for _, p in self._cached_params):
+            # Some layer can only learn its shapes from real values (an infer_shape that
+            # reads x.shape): run the Python forward once, without the cache, not training.
+            with _imperative_only(), autograd.pause(train_mode=False):
+                self._forward_with_deferred_init(*args)
+        return {name: p.data() for name, p in self._cached_params}
+
+    def _deferred_infer_shape_quietly(self, *args):
+        try:
+            self.infer_shape(*args)
+        except OpError as err:
+            shapes = [a.shape for a in _flatten(args, "input")[0]]
+            raise OpError(f"{self._describe()}: cannot infer the shapes of its parameters from "
+                          f"inputs of shape {shapes}: {err}") from None
+        for param in self.collect_params().values():
+            param._finish_deferred_init()
+
+    def infer_shape(self, *args):
+        """Fill in unknown parameter shapes from the input shapes.
+
+        The default traces forward on Symbols and lets shape inference work out the
+        parameters (MXNet's `_deferred_infer_shape`). Layers may override it with a
+        direct rule (Dense: weight.shape = (units, x.shape[1])).
+        """
+        if self._cached_graph is not None:
+            inputs, out = self._cached_graph
+        else:
+            try:
+                inputs, out, _, _ = self._trace(*args)
+            except NotImplementedForSymbol as err:
+                err.args = (f"{err} (straightdope traced forward to learn the shapes of "
+                            f"parameters created without them: give the layers their input "
+                            f"sizes, e.g. in_units=..., or define infer_shape(self, *args).)",)
+                raise
+        flat, _ = _flatten(args, "input")
+        used = set(out.list_inputs())
+        known = {i.name: a.shape for i, a in zip(inputs, flat) if i.name in used}
+        arg_shapes, _, aux_shapes = out._infer_shape_partial(**known)
+        shapes = dict(zip(out.list_arguments(), arg_shapes))
+        shapes.update(zip(out.list_auxiliary_states(), aux_shapes))
+        for param in self.collect_params().values():
+            shape = shapes.get(param.name)
+            if shape is not None and param._data is None:
+                param.shape = shape
+
+    # ------------------------------------------------------ what is cached
+    @property
+    def compiled(self):
+        """The stages of the last compiled executable (graph, fused groups, code...), or
+        None before the first hybridized call."""
+        op = self._cached_op
+        if op is None or op.last_plan is None:
+            return None
+        return op.last_plan.forward.stages
+
+    def export(self, path, epoch=0, remove_amp_cast=True, params_format="npz"):
+        """Write the traced graph (`path-symbol.json`) and the parameters
+        (`path-0000.params`, keys `arg:NAME`/`aux:NAME`). Returns both file names.
+        params_format='mxnet' writes MXNet's own binary format, which MXNet 1.x loads."""
+        if self._cached_graph is None:
+            raise RuntimeError(
+                f"{self._describe()}: export() writes the traced graph, and there is none yet. "
+                f"Call hybridize() and run a forward pass (net(x)) first, then export().")
+        _, out = self._cached_graph
+        if self._cached_params is None:
+            self._build_cache()
+        sym_file = f"{path}-symbol.json"
+        params_file = f"{path}-{epoch:04d}.params"
+        aux = set(out.list_auxiliary_states())
+        arrays = {}
+        for name, param in self._cached_params:
+            arrays[("aux:" if name in aux else "arg:") + name] = param._reduce()
+        out.save(sym_file, remove_amp_cast=remove_amp_cast)
+        _save_in_format(params_file, arrays, params_format)
+        return sym_file, params_file
