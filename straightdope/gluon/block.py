@@ -341,7 +341,8 @@ class Block:
         if self._forward_hooks:
             for hook in list(self._forward_hooks.values()):
                 hook(self, args, out)
-        _check_one_array_kind(self, out)
+        if isinstance(out, (list, tuple)):
+            _check_one_array_kind(self, out)
         return out
 
     def _call(self, *args):

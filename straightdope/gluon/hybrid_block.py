@@ -21,7 +21,7 @@ from ..ndarray import NDArray
 from ..numpy.multiarray import ndarray as _NpArray      # mx.np.ndarray: takes the same paths
 from ..ops import OpError
 from .block import Block, _save_in_format
-from .nested import (_check_one_array_kind, _contains_symbol, _describe_format, _flatten,
+from .nested import (_contains_symbol, _describe_format, _flatten,
                      _input_kinds, _mixed_kinds, _only_ndarrays, _regroup,
                      _same_but_trailing_none)
 from .parameter import DeferredInitializationError, tracing
@@ -67,6 +67,29 @@ def _imperative_only():
         _imperative.on = old
 
 
+class _Cache:
+    """What a hybridized block keeps to run its compiled graph; made in one place,
+    HybridBlock._build_cache.
+
+    `args` is MXNet's `_cached_op_args`: per input of the graph, in the order `op.call`
+    takes them, `(True, name, k)` for the k-th array of the (flattened) call or
+    `(False, name, parameter)`, whose array is read at each call. `fast`: the last call
+    was plain arrays as traced (no nesting, no None) and no op hook watches, so the next
+    may take the shortcut in HybridBlock._call."""
+    __slots__ = ("op", "args", "sources", "fast")
+
+    def __init__(self, op, args):
+        self.op, self.args, self.fast = op, args, False
+        self.sources = [source for _, _, source in args]
+
+    def arrays(self, flat):
+        """The graph's inputs in its order; None for a parameter without values yet."""
+        return [flat[s] if type(s) is int else s._data for s in self.sources]
+
+    def params(self):
+        return [s for s in self.sources if type(s) is not int]
+
+
 def _blame(err, block):
     """Prepend the block (and its parents, as the error travels up) to a trace error,
     keeping the type and the original explanation."""
@@ -90,10 +113,7 @@ class HybridBlock(Block):
         self._active = False
         self._flags = {}
         self._cached_graph = None       # (input variables, output symbol)
-        self._cached_op = None
-        self._cached_params = None      # [(variable name, Parameter)]
-        self._slots = None              # per graph input: index of the call argument, or
-                                        # the Parameter (set once a cached call succeeded)
+        self._cache = None              # _Cache: the CachedOp and its inputs, once called
         self._in_format = self._out_format = None
         self._np_outputs = False            # traced on mx.np.ndarrays (see _trace)
         self.trace_count = 0            # times forward ran on Symbols to build the cache
@@ -111,8 +131,13 @@ class HybridBlock(Block):
         super().register_child(block, name)
 
     def _clear_cached_op(self):
-        self._cached_graph = self._cached_op = self._cached_params = self._slots = None
+        self._cached_graph = self._cache = None
         super()._clear_cached_op()
+
+    @property
+    def _cached_op(self):
+        """The CachedOp that runs the traced graph (None before the first hybridized call)."""
+        return None if self._cache is None else self._cache.op
 
     def hybridize(self, active=True, static_alloc=False, static_shape=False, executor=None,
                   compile=None, inline_limit=2, **kwargs):
@@ -163,57 +188,47 @@ class HybridBlock(Block):
         super().cast(dtype)
 
     # ------------------------------------------------------------ calling
-    def __call__(self, *args):
-        # The two calls that happen millions of times, without detours: NDArrays in, no
-        # hooks. (Everything else, and the first calls, go through Block.__call__.)
-        for a in args:                      # _only_ndarrays(args), inlined
-            if type(a) is not NDArray and type(a) is not _NpArray:
-                return super().__call__(*args)
-        if not (self._forward_pre_hooks or self._forward_hooks):
-            if not self._active or _imperative.on:                     # imperative
-                try:
-                    out = self.forward(*args)
-                except DeferredInitializationError as err:   # first call: shapes unknown
-                    out = self._finish_deferred_init_and_forward(err, *args)
-                if type(out) is tuple:
-                    _check_one_array_kind(self, out)
-                return out
-            slots = self._slots
-            if slots is not None and len(args) == len(self._in_format):
-                # Compiled: the call's arrays and the parameters' arrays, in the graph's
-                # order, straight to the cached op. No Python of the block runs, and
-                # nothing is flattened or looked up by name.
-                try:
-                    outs = self._cached_op.call([args[s] if type(s) is int else s._data
-                                                 for s in slots])
-                except ValueError as err:
-                    raise self._running_error(err)
-                if self._np_outputs:
-                    _as_np_outputs(outs)
-                return outs[0] if self._out_format == 0 else \
-                    _regroup(outs, self._out_format)[0]
-        return super().__call__(*args)
+    # A layer may run a call of plain arrays without binding its parameters by name
+    # (Dense does: at batch 1 that Python costs as much as the product, benchmarks W1). It
+    # computes what forward computes, or returns None to let forward run.
+    _array_shortcut = None
 
     def _call(self, *args):
-        if _only_ndarrays(args):            # the usual call: arrays, no nesting
-            if self._active and not _imperative.on:
-                return self._call_cached_op(*args)
-            return self._forward_with_deferred_init(*args)
-        if any(isinstance(a, numpy.ndarray) for a in args):
-            _flatten(args, "input")        # the usual slip: a NumPy array; explain it
-        has_symbol, has_array = _input_kinds(args)
-        if has_symbol and has_array:
-            raise ValueError(f"{self._describe()} got both NDArrays and Symbols as inputs; "
-                             f"pass only NDArrays (to compute) or only Symbols (to build a "
-                             f"graph)")
-        if not (has_symbol or has_array):
-            raise ValueError(f"{self._describe()} needs at least one NDArray or Symbol among "
-                             f"its inputs, got {args!r:.120}")
-        if has_symbol:
-            return self._call_symbolic(*args)
-        if self._active and not _imperative.on:
-            return self._call_cached_op(*args)
-        return self._forward_with_deferred_init(*args)
+        """Where a call goes (MXNet 1.x's HybridBlock.forward): Symbols are traced into the
+        graph being built; arrays run the cached graph once hybridized, else forward.
+        Block.__call__ runs the hooks around it."""
+        plain = _only_ndarrays(args)            # the usual call: arrays, no nesting
+        if not plain:
+            if any(isinstance(a, numpy.ndarray) for a in args):
+                _flatten(args, "input")        # the usual slip: a NumPy array; explain it
+            has_symbol, has_array = _input_kinds(args)
+            if has_symbol and has_array:
+                raise ValueError(f"{self._describe()} got both NDArrays and Symbols as "
+                                 f"inputs; pass only NDArrays (to compute) or only Symbols "
+                                 f"(to build a graph)")
+            if not (has_symbol or has_array):
+                raise ValueError(f"{self._describe()} needs at least one NDArray or Symbol "
+                                 f"among its inputs, got {args!r:.120}")
+            if has_symbol:
+                return self._call_symbolic(*args)
+        if not self._active or _imperative.on:                  # imperative
+            shortcut = self._array_shortcut if plain else None
+            try:
+                out = None if shortcut is None else shortcut(*args)     # SHORTCUT (Dense)
+                return self.forward(*args) if out is None else out
+            except DeferredInitializationError as err:         # first call: shapes unknown
+                return self._finish_deferred_init_and_forward(err, *args)
+        cache = self._cache
+        if plain and cache is not None and cache.fast and len(args) == len(self._in_format):
+            # SHORTCUT, the compiled steady state (W1, W4): the call's arrays and the
+            # parameters' arrays straight to the cached op; the checks _call_cached_op
+            # makes passed on the same kind of call before (cache.fast).
+            try:
+                outs = cache.op.call(cache.arrays(args))
+            except ValueError as err:
+                raise self._running_error(err)
+            return self._outputs(outs)
+        return self._call_cached_op(*args)
 
     def _call_symbolic(self, *args):
         """Run forward on Symbols: F=symbol, parameters are variables, nodes named dense0_*."""
@@ -261,33 +276,38 @@ class HybridBlock(Block):
         return inputs, out, in_format, out_format
 
     def _build_cache(self, *args):
+        """Trace (once), wrap the graph in a CachedOp and record where each of its inputs
+        comes from (MXNet's _cached_op_args): the one place the _Cache is made."""
         if self._cached_graph is None:
             inputs, out, self._in_format, self._out_format = self._trace(*args)
             self._cached_graph = (inputs, out)
             self.trace_count += 1
         inputs, out = self._cached_graph
-        data_names = [i.name for i in inputs]
+        data = {v.name: k for k, v in enumerate(inputs)}
         by_name = {p.name: p for p in self.collect_params().values()}
-        cached = []
+        args = []
         for name in out.list_inputs():
-            if name in data_names:
-                continue
-            if name not in by_name:
+            if name not in data and name not in by_name:
                 raise ValueError(f"{self._describe()}: the traced graph reads a variable "
                                  f"'{name}' that is neither an input nor a Parameter of this "
                                  f"block. Create parameters as attributes (self.w = "
                                  f"Parameter(...)) instead of sym.var() inside forward.")
-            cached.append((name, by_name[name]))
-        self._cached_params = cached
-        self._cached_op = CachedOp(out, data_names, backend=self._flags.get("executor"),
-                                   static_alloc=self._flags.get("static_alloc", False),
-                                   static_shape=self._flags.get("static_shape", False),
-                                   compile=self._flags.get("compile"),
-                                   inline_limit=self._flags.get("inline_limit", 2))
+        op = CachedOp(out, list(data), backend=self._flags.get("executor"),
+                      static_alloc=self._flags.get("static_alloc", False),
+                      static_shape=self._flags.get("static_shape", False),
+                      compile=self._flags.get("compile"),
+                      inline_limit=self._flags.get("inline_limit", 2))
+        for name in op.input_names:
+            args.append((True, name, data[name]) if name in data else
+                        (False, name, by_name[name]))
+        self._cache = _Cache(op, args)
+        return self._cache
 
     def _call_cached_op(self, *args):
-        if self._cached_op is None:
-            self._build_cache(*args)
+        """Run the cached graph (tracing and building it at the first call), with every
+        check: the call's structure against the traced one, one context, parameters
+        initialised (deferred shapes learnt here)."""
+        cache = self._cache if self._cache is not None else self._build_cache(*args)
         flat, in_format = _flatten(args, "input")
         if in_format != self._in_format and \
                 not _same_but_trailing_none(in_format, self._in_format):
@@ -301,33 +321,38 @@ class HybridBlock(Block):
             raise ValueError(f"{self._describe()} is hybridized and got inputs on several "
                              f"contexts {sorted(map(str, contexts))}; its graph runs on one: "
                              f"move them with x.as_in_context(ctx)")
-        params = self._cached_param_arrays(*args)
+        arrays = cache.arrays(flat)
+        if any(a is None for a in arrays):
+            arrays = self._arrays_after_init(cache, flat, args)
         try:
-            outs = self._cached_op(flat, params)
+            outs = cache.op.call(arrays)
         except ValueError as err:
             raise self._running_error(err)
+        if self._op_hook is not None:
+            self._monitor(cache, arrays)
+        else:                   # the next call of this kind may take _call's shortcut
+            cache.fast = isinstance(self._in_format, list) and not any(self._in_format)
+        return self._outputs(outs)
+
+    def _outputs(self, outs):
         if self._np_outputs:            # traced on np Symbols: return np.ndarrays
             _as_np_outputs(outs)
-        if self._op_hook is not None:
-            self._monitor(flat, params)
-        elif self._slots is None and isinstance(self._in_format, list) and \
-                not any(self._in_format):
-            self._slots = self._call_slots()     # the fast path, when no op hook watches
-        return _regroup(outs, self._out_format)[0]
+        return outs[0] if self._out_format == 0 else _regroup(outs, self._out_format)[0]
 
     def register_op_hook(self, callback, monitor_all=False):
         super().register_op_hook(callback, monitor_all)
         self._op_hook = (callback, monitor_all)
-        self._slots = None
+        if self._cache is not None:
+            self._cache.fast = False        # every call goes where the hook sees it
 
-    def _monitor(self, flat, params):
+    def _monitor(self, cache, arrays):
         """Call the op hook op by op. The compiled graph fuses ops, so their values do not
         exist there: the reference interpreter runs the traced graph a second time, on the
         same inputs, and shows each value (named as MXNet does: `dense0_fwd_output`,
         `dense0_fwd_weight`)."""
         from ..graph.ir import Graph
         callback, monitor_all = self._op_hook
-        feeds = dict(zip(self._cached_op.data_names, flat), **params)
+        feeds = {name: array for (_, name, _), array in zip(cache.args, arrays)}
         values = {}
         for node in Graph.from_symbol(self._cached_graph[1]).nodes:
             if node.is_var:
@@ -349,30 +374,22 @@ class HybridBlock(Block):
         err.args = (f"{self._describe()} (running its cached graph): {err}",)
         return err
 
-    def _call_slots(self):
-        """Where each input of the cached graph comes from on a plain NDArray call: an
-        argument's index, or a Parameter (whose array is read at each call)."""
-        params = dict(self._cached_params)
-        data_names = self._cached_op.data_names
-        return [data_names.index(n) if n in data_names else params[n]
-                for n in self._cached_op.input_names]
-
-    def _cached_param_arrays(self, *args):
-        arrays = {name: p._data for name, p in self._cached_params}
-        if all(a is not None for a in arrays.values()):      # the usual case, cheaply
-            return arrays
+    def _arrays_after_init(self, cache, flat, args):
+        """The graph's inputs when some parameter has no values yet: a clear error for an
+        uninitialised one; deferred shapes are learnt from this first call."""
+        params = cache.params()
         try:
-            return {name: p.data() for name, p in self._cached_params}
+            return [flat[s] if type(s) is int else s.data() for s in cache.sources]
         except DeferredInitializationError:
             pass
         # First call with deferred parameters: learn their shapes from the traced graph.
         self._deferred_infer_shape_quietly(*args)
-        if any(p._data is None and p._deferred_init for _, p in self._cached_params):
+        if any(p._data is None and p._deferred_init for p in params):
             # Some layer can only learn its shapes from real values (an infer_shape that
             # reads x.shape): run the Python forward once, without the cache, not training.
             with _imperative_only(), autograd.pause(train_mode=False):
                 self._forward_with_deferred_init(*args)
-        return {name: p.data() for name, p in self._cached_params}
+        return [flat[s] if type(s) is int else s.data() for s in cache.sources]
 
     def _deferred_infer_shape_quietly(self, *args):
         try:
@@ -431,14 +448,14 @@ class HybridBlock(Block):
                 f"{self._describe()}: export() writes the traced graph, and there is none yet. "
                 f"Call hybridize() and run a forward pass (net(x)) first, then export().")
         _, out = self._cached_graph
-        if self._cached_params is None:
-            self._build_cache()
+        cache = self._cache if self._cache is not None else self._build_cache()
         sym_file = f"{path}-symbol.json"
         params_file = f"{path}-{epoch:04d}.params"
         aux = set(out.list_auxiliary_states())
         arrays = {}
-        for name, param in self._cached_params:
-            arrays[("aux:" if name in aux else "arg:") + name] = param._reduce()
+        for is_arg, name, param in cache.args:
+            if not is_arg:
+                arrays[("aux:" if name in aux else "arg:") + name] = param._reduce()
         out.save(sym_file, remove_amp_cast=remove_amp_cast)
         _save_in_format(params_file, arrays, params_format)
         return sym_file, params_file

@@ -78,7 +78,7 @@ class SymbolBlock(HybridBlock):
 
     def _clear_cached_op(self):
         # The graph is ours from the start; only the compiled op goes stale.
-        self._cached_op = self._cached_params = self._slots = None
+        self._cache = None
         Block._clear_cached_op(self)
 
     def forward(self, x, *args):

@@ -13,7 +13,6 @@ import numpy as np
 from ... import ndarray, symbol
 from ...ndarray import NDArray
 from ...ndarray.ndarray import run
-from ...numpy.multiarray import ndarray as _NpArray   # mx.np.ndarray: the same fast path
 from ...ops import OpError, get_op
 from ..block import Block
 from ..hybrid_block import HybridBlock
@@ -126,29 +125,28 @@ class Dense(HybridBlock):
         # For forward's fast path: the op's attributes, parsed once. A subclass with its own
         # hybrid_forward, or attributes the op refuses (refused at the first call, as
         # before), take the general path.
-        self._plain_imperative = type(self).hybrid_forward is Dense.hybrid_forward
+        self._plain_imperative = type(self).hybrid_forward is Dense.hybrid_forward and \
+            type(self).forward is HybridBlock.forward
         try:
             self._fc_attrs = _FC.cached_attrs({"num_hidden": units, "no_bias": not use_bias,
                                                "flatten": flatten})
         except OpError:
             self._plain_imperative = False
 
-    def forward(self, x, *args):
-        # The imperative fast path: the same registry ops that hybrid_forward calls with F=nd,
-        # with the attributes parsed once (above) instead of bound from keywords on every
-        # call, and no dict of parameters. At batch 1 that Python costs as much as the matrix
-        # product itself (benchmarks W1). Symbols (tracing), extra inputs, parameters not
-        # yet initialised (deferred shapes) and hooks take HybridBlock's general path.
+    def _array_shortcut(self, x, *args):
+        """HybridBlock._call's imperative shortcut: the registry ops hybrid_forward calls
+        with F=nd, with the attributes parsed once (above) instead of bound from keywords
+        at every call. None (then forward runs) for extra inputs, parameters not yet
+        initialised (deferred shapes) or a subclass with its own hybrid_forward."""
         weight = self.weight._data
-        if (type(x) is not NDArray and type(x) is not _NpArray) or args or weight is None \
-                or not self._plain_imperative:
-            return super().forward(x, *args)
+        if args or weight is None or not self._plain_imperative:
+            return None
         if self.bias is None:
             out = run(_FC, [x, weight], self._fc_attrs)
         else:
             bias = self.bias._data
             if bias is None:
-                return super().forward(x, *args)
+                return None
             out = run(_FC, [x, weight, bias], self._fc_attrs)
         act = self.act
         if act is None:
