@@ -11,6 +11,7 @@ are `dense0_weight`, and the graph nodes it traces are `dense0_fwd`.
 """
 from __future__ import annotations
 
+import json
 import re
 import threading
 import warnings
@@ -20,13 +21,13 @@ from collections import OrderedDict
 from .. import initializer, name as _name
 from ..ndarray import NDArray
 from ..ops import OpError
-from ..serialization import read_headers, save_arrays
+from ..serialization import atomic_write, read_headers, save_arrays
 from .nested import HybridInputError, _check_one_array_kind, _contains_symbol, _flatten  # noqa: F401
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, _indent,
                         load_by_name, tracing)
 from .utils import HookHandle, summary as _summary
 
-__all__ = ["Block", "HybridBlock", "SymbolBlock"]
+__all__ = ["Block"]
 
 
 # --------------------------------------------------------------- naming
@@ -313,6 +314,50 @@ class Block:
                       DeprecationWarning, stacklevel=2)
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
+    def save(self, prefix):
+        """MXNet 2.0's whole-model save: `prefix-model.json` (each block's class and
+        parameter names, and the traced graph of a hybridized one) and `prefix-model.params`
+        (save_parameters). load(prefix) restores both into a network built the same way."""
+        model = {"blocks": [block._model_entry() for block in self._blocks()]}
+        text = json.dumps(model, indent=1).encode()
+        atomic_write(f"{prefix}-model.json", lambda f: f.write(text))
+        self.save_parameters(f"{prefix}-model.params")
+
+    def load(self, prefix):
+        """Load what save(prefix) wrote into this network, built the same way (the same
+        blocks in the same order): traced graphs (hybridized again) and parameters."""
+        path = f"{prefix}-model.json"
+        try:
+            with open(path, encoding="utf-8") as f:
+                entries = json.load(f)["blocks"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}: not a model file written by Block.save ({err})") from None
+        blocks = list(self._blocks())
+        if not isinstance(entries, list) or len(entries) != len(blocks):
+            raise ValueError(f"{path} describes {len(entries)} blocks, {self._describe()} has "
+                             f"{len(blocks)}: build the network as the saved one was built")
+        for k, (block, entry) in enumerate(zip(blocks, entries)):
+            here = {"block": type(block).__name__, "params": list(block._reg_params)}
+            if not isinstance(entry, dict) or \
+                    {key: entry.get(key) for key in here} != here:
+                raise ValueError(f"{path}: block {k} was saved as {entry!r:.100}, here it is "
+                                 f"{here}: build the network as the saved one was built")
+        self.load_parameters(f"{prefix}-model.params")   # first: new shapes clear graphs
+        for block, entry in zip(blocks, entries):
+            block._load_model_entry(entry, path)
+
+    def _blocks(self):
+        """This block and its descendants, parents first (save/load's order)."""
+        yield self
+        for child in self._children.values():
+            yield from child._blocks()
+
+    def _model_entry(self):
+        return {"block": type(self).__name__, "params": list(self._reg_params)}
+
+    def _load_model_entry(self, entry, path):
+        pass                            # a plain Block keeps nothing but its parameters
+
     # ---------------------------------------------------------------- hooks
     def register_op_hook(self, callback, monitor_all=False):
         """callback(name, op_name, array) for every op output (and, with monitor_all, every
@@ -411,14 +456,3 @@ def _save_in_format(filename, arrays, params_format):
         raise ValueError(f"params_format must be 'npz' or 'mxnet', got {params_format!r}")
 
 
-
-def __getattr__(name):
-    """`from straightdope.gluon.block import HybridBlock` (or SymbolBlock) keeps working: they
-    live in hybrid_block.py and symbol_block.py now, imported only when asked for here."""
-    if name == "HybridBlock":
-        from .hybrid_block import HybridBlock
-        return HybridBlock
-    if name == "SymbolBlock":
-        from .symbol_block import SymbolBlock
-        return SymbolBlock
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,7 @@ from ..numpy.multiarray import ndarray as _NpArray      # mx.np.ndarray: takes t
 from ..ops import OpError
 from .block import Block, _save_in_format
 from .nested import (_contains_symbol, _describe_format, _flatten,
-                     _input_kinds, _mixed_kinds, _only_ndarrays, _regroup,
+                     _input_kinds, _is_format, _mixed_kinds, _only_ndarrays, _regroup,
                      _same_but_trailing_none)
 from .parameter import DeferredInitializationError, tracing
 
@@ -438,6 +438,44 @@ class HybridBlock(Block):
         if op is None or op.last_plan is None:
             return None
         return op.last_plan.forward.stages
+
+    def _model_entry(self):
+        entry = super()._model_entry()
+        if self._cached_graph is not None:          # Block.save keeps the traced graph
+            inputs, out = self._cached_graph
+            entry["graph"] = {"inputs": [v.name for v in inputs], "symbol": out.tojson(),
+                              "in_format": self._in_format, "out_format": self._out_format,
+                              "np_outputs": self._np_outputs, "params": {
+                                  key: p.name for key, p in
+                                  self._collect_params_with_prefix().items()}}
+        return entry
+
+    def _load_model_entry(self, entry, path):
+        graph = entry.get("graph")
+        if graph is None:
+            return
+        try:
+            names, text = list(map(str, graph["inputs"])), graph["symbol"]
+            formats = graph["in_format"], graph["out_format"]
+            saved = dict(graph["params"])       # structural key -> name in the graph
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{path}: the graph saved for {self._describe()} is incomplete "
+                             f"({err!r})") from None
+        if not all(_is_format(f) for f in formats):
+            raise ValueError(f"{path}: {self._describe()} has call formats {formats!r:.80}; "
+                             f"a format is 0, -1, a count, or a list of formats")
+        out = symbol.load_json(text)        # ops looked up in the registry, nothing run
+        here = self._collect_params_with_prefix()
+        if set(saved) != set(here):
+            raise ValueError(f"{path}: the graph saved for {self._describe()} reads parameters "
+                             f"{sorted(saved)}, it has {sorted(here)}")
+        # this network's parameters may be named otherwise (dense2_weight for dense0_weight)
+        out = out.substitute({name: here[key].var() for key, name in saved.items()
+                              if name != here[key].name})
+        self._clear_cached_op()
+        self._cached_graph = ([symbol.var(n) for n in names], out)
+        self._in_format, self._out_format = formats
+        self._np_outputs, self._active = bool(graph.get("np_outputs")), True
 
     def export(self, path, epoch=0, remove_amp_cast=True, params_format="npz"):
         """Write the traced graph (`path-symbol.json`) and the parameters

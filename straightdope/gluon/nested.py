@@ -133,3 +133,10 @@ def _describe_format(fmt):
     if isinstance(fmt, list):           # the top level is the call's argument list
         text = "(" + text[1:-1] + ")"
     return f"{count} array(s) {text}"
+
+
+def _is_format(fmt):
+    """Is `fmt` a call structure as _flatten makes them (read from a file: check it)?"""
+    if isinstance(fmt, list):
+        return all(_is_format(f) for f in fmt)
+    return type(fmt) is int and fmt >= -1
