@@ -22,7 +22,7 @@ from ..numpy.multiarray import ndarray as _NpArray      # mx.np.ndarray: takes t
 from ..ops import OpError
 from .block import Block, _save_in_format
 from .nested import (_contains_symbol, _describe_format, _flatten,
-                     _input_kinds, _is_format, _mixed_kinds, _only_ndarrays, _regroup,
+                     _input_kinds, _is_format, _mixed_kinds, _regroup,
                      _same_but_trailing_none)
 from .parameter import DeferredInitializationError, tracing
 
@@ -197,7 +197,11 @@ class HybridBlock(Block):
         """Where a call goes (MXNet 1.x's HybridBlock.forward): Symbols are traced into the
         graph being built; arrays run the cached graph once hybridized, else forward.
         Block.__call__ runs the hooks around it."""
-        plain = _only_ndarrays(args)            # the usual call: arrays, no nesting
+        plain = True                            # the usual call: arrays, no nesting
+        for a in args:                          # (_only_ndarrays, inlined: every call)
+            if type(a) is not NDArray and type(a) is not _NpArray:
+                plain = False
+                break
         if not plain:
             if any(isinstance(a, numpy.ndarray) for a in args):
                 _flatten(args, "input")        # the usual slip: a NumPy array; explain it
