@@ -379,22 +379,26 @@ class Block:
 
     # -------------------------------------------------------------- calling
     def __call__(self, *args):
-        if self._forward_pre_hooks:
-            for hook in list(self._forward_pre_hooks.values()):
-                hook(self, args)
+        if self._forward_pre_hooks or self._forward_hooks:
+            return self._call_with_hooks(args)
+        return self._call(*args)
+
+    def _call_with_hooks(self, args):
+        for hook in list(self._forward_pre_hooks.values()):
+            hook(self, args)
         out = self._call(*args)
-        if self._forward_hooks:
-            for hook in list(self._forward_hooks.values()):
-                hook(self, args, out)
-        if isinstance(out, (list, tuple)):
-            _check_one_array_kind(self, out)
+        for hook in list(self._forward_hooks.values()):
+            hook(self, args, out)
         return out
 
     def _call(self, *args):
         if _contains_symbol(args):
             with tracing():         # parameters answer data() with their variables
                 return self.forward(*args)
-        return self._forward_with_deferred_init(*args)
+        out = self._forward_with_deferred_init(*args)
+        if isinstance(out, (list, tuple)):
+            _check_one_array_kind(self, out)
+        return out
 
     def forward(self, *args):
         raise NotImplementedError(f"{type(self).__name__} must define forward(self, x): what "

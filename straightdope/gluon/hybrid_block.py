@@ -21,10 +21,11 @@ from ..ndarray import NDArray
 from ..numpy.multiarray import ndarray as _NpArray      # mx.np.ndarray: takes the same paths
 from ..ops import OpError
 from .block import Block, _save_in_format
-from .nested import (_contains_symbol, _describe_format, _flatten,
+from .nested import (_check_one_array_kind, _contains_symbol, _describe_format, _flatten,
                      _input_kinds, _is_format, _mixed_kinds, _regroup,
                      _same_but_trailing_none)
 from .parameter import DeferredInitializationError, tracing
+from .utils import watch_ops
 
 __all__ = ["HybridBlock"]
 
@@ -38,15 +39,6 @@ def _as_np_outputs(outs):
     for o in outs:
         o.__class__ = _NpArray
 
-
-
-_UNNAMED_INPUT_OPS = frozenset({"Activation"})
-
-
-def _monitor_input_names(node, count):
-    names = () if node.op.name in _UNNAMED_INPUT_OPS else \
-        node.op.input_names(node.attrs, count)
-    return names if len(names) == count else [f"input{i}" for i in range(count)]
 
 
 class _Imperative(threading.local):
@@ -73,13 +65,14 @@ class _Cache:
 
     `args` is MXNet's `_cached_op_args`: per input of the graph, in the order `op.call`
     takes them, `(True, name, k)` for the k-th array of the (flattened) call or
-    `(False, name, parameter)`, whose array is read at each call. `fast`: the last call
-    was plain arrays as traced (no nesting, no None) and no op hook watches, so the next
-    may take the shortcut in HybridBlock._call."""
+    `(False, name, parameter)`, whose array is read at each call. `fast`: None, or the
+    number of arrays of the last call when it passed every check with plain arrays as
+    traced (no nesting, no None) and no op hook watches: the next call of as many plain
+    arrays takes the shortcut in HybridBlock._call."""
     __slots__ = ("op", "args", "sources", "fast")
 
     def __init__(self, op, args):
-        self.op, self.args, self.fast = op, args, False
+        self.op, self.args, self.fast = op, args, None
         self.sources = [source for _, _, source in args]
 
     def arrays(self, flat):
@@ -202,7 +195,24 @@ class HybridBlock(Block):
             if type(a) is not NDArray and type(a) is not _NpArray:
                 plain = False
                 break
-        if not plain:
+        if plain:
+            cache = self._cache
+            if cache is not None and cache.fast == len(args) and not _imperative.on:
+                # SHORTCUT, the compiled steady state (W1, W4): the call's arrays and the
+                # parameters' arrays straight to the cached op; the checks
+                # _call_cached_op makes passed on the same kind of call before (a cache
+                # exists only while hybridized). cache.arrays and self._outputs, inlined:
+                # this is the call that happens millions of times.
+                try:
+                    outs = cache.op.call([args[s] if type(s) is int else s._data
+                                          for s in cache.sources])
+                except ValueError as err:
+                    raise self._running_error(err)
+                if self._np_outputs:
+                    _as_np_outputs(outs)
+                return outs[0] if self._out_format == 0 else \
+                    _regroup(outs, self._out_format)[0]
+        else:
             if any(isinstance(a, numpy.ndarray) for a in args):
                 _flatten(args, "input")        # the usual slip: a NumPy array; explain it
             has_symbol, has_array = _input_kinds(args)
@@ -216,22 +226,17 @@ class HybridBlock(Block):
             if has_symbol:
                 return self._call_symbolic(*args)
         if not self._active or _imperative.on:                  # imperative
-            shortcut = self._array_shortcut if plain else None
+            if plain and self._array_shortcut is not None:      # SHORTCUT (Dense's)
+                out = self._array_shortcut(*args)
+                if out is not None:
+                    return out
             try:
-                out = None if shortcut is None else shortcut(*args)     # SHORTCUT (Dense)
-                return self.forward(*args) if out is None else out
+                out = self.forward(*args)
             except DeferredInitializationError as err:         # first call: shapes unknown
-                return self._finish_deferred_init_and_forward(err, *args)
-        cache = self._cache
-        if plain and cache is not None and cache.fast and len(args) == len(self._in_format):
-            # SHORTCUT, the compiled steady state (W1, W4): the call's arrays and the
-            # parameters' arrays straight to the cached op; the checks _call_cached_op
-            # makes passed on the same kind of call before (cache.fast).
-            try:
-                outs = cache.op.call(cache.arrays(args))
-            except ValueError as err:
-                raise self._running_error(err)
-            return self._outputs(outs)
+                out = self._finish_deferred_init_and_forward(err, *args)
+            if isinstance(out, (list, tuple)):  # one kind of arrays (MXNet refuses a mix)
+                _check_one_array_kind(self, out)
+            return out
         return self._call_cached_op(*args)
 
     def _call_symbolic(self, *args):
@@ -333,9 +338,9 @@ class HybridBlock(Block):
         except ValueError as err:
             raise self._running_error(err)
         if self._op_hook is not None:
-            self._monitor(cache, arrays)
-        else:                   # the next call of this kind may take _call's shortcut
-            cache.fast = isinstance(self._in_format, list) and not any(self._in_format)
+            watch_ops(self._cached_graph[1], cache.args, arrays, *self._op_hook)
+        elif isinstance(self._in_format, list) and not any(self._in_format):
+            cache.fast = len(self._in_format)   # the next such call takes _call's shortcut
         return self._outputs(outs)
 
     def _outputs(self, outs):
@@ -347,31 +352,7 @@ class HybridBlock(Block):
         super().register_op_hook(callback, monitor_all)
         self._op_hook = (callback, monitor_all)
         if self._cache is not None:
-            self._cache.fast = False        # every call goes where the hook sees it
-
-    def _monitor(self, cache, arrays):
-        """Call the op hook op by op. The compiled graph fuses ops, so their values do not
-        exist there: the reference interpreter runs the traced graph a second time, on the
-        same inputs, and shows each value (named as MXNet does: `dense0_fwd_output`,
-        `dense0_fwd_weight`)."""
-        from ..graph.ir import Graph
-        callback, monitor_all = self._op_hook
-        feeds = {name: array for (_, name, _), array in zip(cache.args, arrays)}
-        values = {}
-        for node in Graph.from_symbol(self._cached_graph[1]).nodes:
-            if node.is_var:
-                values[(node.id, 0)] = feeds[node.name]._data
-                continue
-            arrays = [values[tuple(e)] for e in node.inputs]
-            if monitor_all:
-                for name, array in zip(_monitor_input_names(node, len(arrays)), arrays):
-                    callback(f"{node.name}_{name}", node.op.name, NDArray(array))
-            results = node.op.run(node.attrs, arrays, autograd.is_training())
-            names = node.op.output_names if len(node.op.output_names) == len(results) \
-                else [f"output{k}" for k in range(len(results))]
-            for k, (name, result) in enumerate(zip(names, results)):
-                values[(node.id, k)] = result
-                callback(f"{node.name}_{name}", node.op.name, NDArray(result))
+            self._cache.fast = None         # every call goes where the hook sees it
 
     def _running_error(self, err):
         """An error from running the cached graph (OpError: shapes), told with the block's name."""

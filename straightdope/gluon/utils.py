@@ -185,6 +185,43 @@ def summary(block, *inputs):
             h.detach()
 
 
+# Ops whose inputs MXNet 1.9 leaves unnamed (no FListInputNames): its monitor calls them
+# input0, input1...
+_UNNAMED_INPUT_OPS = frozenset({"Activation"})
+
+
+def _monitor_input_names(node, count):
+    names = () if node.op.name in _UNNAMED_INPUT_OPS else \
+        node.op.input_names(node.attrs, count)
+    return names if len(names) == count else [f"input{i}" for i in range(count)]
+
+
+def watch_ops(graph, cached_op_args, arrays, callback, monitor_all):
+    """A hybridized block's op hook (register_op_hook), called op by op. The compiled graph
+    fuses ops, so their values do not exist there: the reference interpreter runs the
+    traced `graph` a second time, on the same inputs (`arrays`, in `cached_op_args`
+    order), and shows each value named as MXNet does: `dense0_fwd_output`,
+    `dense0_fwd_weight`."""
+    from .. import autograd
+    from ..graph.ir import Graph
+    feeds = {name: array for (_, name, _), array in zip(cached_op_args, arrays)}
+    values = {}
+    for node in Graph.from_symbol(graph).nodes:
+        if node.is_var:
+            values[(node.id, 0)] = feeds[node.name]._data
+            continue
+        inputs = [values[tuple(e)] for e in node.inputs]
+        if monitor_all:
+            for name, array in zip(_monitor_input_names(node, len(inputs)), inputs):
+                callback(f"{node.name}_{name}", node.op.name, NDArray(array))
+        results = node.op.run(node.attrs, inputs, autograd.is_training())
+        names = node.op.output_names if len(node.op.output_names) == len(results) \
+            else [f"output{k}" for k in range(len(results))]
+        for k, (name, result) in enumerate(zip(names, results)):
+            values[(node.id, k)] = result
+            callback(f"{node.name}_{name}", node.op.name, NDArray(result))
+
+
 class HookHandle:
     """What register_forward_hook returns: `detach()` removes the hook (also `with`)."""
 
