@@ -40,7 +40,6 @@ def _as_np_outputs(outs):
         o.__class__ = _NpArray
 
 
-
 class _Imperative(threading.local):
     on = False          # a class default: reading a missing thread-local attribute is slow
 
