@@ -211,6 +211,10 @@ class HybridBlock(Block):
                     _as_np_outputs(outs)
                 return outs[0] if self._out_format == 0 else \
                     _regroup(outs, self._out_format)[0]
+            if self._array_shortcut is not None and (not self._active or _imperative.on):
+                out = self._array_shortcut(*args)      # SHORTCUT, imperative (Dense's)
+                if out is not None:
+                    return out
         else:
             if any(isinstance(a, numpy.ndarray) for a in args):
                 _flatten(args, "input")        # the usual slip: a NumPy array; explain it
@@ -225,10 +229,6 @@ class HybridBlock(Block):
             if has_symbol:
                 return self._call_symbolic(*args)
         if not self._active or _imperative.on:                  # imperative
-            if plain and self._array_shortcut is not None:      # SHORTCUT (Dense's)
-                out = self._array_shortcut(*args)
-                if out is not None:
-                    return out
             try:
                 out = self.forward(*args)
             except DeferredInitializationError as err:         # first call: shapes unknown

@@ -122,24 +122,25 @@ class Dense(HybridBlock):
                                         allow_deferred_init=True) if use_bias else None
             self.act = Activation(activation, prefix=activation + "_") \
                 if activation is not None else None
-        # For forward's fast path: the op's attributes, parsed once. A subclass with its own
-        # hybrid_forward, or attributes the op refuses (refused at the first call, as
-        # before), take the general path.
-        self._plain_imperative = type(self).hybrid_forward is Dense.hybrid_forward and \
-            type(self).forward is HybridBlock.forward
+        # For HybridBlock._call's imperative shortcut: the op's attributes, parsed once. A
+        # subclass with its own forward or hybrid_forward, or attributes the op refuses
+        # (refused at the first call, as before), take the general path.
         try:
             self._fc_attrs = _FC.cached_attrs({"num_hidden": units, "no_bias": not use_bias,
                                                "flatten": flatten})
         except OpError:
-            self._plain_imperative = False
+            self._array_shortcut = None
+        if type(self).hybrid_forward is not Dense.hybrid_forward or \
+                type(self).forward is not HybridBlock.forward:
+            self._array_shortcut = None
 
     def _array_shortcut(self, x, *args):
         """HybridBlock._call's imperative shortcut: the registry ops hybrid_forward calls
         with F=nd, with the attributes parsed once (above) instead of bound from keywords
-        at every call. None (then forward runs) for extra inputs, parameters not yet
-        initialised (deferred shapes) or a subclass with its own hybrid_forward."""
+        at every call. None (then forward runs) for extra inputs or parameters not yet
+        initialised (deferred shapes)."""
         weight = self.weight._data
-        if args or weight is None or not self._plain_imperative:
+        if args or weight is None:
             return None
         if self.bias is None:
             out = run(_FC, [x, weight], self._fc_attrs)
