@@ -73,6 +73,8 @@ ALLOWED = {
     ("compiler.tiers", "compiler.backend"): "the tier worker compiles with NumbaBackend",
     ("compiler.warmup", "compiler.backend"): "warmup compiles with NumbaBackend",
     ("compiler.tiers", "compiler.warmup"): "a tier job asks which kernels are missing",
+    ("compiler.vm", "compiler.backend"): "the VM compiles a graph with backend's PIPELINE "
+                                         "(backend -> tiers -> vm)",
     # -- nd/__init__.py holds the functions generated from the registry (zeros, split, the
     #    ops), and its submodules call back into them. Fix: the generated namespace in a
     #    module of its own that __init__ re-exports.
