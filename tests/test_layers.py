@@ -21,7 +21,7 @@ LAYERS = [
     Layer("graph", independent=False),
     Layer("numpy", "numpy_extension", independent=False),          # mx.np: nd or sym
     Layer("symbol", independent=False),
-    Layer("ndarray", "autograd", "random", independent=False),
+    Layer("ndarray", "autograd", "random", "engine", "profiler", independent=False),
     Layer("ops", independent=False),
     Layer("base", "config", "context", "name", "util", "runtime", "files", "serialization",
           "mxnet_format", independent=False),
@@ -49,6 +49,12 @@ ALLOWED = {
     ("ndarray", "cached_op"): "mx.nd.CachedOp is MXNet's name for the class in cached_op.py",
     ("ndarray.ndarray", "numpy.multiarray"): "x.as_np_ndarray() returns the np class, an "
                                              "NDArray subclass defined above it",
+    ("engine", "numpy.multiarray"): "the async engine patches shape/dtype of both array "
+                                     "classes, the np one defined above it",
+    ("engine", "ndarray.ndarray"): "the engine runs NDArray ops, NDArray defers to the engine "
+                                    "(new on main with engine.py; fix: one owner of run())",
+    ("profiler", "engine"): "the profiler reads the engine's queue, the engine reports to it",
+    ("profiler", "ndarray.ndarray"): "the profiler times NDArray's run (wraps nd_module)",
     ("symbol.executor", "cached_op"): "Symbol.bind()/simple_bind() run through a CachedOp "
                                       "(fix: executor.py above cached_op)",
     ("symbol.symbol", "symbol.serialize"): "Symbol.tojson()/save() are MXNet's methods; the "
