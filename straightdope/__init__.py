@@ -6,8 +6,7 @@
 `nd` computes now, `sym` builds graphs, and both are generated from one op
 registry (`straightdope.ops`). A HybridBlock runs the same code with either.
 """
-__version__ = "0.1.0"
-
+from .base import __version__  # noqa: F401  (in base.py: the compile cache reads it too)
 from . import ops  # noqa: F401  (fills the op registry first)
 from .base import MXNetError, NotImplementedForSymbol  # noqa: F401
 from .context import Context, Device, cpu, current_context, gpu, num_gpus  # noqa: F401

@@ -5,6 +5,8 @@ import numbers as _numbers
 
 import numpy as _np
 
+__version__ = "0.1.0"           # straightdope.__version__ (here, below every layer)
+
 # MXNet's type groups, for code that checks `isinstance(x, integer_types)`
 integer_types = (int, _np.integer)
 numeric_types = (float, int, _np.generic)

@@ -26,7 +26,7 @@ import struct
 
 import numpy as np
 
-from .serialization import ArrayFileError, atomic_write
+from .files import ArrayFileError, atomic_write
 
 LIST_MAGIC = 0x112
 V1_MAGIC, V2_MAGIC, V3_MAGIC = 0xF993FAC8, 0xF993FAC9, 0xF993FACA

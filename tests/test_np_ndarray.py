@@ -180,7 +180,7 @@ def test_a_hybridized_block_called_with_np_arrays_runs_the_fast_path_and_gives_g
     expected = net(x)
     net.hybridize()
     net(x)
-    assert net._slots is not None                # the call-slot path, as for nd arrays
+    assert net._cache.fast                        # the compiled shortcut, as for nd arrays
     x.attach_grad()
     with autograd.record():
         out = net(x)

@@ -45,7 +45,7 @@ def numba_version() -> str:
 
 def versions() -> str:
     """One line naming everything compiled code depends on besides its source."""
-    from .. import __version__
+    from ..base import __version__
     jit = "off" if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0") else "on"
     # the checkout's folder too: Numba keeps the kernels' machine code per source folder,
     # so a graph compiled with another checkout's kernels is not "ready" for this one

@@ -25,7 +25,7 @@ import math
 import numbers
 
 from .. import ndarray
-from .block import HybridBlock
+from .hybrid_block import HybridBlock
 
 __all__ = ['Loss', 'L2Loss', 'L1Loss', 'SoftmaxCrossEntropyLoss', 'SoftmaxCELoss',
            'SigmoidBinaryCrossEntropyLoss', 'SigmoidBCELoss', 'KLDivLoss', 'HuberLoss',

@@ -111,6 +111,117 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=1, verify_
     return fname
 
 
+def summary(block, *inputs):
+    """Print each layer's output shape and parameter count (run one forward pass).
+
+    Call it before hybridize(): a hybridized block runs its cached graph, so the
+    layers' forward hooks that collect the table would not fire. Containers
+    (Sequential, HybridSequential: `_summary_container = True`) get no row of their own.
+    """
+    rows = OrderedDict()
+    seen = set()
+    hooks = []
+
+    def shape_str(args):
+        def shapes(a):
+            if isinstance(a, (list, tuple)):
+                return [shapes(x) for x in a]
+            return a.shape if isinstance(a, NDArray) else a
+        s = shapes(args)
+        return str(s)[1:-1] if isinstance(s, list) else str(s)
+
+    def hook(b, _, outputs):
+        key = f"{type(b).__name__}-{len(rows)}"
+        row = rows[key] = {"output_shape": shape_str(outputs), "n_params": 0,
+                           "trainable": 0, "shared": 0}
+        for p in b.params.values():
+            size = p.data().size
+            row["n_params"] += size
+            row["trainable"] += 0 if p.grad_req == "null" else size
+            if id(p) in seen:
+                row["shared"] += size
+            seen.add(id(p))
+
+    def check(b):
+        if getattr(b, "_active", False):      # a hybridized HybridBlock
+            raise AssertionError(
+                f'"{b.name}" must not be hybridized to print summary: a hybridized '
+                f'block runs its cached graph and its layers are never called one by one. '
+                f'Call summary() before hybridize() (build the network again, or call '
+                f'hybridize(active=False) first), then hybridize.')
+        for child in b._children.values():
+            check(child)
+
+    def register(b):
+        if not getattr(b, "_summary_container", False):
+            hooks.append(b.register_forward_hook(hook))
+
+    rows["Input"] = {"output_shape": shape_str(list(inputs)), "n_params": 0,
+                     "trainable": 0, "shared": 0}
+    check(block)        # outermost first, so the message names the block you called
+    try:
+        block.apply(register)
+        block(*inputs)
+        line = "{:>20}  {:>42} {:>15}"
+        print("-" * 80)
+        print(line.format("Layer (type)", "Output Shape", "Param #"))
+        print("=" * 80)
+        total = trainable = shared = 0
+        for key, row in rows.items():
+            print(line.format(key, row["output_shape"], row["n_params"]))
+            total += row["n_params"]
+            trainable += row["trainable"]
+            shared += row["shared"]
+        print("=" * 80)
+        print("Parameters in forward computation graph, duplicate included")
+        print(f"   Total params: {total}")
+        print(f"   Trainable params: {trainable}")
+        print(f"   Non-trainable params: {total - trainable}")
+        print(f"Shared params in forward computation graph: {shared}")
+        print(f"Unique parameters in model: {total - shared}")
+        print("-" * 80)
+    finally:
+        for h in hooks:
+            h.detach()
+
+
+# Ops whose inputs MXNet 1.9 leaves unnamed (no FListInputNames): its monitor calls them
+# input0, input1...
+_UNNAMED_INPUT_OPS = frozenset({"Activation"})
+
+
+def _monitor_input_names(node, count):
+    names = () if node.op.name in _UNNAMED_INPUT_OPS else \
+        node.op.input_names(node.attrs, count)
+    return names if len(names) == count else [f"input{i}" for i in range(count)]
+
+
+def watch_ops(graph, cached_op_args, arrays, callback, monitor_all):
+    """A hybridized block's op hook (register_op_hook), called op by op. The compiled graph
+    fuses ops, so their values do not exist there: the reference interpreter runs the
+    traced `graph` a second time, on the same inputs (`arrays`, in `cached_op_args`
+    order), and shows each value named as MXNet does: `dense0_fwd_output`,
+    `dense0_fwd_weight`."""
+    from .. import autograd
+    from ..graph.ir import Graph
+    feeds = {name: array for (_, name, _), array in zip(cached_op_args, arrays)}
+    values = {}
+    for node in Graph.from_symbol(graph).nodes:
+        if node.is_var:
+            values[(node.id, 0)] = feeds[node.name]._data
+            continue
+        inputs = [values[tuple(e)] for e in node.inputs]
+        if monitor_all:
+            for name, array in zip(_monitor_input_names(node, len(inputs)), inputs):
+                callback(f"{node.name}_{name}", node.op.name, NDArray(array))
+        results = node.op.run(node.attrs, inputs, autograd.is_training())
+        names = node.op.output_names if len(node.op.output_names) == len(results) \
+            else [f"output{k}" for k in range(len(results))]
+        for k, (name, result) in enumerate(zip(names, results)):
+            values[(node.id, k)] = result
+            callback(f"{node.name}_{name}", node.op.name, NDArray(result))
+
+
 class HookHandle:
     """What register_forward_hook returns: `detach()` removes the hook (also `with`)."""
 

@@ -39,6 +39,22 @@ def _dispatching(op_name, doc=None):
     return function
 
 
+def _c_order(function, order):
+    if order != "C":
+        raise NotImplementedError(f"np.{function}: order={order!r}: arrays are row-major "
+                                  f"(order='C') only, as in MXNet")
+
+
+def _no_gradient(function, *arrays):
+    """A function computed in NumPy (no op in the registry) refuses, inside
+    autograd.record(), arrays that need a gradient: it would silently drop it."""
+    from .. import autograd
+    if autograd.is_recording() and any(autograd.needs_grad(a) for a in arrays):
+        raise NotImplementedError(
+            f"np.{function} has no gradient here (it is computed in NumPy, outside autograd): "
+            f"call it outside autograd.record(), or on x.detach()")
+
+
 def array(object, dtype=None, ctx=None, device=None):
     return _nd.array(object, ctx=ctx or device, dtype=dtype)
 
@@ -48,27 +64,28 @@ def asarray(object, dtype=None):
 
 
 def zeros(shape, dtype=None, order="C", ctx=None, device=None):
+    _c_order("zeros", order)
     return _nd.zeros(shape, ctx=ctx or device, dtype=dtype)
 
 
 def ones(shape, dtype=None, order="C", ctx=None, device=None):
+    _c_order("ones", order)
     return _nd.ones(shape, ctx=ctx or device, dtype=dtype)
 
 
 def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
+    _c_order("full", order)
     return _nd.full(shape, fill_value, ctx=ctx or device, dtype=dtype)
 
 
 def empty(shape, dtype=None, order="C", ctx=None, device=None):
     """A new array of `shape` (zero-filled here: the values are unspecified in NumPy)."""
-    if order != "C":
-        raise NotImplementedError(f"np.empty: order={order!r}: arrays are row-major "
-                                  f"(order='C') only, as in MXNet")
+    _c_order("empty", order)
     return zeros(shape, dtype, ctx=ctx, device=device)
 
 
 def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
-    return _nd.arange(start, stop, step, dtype=dtype or "float32")
+    return _nd.arange(start, stop, step, ctx=ctx or device, dtype=dtype or "float32")
 
 
 def dot(a, b, out=None):
@@ -115,12 +132,14 @@ def minimum(x1, x2):
 def sum(a, axis=None, dtype=None, keepdims=False):
     if isinstance(a, (ndarray, _NpSymbol)):     # NumPy's result dtype (multiarray.py)
         return a.sum(axis=axis, dtype=dtype, keepdims=keepdims)
+    a = a if dtype is None else a.astype(dtype)     # NumPy sums in `dtype`
     return _world(a).sum(a, axis=axis, keepdims=keepdims)
 
 
 def mean(a, axis=None, dtype=None, keepdims=False):
     if isinstance(a, (ndarray, _NpSymbol)):
         return a.mean(axis=axis, dtype=dtype, keepdims=keepdims)
+    a = a if dtype is None else a.astype(dtype)
     return _world(a).mean(a, axis=axis, keepdims=keepdims)
 
 
@@ -133,6 +152,7 @@ def min(a, axis=None, keepdims=False):
 
 
 def reshape(a, newshape, order="C"):
+    _c_order("reshape", order)
     return _world(a).reshape(a, shape=newshape)
 
 
@@ -174,12 +194,12 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, ctx=
     """`num` evenly spaced values from start to stop (float32 unless dtype says otherwise)."""
     values = _onp.linspace(start, stop, num, endpoint=endpoint, retstep=retstep)
     if retstep:
-        return array(values[0], dtype), values[1]
-    return array(values, dtype)
+        return array(values[0], dtype, ctx or device), values[1]
+    return array(values, dtype, ctx or device)
 
 
 def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
-    return array(_onp.eye(N, M, k), dtype)
+    return array(_onp.eye(N, M, k), dtype, ctx or device)
 
 
 def identity(n, dtype=None, ctx=None, device=None):
@@ -187,15 +207,31 @@ def identity(n, dtype=None, ctx=None, device=None):
     return eye(n, dtype=dtype, ctx=ctx, device=device)
 
 
-def meshgrid(*xi, indexing="xy", **kwargs):
-    """Coordinate grids from 1-D arrays (values only: no gradient flows through)."""
-    grids = _onp.meshgrid(*[x.asnumpy() for x in xi], indexing=indexing, **kwargs)
-    return [array(g, g.dtype) for g in grids]
+def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
+    """Coordinate grids from 1-D arrays: each reshaped along its own axis, then broadcast
+    (registry ops, so gradients flow back). indexing='xy' swaps the first two axes."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"np.meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    sizes = [x.size for x in xi]
+    axes = list(range(len(xi)))
+    if indexing == "xy" and len(xi) > 1:
+        axes[0], axes[1] = 1, 0
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    grids = []
+    for x, axis in zip(xi, axes):
+        shape = [1] * len(xi)
+        shape[axis] = -1
+        g = _world(x).reshape(x, shape=tuple(shape))
+        grids.append(g if sparse else _world(g).broadcast_to(g, shape=tuple(sizes)))
+    return grids
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    """Running sum along `axis` (of the flattened array when None); values only, no
-    gradient (it has no op in the registry, so it is not recorded by autograd)."""
+    """Running sum along `axis` (of the flattened array when None); computed in NumPy, so
+    refused inside autograd.record() for an array that needs a gradient."""
+    if out is not None:
+        raise NotImplementedError("np.cumsum: out= is not supported; use the result")
+    _no_gradient("cumsum", a)
     return array(_onp.cumsum(a.asnumpy(), axis=axis, dtype=dtype), dtype or a.dtype)
 
 
@@ -205,6 +241,7 @@ _NDArray.cumsum = cumsum
 def prod(a, axis=None, dtype=None, keepdims=False):
     if isinstance(a, (ndarray, _NpSymbol)):
         return a.prod(axis=axis, dtype=dtype, keepdims=keepdims)
+    a = a if dtype is None else a.astype(dtype)
     return _world(a).prod(a, axis=axis, keepdims=keepdims)
 
 
@@ -221,31 +258,48 @@ def squeeze(a, axis=None):
 
 
 def tile(a, reps):
-    return array(_onp.tile(a.asnumpy(), reps), a.dtype)
+    return _world(a).tile(a, reps=tuple(_onp.atleast_1d(reps).tolist()))
 
 
 def repeat(a, repeats, axis=None):
-    return array(_onp.repeat(a.asnumpy(), repeats, axis=axis), a.dtype)
+    if not isinstance(repeats, (int, _onp.integer)):
+        raise NotImplementedError(f"np.repeat: repeats must be one int (as in MXNet), got "
+                                  f"{type(repeats).__name__}")
+    return _world(a).repeat(a, repeats=int(repeats), axis=axis)
 
 
 def split(ary, indices_or_sections, axis=0):
-    return [array(p, p.dtype) for p in _onp.split(ary.asnumpy(), indices_or_sections, axis)]
+    if isinstance(ary, _Symbol):
+        raise NotImplementedError("np.split on Symbols (inside a traced forward): use "
+                                  "npx.slice / F.split_v2 with the parts' sizes")
+    parts = _nd.split_v2(ary, indices_or_sections, axis=axis)
+    return parts if isinstance(parts, list) else [parts]
 
 
-def std(a, axis=None, dtype=None, keepdims=False):
-    return array(_onp.std(a.asnumpy(), axis=axis, keepdims=keepdims), a.dtype)
+def var(a, axis=None, dtype=None, keepdims=False, ddof=0):
+    """mean((a - mean(a))**2) over `axis`, divided by n - ddof (registry ops: gradients
+    flow)."""
+    F = _world(a)
+    a = a if dtype is None else a.astype(dtype)
+    d = F.broadcast_sub(a, F.mean(a, axis=axis, keepdims=True))
+    v = F.mean(F.square(d), axis=axis, keepdims=keepdims)
+    if ddof:
+        n = a.size if axis is None else int(_onp.prod([a.shape[i] for i in
+                                                       _onp.atleast_1d(axis)]))
+        v = v * (n / (n - ddof))
+    return v
 
 
-def var(a, axis=None, dtype=None, keepdims=False):
-    return array(_onp.var(a.asnumpy(), axis=axis, keepdims=keepdims), a.dtype)
+def std(a, axis=None, dtype=None, keepdims=False, ddof=0):
+    return _world(a).sqrt(var(a, axis, dtype, keepdims, ddof))
 
 
 def sort(a, axis=-1):
-    return array(_onp.sort(a.asnumpy(), axis=axis), a.dtype)
+    return _world(a).sort(a, axis=axis)
 
 
 def argsort(a, axis=-1):
-    return array(_onp.argsort(a.asnumpy(), axis=axis), "int64")
+    return _world(a).argsort(a, axis=axis, dtype="int64")
 
 
 def equal(x1, x2):
@@ -253,7 +307,7 @@ def equal(x1, x2):
 
 
 def isnan(x):
-    return array(_onp.isnan(x.asnumpy()), "bool")
+    return (x != x).astype("bool")      # NaN is the one value unequal to itself
 
 
 def shape(a):

@@ -6,5 +6,5 @@ def norm(x, ord=None, axis=None, keepdims=False):
     absolute values; recorded by autograd like any other op."""
     if ord not in (None, 1, 2, "fro"):
         raise ValueError(f"np.linalg.norm: ord must be None, 1, 2 or 'fro', got {ord!r}")
-    from . import _world
-    return _world(x).norm(x, ord=1 if ord == 1 else 2, axis=axis, keepdims=keepdims)
+    # the fluent method: an NDArray computes, a Symbol (a traced forward) adds a node
+    return x.norm(ord=1 if ord == 1 else 2, axis=axis, keepdims=keepdims)

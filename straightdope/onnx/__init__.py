@@ -19,18 +19,10 @@ import numpy as np
 
 from .export import OPSET, TRANSLATORS, OnnxExportError
 from .folding import FOLDS
-from .importer import IMPORTERS, OnnxImportError, import_model, import_to_gluon
+from .importer import IMPORTERS, OnnxImportError, _require_onnx, import_model, import_to_gluon
 
 __all__ = ["export_model", "import_model", "import_to_gluon", "export_coverage",
            "import_coverage", "OnnxExportError", "OnnxImportError", "OPSET"]
-
-
-def _require_onnx():
-    try:
-        import onnx  # noqa: F401
-    except ImportError:
-        raise ImportError("straightdope.onnx needs the 'onnx' package: "
-                          "pip install 'straightdope[onnx]' (or pip install onnx)") from None
 
 
 def _load_params(params) -> dict:

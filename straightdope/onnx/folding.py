@@ -15,6 +15,10 @@ import math
 import numpy as np
 
 FOLDS: dict = {}
+MAX_EXPAND_ELEMENTS = 2 ** 28     # a shape in the file may not ask for more than this
+# ONNX's TensorProto element types that Cast may name
+_CAST = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool",
+         10: "float16", 11: "float64"}
 
 
 def folds(*op_types):
@@ -75,7 +79,6 @@ def fold(b, node) -> bool:
 
 
 def _limit(b, count, what):
-    from .importer import MAX_EXPAND_ELEMENTS
     if not 0 <= count <= MAX_EXPAND_ELEMENTS:
         b.fail(f"{what} would hold {count} elements (at most {MAX_EXPAND_ELEMENTS} are made)")
 
@@ -152,7 +155,6 @@ def _concat(b, inputs):
 
 @folds("Cast")
 def _cast(b, inputs):
-    from .importer import _CAST
     data, to = inputs[0], b.attr("to")
     if to not in _CAST:
         b.fail(f"cast to ONNX type {to} is not supported")

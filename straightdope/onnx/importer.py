@@ -15,11 +15,18 @@ import os
 import numpy as np
 
 from ..ops import OpError
-from .folding import FOLDS, Dim, fold
+from .folding import _CAST, FOLDS, MAX_EXPAND_ELEMENTS, Dim, fold  # noqa: F401
 
 MIN_OPSET, MAX_OPSET = 13, 23     # Softmax has today's meaning from opset 13 on
 MAX_FILE_BYTES = 2 ** 31 - 1      # protobuf's own limit for one message
-MAX_EXPAND_ELEMENTS = 2 ** 28     # a shape in the file may not ask for more than this
+
+def _require_onnx():
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise ImportError("straightdope.onnx needs the 'onnx' package: "
+                          "pip install 'straightdope[onnx]' (or pip install onnx)") from None
+
 
 _DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 9: np.bool_,
            10: np.float16, 11: np.float64}
@@ -409,10 +416,9 @@ def import_model(path, ctx=None):
 
     The block's inputs are the graph's inputs (in file order), its parameters the
     initializers the graph computes with."""
-    from ..gluon.block import SymbolBlock
+    from ..gluon.symbol_block import SymbolBlock
     from ..gluon.parameter import load_by_name
     from ..symbol import var
-    from . import _require_onnx
     _require_onnx()
     path = os.fspath(path)
     model = parse_model(path)
@@ -536,10 +542,6 @@ def _clip(b, node):
 @imports("Where")
 def _where(b, node):
     return [b.op("where", b.tensor(0), b.tensor(1), b.tensor(2), name=node.output[0])]
-
-
-_CAST = {1: "float32", 2: "uint8", 3: "int8", 6: "int32", 7: "int64", 9: "bool",
-         10: "float16", 11: "float64"}
 
 
 @imports("Cast")

@@ -6,7 +6,7 @@ graph shows it as one node named after the block (`relu0_fwd`).
 from ...initializer import Constant
 from ...ndarray import NDArray
 from ...ops import OpError, get_op
-from ..block import HybridBlock
+from ..hybrid_block import HybridBlock
 
 __all__ = ["Activation", "LeakyReLU", "ELU", "SELU", "GELU", "Swish", "SiLU", "PReLU"]
 

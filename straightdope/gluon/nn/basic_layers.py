@@ -13,9 +13,9 @@ import numpy as np
 from ... import ndarray, symbol
 from ...ndarray import NDArray
 from ...ndarray.ndarray import run
-from ...numpy.multiarray import ndarray as _NpArray   # mx.np.ndarray: the same fast path
 from ...ops import OpError, get_op
-from ..block import Block, HybridBlock
+from ..block import Block
+from ..hybrid_block import HybridBlock
 from .activations import Activation
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "BatchNorm", "LayerNorm",
@@ -40,6 +40,7 @@ class Sequential(Block):
         net = nn.Sequential()
         net.add(nn.Dense(5, activation='relu'), nn.Dense(2))
     """
+    _summary_container = True       # summary() lists the layers inside, not the stack
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
@@ -79,6 +80,7 @@ class Sequential(Block):
 
 class HybridSequential(HybridBlock):
     """Sequential for HybridBlocks: hybridize() traces the whole stack into one graph."""
+    _summary_container = True
 
     def add(self, *blocks):
         for block in blocks:
@@ -120,32 +122,32 @@ class Dense(HybridBlock):
                                         allow_deferred_init=True) if use_bias else None
             self.act = Activation(activation, prefix=activation + "_") \
                 if activation is not None else None
-        # For forward's fast path: the op's attributes, parsed once. A subclass with its own
-        # hybrid_forward, or attributes the op refuses (refused at the first call, as
-        # before), take the general path.
-        self._plain_imperative = type(self).hybrid_forward is Dense.hybrid_forward
+        # For HybridBlock._call's imperative shortcut: the op's attributes, parsed once. A
+        # subclass with its own forward or hybrid_forward, or attributes the op refuses
+        # (refused at the first call, as before), take the general path.
         try:
             self._fc_attrs = _FC.cached_attrs({"num_hidden": units, "no_bias": not use_bias,
                                                "flatten": flatten})
         except OpError:
-            self._plain_imperative = False
+            self._array_shortcut = None
+        if type(self).hybrid_forward is not Dense.hybrid_forward or \
+                type(self).forward is not HybridBlock.forward:
+            self._array_shortcut = None
 
-    def forward(self, x, *args):
-        # The imperative fast path: the same registry ops that hybrid_forward calls with F=nd,
-        # with the attributes parsed once (above) instead of bound from keywords on every
-        # call, and no dict of parameters. At batch 1 that Python costs as much as the matrix
-        # product itself (benchmarks W1). Symbols (tracing), extra inputs, parameters not
-        # yet initialised (deferred shapes) and hooks take HybridBlock's general path.
+    def _array_shortcut(self, x, *args):
+        """HybridBlock._call's imperative shortcut: the registry ops hybrid_forward calls
+        with F=nd, with the attributes parsed once (above) instead of bound from keywords
+        at every call. None (then forward runs) for extra inputs or parameters not yet
+        initialised (deferred shapes)."""
         weight = self.weight._data
-        if (type(x) is not NDArray and type(x) is not _NpArray) or args or weight is None \
-                or not self._plain_imperative:
-            return super().forward(x, *args)
+        if args or weight is None:
+            return None
         if self.bias is None:
             out = run(_FC, [x, weight], self._fc_attrs)
         else:
             bias = self.bias._data
             if bias is None:
-                return super().forward(x, *args)
+                return None
             out = run(_FC, [x, weight, bias], self._fc_attrs)
         act = self.act
         if act is None:

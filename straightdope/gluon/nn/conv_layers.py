@@ -9,7 +9,7 @@ MXNet's 1-D shapes (a Conv1D weight is ``(channels, in_channels, k)``).
 import numbers
 
 from ...ndarray import NDArray
-from ..block import HybridBlock
+from ..hybrid_block import HybridBlock
 from .activations import Activation
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",

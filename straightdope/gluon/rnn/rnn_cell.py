@@ -18,7 +18,8 @@ import numpy as np
 from ... import ndarray, symbol
 from ...ndarray import NDArray
 from ...symbol import Symbol
-from ..block import Block, HybridBlock
+from ..block import Block
+from ..hybrid_block import HybridBlock
 
 __all__ = ["RecurrentCell", "HybridRecurrentCell", "RNNCell", "LSTMCell", "GRUCell",
            "SequentialRNNCell", "HybridSequentialRNNCell", "DropoutCell", "ModifierCell",

@@ -19,7 +19,7 @@ from ... import ndarray
 from ...ndarray import NDArray
 from ...ops import OpError
 from ...symbol import Symbol
-from ..block import HybridBlock
+from ..hybrid_block import HybridBlock
 from .rnn_cell import check_layout
 
 __all__ = ["RNN", "LSTM", "GRU"]

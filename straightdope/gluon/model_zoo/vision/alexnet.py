@@ -6,7 +6,7 @@ Five convolutions (the first with an 11x11 kernel and stride 4), three max-pools
 """
 from __future__ import annotations
 
-from ...block import HybridBlock
+from ...hybrid_block import HybridBlock
 from ... import nn
 
 __all__ = ['AlexNet', 'alexnet']

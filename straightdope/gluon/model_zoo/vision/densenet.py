@@ -8,7 +8,7 @@ BN-ReLU-3x3 conv) and appends them to its input. Between blocks a transition
 """
 from __future__ import annotations
 
-from ...block import HybridBlock
+from ...hybrid_block import HybridBlock
 from ... import nn
 
 __all__ = ['DenseNet', 'densenet_spec', 'get_densenet',

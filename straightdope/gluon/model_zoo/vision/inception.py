@@ -8,7 +8,7 @@ conv (no bias) -> BatchNorm(eps 1e-3) -> ReLU. Inputs are 299x299.
 """
 from __future__ import annotations
 
-from ...block import HybridBlock
+from ...hybrid_block import HybridBlock
 from ... import nn
 
 __all__ = ['Inception3', 'inception_v3']

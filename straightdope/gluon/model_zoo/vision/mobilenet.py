@@ -8,7 +8,7 @@ bottleneck"), and add the input when the shapes allow. ``multiplier`` scales eve
 """
 from __future__ import annotations
 
-from ...block import HybridBlock
+from ...hybrid_block import HybridBlock
 from ... import nn
 
 __all__ = ['MobileNet', 'MobileNetV2', 'RELU6', 'LinearBottleneck', 'get_mobilenet',

@@ -18,7 +18,7 @@ images such as CIFAR's 32x32.
 """
 from __future__ import annotations
 
-from ...block import HybridBlock
+from ...hybrid_block import HybridBlock
 from ... import nn
 
 __all__ = ['ResNetV1', 'ResNetV2', 'BasicBlockV1', 'BasicBlockV2', 'BottleneckV1',

@@ -5,7 +5,7 @@ only from built-in layers, so ``net.hybridize()`` compiles the whole network.
 """
 from __future__ import annotations
 
-from ...block import HybridBlock
+from ...hybrid_block import HybridBlock
 from ... import nn
 
 __all__ = ['LeNet', 'MLP', 'lenet', 'mlp']

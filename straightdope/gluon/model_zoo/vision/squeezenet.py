@@ -8,7 +8,7 @@ each channel into a score.
 """
 from __future__ import annotations
 
-from ...block import HybridBlock
+from ...hybrid_block import HybridBlock
 from ... import nn
 
 __all__ = ['SqueezeNet', 'get_squeezenet', 'squeezenet1_0', 'squeezenet1_1']

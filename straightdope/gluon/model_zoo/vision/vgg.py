@@ -6,7 +6,7 @@ counting the three Dense ones). ``batch_norm=True`` puts a BatchNorm after each 
 """
 from __future__ import annotations
 
-from ...block import HybridBlock
+from ...hybrid_block import HybridBlock
 from ... import nn
 from ....initializer import Xavier
 
