@@ -1,0 +1,117 @@
+"""MXNet fidelity, second tier (issue 32 section 3): the APIs MXNet 1.9.1's wider unit tests
+need, each checked here in our own words (`scripts/mxnet_tests.py` runs MXNet's files)."""
+import json
+import os
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import straightdope as mx
+
+
+# ------------------------------------------------------------- AttrScope, attributes
+def test_attrscope_gives_its_attributes_to_variables_and_ops_made_inside_it():
+    with mx.AttrScope(group="4", __data__="great"):
+        x = mx.sym.var("x")
+        y = mx.sym.relu(x)
+        with mx.AttrScope(__init_bias__="0.0"):
+            z = mx.sym.FullyConnected(y, num_hidden=3, name="fc")
+    outside = mx.sym.var("outside")
+    assert x.attr("group") == "4" and y.attr("__data__") == "great"
+    assert z.attr("__data__") == "great" and z.attr("__init_bias__") == "0.0"
+    assert outside.attr("group") is None
+
+
+def test_attributes_given_to_a_symbol_win_over_the_scope():
+    with mx.attribute.AttrScope(group="4"):
+        x = mx.sym.var("x", attr={"group": "1"})
+    assert x.attr("group") == "1"
+
+
+def test_attrscope_refuses_values_that_are_not_strings():
+    with pytest.raises(ValueError, match="string"):
+        mx.AttrScope(group=4)
+
+
+def test_attrscope_is_per_thread():
+    seen = []
+
+    def other():
+        seen.append(mx.sym.var("v").attr("group"))
+
+    with mx.AttrScope(group="main"):
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert mx.sym.var("w").attr("group") == "main"
+    assert seen == [None]
+
+
+def test_lr_mult_is_stored_hidden_and_read_both_ways():
+    w = mx.sym.var("w", lr_mult=2, attr={"force_mirroring": "True"})
+    assert w.attr("__lr_mult__") == "2" and w.attr("lr_mult") == "2"
+    assert w.attr("__force_mirroring__") == "True" and w.attr("force_mirroring") == "True"
+    listed = w.list_attr()
+    assert listed["__lr_mult__"] == "2" and listed["lr_mult"] == "2"
+
+
+def test_op_attributes_and_made_variables_in_attr_dict():
+    data = mx.sym.var("data", attr={"mood": "angry"})
+    conv = mx.sym.Convolution(data=data, name="conv", kernel=(1, 1), num_filter=1,
+                              attr={"__mood__": "so so"}, wd_mult=0)
+    table = conv.attr_dict()
+    assert table["data"] == {"mood": "angry"}
+    assert table["conv"]["kernel"] == "(1, 1)" and table["conv"]["__mood__"] == "so so"
+    assert table["conv"]["__wd_mult__"] == "0" and table["conv"]["wd_mult"] == "0"
+    assert table["conv_weight"]["__mood__"] == "so so"      # made with the op
+    assert "mood" not in table["conv_weight"]
+
+
+def test_variable_keywords_must_be_underscored():
+    assert mx.sym.var("x", __layout__="NCHW").attr("__layout__") == "NCHW"
+    with pytest.raises(ValueError, match="double underscores"):
+        mx.sym.var("x", layout="NCHW")
+
+
+def test_op_attributes_survive_json_and_pickle():
+    with mx.AttrScope(__group__="g1"):
+        out = mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=2, name="fc", lr_mult=0.5)
+    doc = json.loads(out.tojson())
+    fc = [n for n in doc["nodes"] if n["name"] == "fc"][0]
+    assert fc["attrs"]["__group__"] == "g1" and fc["attrs"]["__lr_mult__"] == "0.5"
+    again = mx.sym.load_json(out.tojson())
+    assert again.attr("__group__") == "g1" and again.tojson() == out.tojson()
+    assert pickle.loads(pickle.dumps(out)).tojson() == out.tojson()
+
+
+def test_set_attr_takes_strings_only():
+    x = mx.sym.var("x")
+    x._set_attr(ctx_group="dev1")
+    assert x.attr("__ctx_group__") == "dev1"
+    with pytest.raises(ValueError, match="string"):
+        x._set_attr(ctx_group=1)
+
+
+# ------------------------------------------------------------------- mx.operator, util
+def test_operator_lists_the_registry_and_describes_arguments():
+    from straightdope.operator import get_all_registered_operators, get_operator_arguments
+    names = get_all_registered_operators()
+    assert "Activation" in names and "FullyConnected" in names
+    args = get_operator_arguments("FullyConnected")
+    assert args.names[:3] == ["data", "weight", "bias"] and args.narg == len(args.names)
+    assert args.types[args.names.index("num_hidden")] == "int, required"
+    assert args.types[args.names.index("no_bias")] == "boolean, optional, default=0"
+    with pytest.raises(mx.MXNetError, match="no op named"):
+        get_operator_arguments("NoSuchOp")
+
+
+def test_util_getenv_and_setenv():
+    key = "STRAIGHTDOPE_TEST_GETENV"
+    mx.util.setenv(key, "1")
+    try:
+        assert mx.util.getenv(key) == "1" and os.environ[key] == "1"
+    finally:
+        mx.util.setenv(key, None)
+    assert mx.util.getenv(key) is None and key not in os.environ
