@@ -47,6 +47,6 @@ def __getattr__(attr):
     # Heavier parts load on first use, so `import straightdope` stays light.
     import importlib
     if attr in ("gluon", "metric", "viz", "compiler", "image", "cached_op", "demo",
-                "optimizer", "lr_scheduler", "runtime", "operator"):
+                "optimizer", "lr_scheduler", "runtime", "operator", "contrib"):
         return importlib.import_module(f"{__name__}.{attr}")
     raise AttributeError(f"module 'straightdope' has no attribute {attr!r}")

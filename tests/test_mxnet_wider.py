@@ -115,3 +115,42 @@ def test_util_getenv_and_setenv():
     finally:
         mx.util.setenv(key, None)
     assert mx.util.getenv(key) is None and key not in os.environ
+
+
+# ------------------------------------------------------------------ contrib.autograd
+def test_contrib_grad_and_loss_gives_gradients_and_value():
+    from straightdope.contrib.autograd import grad, grad_and_loss
+    x = mx.nd.array([[1.0, 2.0], [3.0, 4.0]])
+    y = mx.nd.array([[0.5, 1.0], [2.0, -1.0]])
+    grads, value = grad_and_loss(lambda a, b: a * b + a)(x, y)
+    np.testing.assert_allclose(value.asnumpy(), (x * y + x).asnumpy())
+    np.testing.assert_allclose(grads[0].asnumpy(), y.asnumpy() + 1)
+    np.testing.assert_allclose(grads[1].asnumpy(), x.asnumpy())
+    only_second = grad(lambda a, b, mode: a * b, argnum=1)(x, y, None)
+    assert len(only_second) == 1
+    np.testing.assert_allclose(only_second[0].asnumpy(), x.asnumpy())
+    with pytest.raises(TypeError, match="NDArrays"):
+        grad(lambda a: a)(3.0)
+
+
+def test_contrib_sections_switch_recording_and_train_mode_together():
+    from straightdope.contrib import autograd as cag
+    with cag.train_section():
+        assert mx.autograd.is_recording() and mx.autograd.is_training()
+        with cag.test_section():
+            assert not mx.autograd.is_recording() and not mx.autograd.is_training()
+        assert mx.autograd.is_recording()
+    assert not mx.autograd.is_recording() and not mx.autograd.is_training()
+
+
+def test_contrib_backward_takes_none_for_a_ones_head_gradient():
+    from straightdope.contrib import autograd as cag
+    x = mx.nd.ones((2, 3))
+    dx = mx.nd.zeros_like(x)
+    cag.mark_variables([x], [dx])
+    with cag.train_section():
+        a, b = mx.nd.split(x, axis=0, num_outputs=2, squeeze_axis=True)
+        cag.backward([a, b], [None, mx.nd.array([1.0, 2.0, 3.0])])
+    np.testing.assert_allclose(dx.asnumpy(), [[1, 1, 1], [1, 2, 3]])
+    with pytest.raises(ValueError, match="out_grads"):
+        cag.backward([a, b], [None])
