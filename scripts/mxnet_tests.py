@@ -15,6 +15,9 @@ What the harness itself supplies, beside the library:
   ``assert_almost_equal``, ``check_numeric_gradient``, ...), imports rewritten the same way; an
   import of an MXNet internal it cannot find leaves that name undefined, so only the tests using
   it fail.
+- NumPy's removed aliases (``np.int``, ``np.bool``, ``np.NaN``, ...): MXNet 1.9.1 runs on
+  NumPy < 1.24, and its tests use them; the harness puts them back (see ``CONFTEST``). Also
+  ``scipy.stats.chisquare`` as older SciPy computed it (test_utils' random-generator checks).
 - ``nose.tools``: the nose names MXNet's files import (nose does not run on Python 3.10+).
 - MXNet's ``tests/python/unittest/common.py`` and ``tests/python/common/models.py``.
 - internal MXNet modules imported at the top of a file (``INTERNAL_MODULES``): stand-ins whose
@@ -137,6 +140,20 @@ import ast, os, sys, types
 import importlib.util
 import straightdope
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# MXNet 1.9.1 needs NumPy < 1.24, and its tests (and test_utils) use names NumPy has since
+# removed (np.int, np.bool, np.NaN, ...). They are the test environment's, not the library's:
+# put them back, so that a test does not fail on NumPy's removals.
+import numpy
+for name, value in dict(int=int, bool=bool, float=float, complex=complex, object=object,
+                        str=str, NaN=numpy.nan, Inf=numpy.inf, NINF=-numpy.inf,
+                        infty=numpy.inf, float_=numpy.float64, complex_=numpy.complex128,
+                        unicode_=numpy.str_, string_=numpy.bytes_, product=numpy.prod,
+                        cumproduct=numpy.cumprod, alltrue=numpy.all, sometrue=numpy.any,
+                        round_=numpy.round).items():
+    if name not in numpy.__dict__:
+        setattr(numpy, name, value)
+
 mod = types.ModuleType('straightdope.test_utils')
 mod.__file__ = os.path.join(HERE, '_mxnet_test_utils.py')
 sys.modules['straightdope.test_utils'] = mod
@@ -151,6 +168,26 @@ for node in tree.body:
         exec(code, mod.__dict__)
     except Exception:
         pass
+
+
+class _OldSciPyStats:
+    """scipy.stats as MXNet's test_utils knew it: SciPy >= 1.9's chisquare refuses expected
+    frequencies that do not sum to the observed ones, which chi_square_check's buckets
+    (a part of the distribution) never do; older SciPy computed the statistic regardless."""
+    def __getattr__(self, name):
+        import scipy.stats
+        return getattr(scipy.stats, name)
+
+    @staticmethod
+    def chisquare(f_obs, f_exp, ddof=0):
+        import numpy, scipy.stats
+        f_obs, f_exp = numpy.asarray(f_obs, float), numpy.asarray(f_exp, float)
+        stat = ((f_obs - f_exp) ** 2 / f_exp).sum()
+        return stat, scipy.stats.chi2.sf(stat, f_obs.size - 1 - ddof)
+
+
+if getattr(mod, 'ss', None) is not None:
+    mod.ss = _OldSciPyStats()
 
 
 class _Internal(types.ModuleType):

@@ -51,3 +51,9 @@ def postorder(roots, children):
                 if id(child) not in seen:
                     stack.append((child, False))
     return order
+
+
+def _as_list(obj):
+    """`obj` if it is a list or tuple, else `[obj]` (MXNet's helper, which its code and tests
+    import from `mxnet.base`)."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]

@@ -154,3 +154,29 @@ def test_contrib_backward_takes_none_for_a_ones_head_gradient():
     np.testing.assert_allclose(dx.asnumpy(), [[1, 1, 1], [1, 2, 3]])
     with pytest.raises(ValueError, match="out_grads"):
         cag.backward([a, b], [None])
+
+
+# ------------------------------------------------------------------------ viz, base
+def test_plot_network_warns_about_two_variables_of_one_name():
+    pytest.importorskip("graphviz")
+    import warnings
+    net = mx.sym.FullyConnected(mx.sym.var("data"), name="fc", num_hidden=4)
+    net = mx.sym.FullyConnected(mx.sym.relu(net), name="fc", num_hidden=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mx.viz.plot_network(net, shape={"data": (3, 5)})
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "Repeated names: fc_bias,fc_weight" in messages[0]
+    single = mx.sym.FullyConnected(mx.sym.var("data"), name="fc1", num_hidden=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mx.viz.plot_network(single)
+    assert not [w for w in caught if "Repeated" in str(w.message)]
+
+
+def test_base_as_list():
+    from straightdope.base import _as_list
+    x = mx.nd.ones((2,))
+    assert _as_list(x) == [x]
+    pair = (x, x)
+    assert _as_list(pair) is pair and _as_list([x]) == [x]
