@@ -180,3 +180,19 @@ def test_base_as_list():
     assert _as_list(x) == [x]
     pair = (x, x)
     assert _as_list(pair) is pair and _as_list([x]) == [x]
+
+
+def test_optimizer_reads_lr_mult_and_wd_mult_from_a_symbols_variables():
+    w = mx.sym.var("fc_weight", lr_mult=0.0)
+    b = mx.sym.var("fc_bias", wd_mult=2)
+    net = mx.sym.FullyConnected(mx.sym.var("data"), w, b, num_hidden=2, name="fc")
+    opt = mx.optimizer.SGD(learning_rate=0.1, wd=0.01, sym=net,
+                           param_idx2name={0: "fc_weight", 1: "fc_bias"})
+    assert opt._get_lrs([0, 1]) == pytest.approx([0.0, 0.1])
+    assert opt._get_wds([0, 1]) == pytest.approx([0.01, 0.02])   # a bias: 0, unless set
+    opt.set_lr_mult({"fc_weight": 0.5})                # given by name: wins over the symbol
+    assert opt._get_lrs([0]) == pytest.approx([0.05])
+    weight, grad = mx.nd.ones((2, 3)), mx.nd.ones((2, 3))
+    opt.set_lr_mult({})                                # back to the symbol's 0: no change
+    opt.update(0, weight, grad, opt.create_state(0, weight))
+    np.testing.assert_allclose(weight.asnumpy(), np.ones((2, 3)))
