@@ -196,3 +196,25 @@ def test_optimizer_reads_lr_mult_and_wd_mult_from_a_symbols_variables():
     opt.set_lr_mult({})                                # back to the symbol's 0: no change
     opt.update(0, weight, grad, opt.create_state(0, weight))
     np.testing.assert_allclose(weight.asnumpy(), np.ones((2, 3)))
+
+
+def test_make_loss_is_identity_whose_gradient_is_ones():
+    x = mx.nd.array([1.0, 2.0, 3.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        loss = mx.nd.make_loss(x * x)
+    loss.backward(mx.nd.array([5.0, 5.0, 5.0]))        # the head gradient is ignored
+    np.testing.assert_allclose(loss.asnumpy(), [1, 4, 9])
+    np.testing.assert_allclose(x.grad.asnumpy(), [2, 4, 6])
+    out = mx.sym.make_loss(mx.sym.square(mx.sym.var("x")))
+    assert len(out.list_outputs()) == 1 and out.list_outputs()[0].endswith("_loss")
+    ex = out.simple_bind(mx.cpu(), x=(3,))
+    ex.arg_dict["x"][:] = x
+    ex.forward(is_train=True)
+    ex.backward()
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), [2, 4, 6])
+
+
+def test_base_py_str():
+    from straightdope.base import py_str
+    assert py_str(b"relu") == "relu" and py_str("relu") == "relu"
