@@ -60,8 +60,17 @@ def np_shape(active=True):
     return _Scope(set_np_shape, active)
 
 
+class _NumpyArrayScope(_Scope):
+    """The scope `np_array(active)` returns (MXNet's name for it); `_is_np_array` is the
+    setting it applies. The flag itself is per thread (`_flags`)."""
+
+    def __init__(self, is_np_array):
+        super().__init__(set_np_array, is_np_array)
+        self._is_np_array = bool(is_np_array)
+
+
 def np_array(active=True):
-    return _Scope(set_np_array, active)
+    return _NumpyArrayScope(active)
 
 
 def set_np(shape=True, array=True, dtype=False):

@@ -218,3 +218,19 @@ def test_make_loss_is_identity_whose_gradient_is_ones():
 def test_base_py_str():
     from straightdope.base import py_str
     assert py_str(b"relu") == "relu" and py_str("relu") == "relu"
+
+
+def test_np_array_scope_is_per_thread_and_names_its_setting():
+    from straightdope.util import _NumpyArrayScope
+    seen = []
+
+    def other():
+        seen.append(mx.is_np_array())
+
+    with mx.np_array(True) as scope:
+        assert isinstance(scope, _NumpyArrayScope) and scope._is_np_array
+        assert mx.is_np_array()
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+    assert seen == [False] and not mx.is_np_array()
