@@ -291,7 +291,7 @@ def run_file(work, name, timeout, extra):
     xml = os.path.join(work, f'{name}.xml')
     skip = OUT_OF_SCOPE.get(name, {})
     deselect = [f'--deselect={name}.py::{t}' for t in skip]
-    cmd = [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '-W', 'ignore',
+    cmd = [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
            f'--timeout={timeout}', f'--junitxml={xml}', f'{name}.py', *deselect, *extra]
     proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
     if not os.path.exists(xml):
