@@ -13,8 +13,9 @@ from .context import Context, Device, cpu, current_context, gpu, num_gpus  # noq
 from . import autograd, initializer, name, random  # noqa: F401
 from . import ndarray, symbol  # noqa: F401
 from . import graph  # noqa: F401  (built on symbol; gives Symbol.infer_shape and eval)
-from . import numpy, numpy_extension, util  # noqa: F401
+from . import attribute, numpy, numpy_extension, util  # noqa: F401
 from . import engine, profiler  # noqa: F401
+from .attribute import AttrScope  # noqa: F401
 from .util import (is_np_array, is_np_shape, np_array, np_shape, reset_np,  # noqa: F401
                    set_np, set_np_shape, use_np, use_np_array, use_np_shape)
 
@@ -45,6 +46,6 @@ def __getattr__(attr):
     # Heavier parts load on first use, so `import straightdope` stays light.
     import importlib
     if attr in ("gluon", "metric", "viz", "compiler", "image", "cached_op", "demo",
-                "optimizer", "lr_scheduler", "runtime"):
+                "optimizer", "lr_scheduler", "runtime", "operator", "contrib"):
         return importlib.import_module(f"{__name__}.{attr}")
     raise AttributeError(f"module 'straightdope' has no attribute {attr!r}")

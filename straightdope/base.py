@@ -53,3 +53,14 @@ def postorder(roots, children):
                 if id(child) not in seen:
                     stack.append((child, False))
     return order
+
+
+def _as_list(obj):
+    """`obj` if it is a list or tuple, else `[obj]` (MXNet's helper, which its code and tests
+    import from `mxnet.base`)."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]
+
+
+def py_str(x):
+    """Bytes from a C library as a str (MXNet's helper; here everything is already str)."""
+    return x.decode("utf-8") if isinstance(x, bytes) else x

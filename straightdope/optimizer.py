@@ -119,7 +119,8 @@ class Optimizer:
         self.wd_mult: dict = {}
         self.idx2name = dict(param_idx2name or {})
         self.param_dict = dict(param_dict or {})
-        self.sym_info = sym
+        # a Symbol's variables may carry __lr_mult__/__wd_mult__ (sym.var('w', lr_mult=0))
+        self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
         self.set_lr_mult({})
         self.set_wd_mult({})
 
@@ -192,16 +193,26 @@ class Optimizer:
         self.lr = lr
 
     def set_lr_mult(self, args_lr_mult):
-        """Per-parameter learning-rate multipliers by name (Module-style); Gluon Parameters
-        carry their own ``lr_mult`` instead, read through ``param_dict``."""
-        self.lr_mult = dict(args_lr_mult)
+        """Per-parameter learning-rate multipliers by name (Module-style): the
+        ``__lr_mult__`` attributes of the ``sym`` given, then ``args_lr_mult``. Gluon
+        Parameters carry their own ``lr_mult`` instead, read through ``param_dict``."""
+        self.lr_mult = self._sym_mults('__lr_mult__')
+        self.lr_mult.update(args_lr_mult)
 
     def set_wd_mult(self, args_wd_mult):
         """Per-parameter weight-decay multipliers by name. As in MXNet, parameters known by
-        name that are not weights or gammas (biases, betas) get no weight decay."""
+        name that are not weights or gammas (biases, betas) get no weight decay; then the
+        ``sym``'s ``__wd_mult__`` attributes and ``args_wd_mult`` apply."""
         self.wd_mult = {n: 0.0 for n in self.idx2name.values()
                         if not (n.endswith('_weight') or n.endswith('_gamma'))}
+        self.wd_mult.update(self._sym_mults('__wd_mult__'))
         self.wd_mult.update(args_wd_mult)
+
+    def _sym_mults(self, key):
+        if not self.sym_info:
+            return {}
+        attrs, arg_names = self.sym_info
+        return {n: float(attrs[n][key]) for n in arg_names if key in attrs.get(n, {})}
 
     def _update_count(self, index):
         """Count one more update of `index`; num_update is the largest count (the step)."""

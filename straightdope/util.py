@@ -1,4 +1,5 @@
-"""MXNet's NumPy-semantics switches: `np_shape`, `np_array`, `set_np`, `use_np`.
+"""MXNet's NumPy-semantics switches (`np_shape`, `np_array`, `set_np`, `use_np`) and
+`getenv`/`setenv`.
 
 In MXNet these switches change what a shape means: without NumPy shape semantics
 a 0 in a shape means "unknown", with them it means an axis of length 0, and -1 (or
@@ -59,8 +60,17 @@ def np_shape(active=True):
     return _Scope(set_np_shape, active)
 
 
+class _NumpyArrayScope(_Scope):
+    """The scope `np_array(active)` returns (MXNet's name for it); `_is_np_array` is the
+    setting it applies. The flag itself is per thread (`_flags`)."""
+
+    def __init__(self, is_np_array):
+        super().__init__(set_np_array, is_np_array)
+        self._is_np_array = bool(is_np_array)
+
+
 def np_array(active=True):
-    return _Scope(set_np_array, active)
+    return _NumpyArrayScope(active)
 
 
 def set_np(shape=True, array=True, dtype=False):
@@ -103,3 +113,19 @@ def _decorator(setter_pairs):
 use_np_shape = _decorator([set_np_shape])
 use_np_array = _decorator([set_np_array])
 use_np = _decorator([set_np_shape, set_np_array])
+
+
+def getenv(name):
+    """The value of environment variable `name`, or None (MXNet's `util.getenv`, which reads
+    the backend's copy of the environment; here the backend is this process)."""
+    import os
+    return os.environ.get(name)
+
+
+def setenv(name, value):
+    """Set environment variable `name` to the string `value`; None removes it."""
+    import os
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = str(value)

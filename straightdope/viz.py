@@ -13,6 +13,8 @@ inside ``plot_network``: the library itself does not need it.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .graph import Graph, annotate
@@ -58,6 +60,19 @@ def _build_graph(symbol, shape, dtype):
     return graph
 
 
+def _warn_repeated_names(symbol):
+    """Two variables of one name (two layers both named 'fc') are two nodes here, but one
+    node in a file saved from the graph (inputs are found by name): say so, as MXNet does."""
+    if not hasattr(symbol, 'walk'):
+        return
+    names = [node.name for node in symbol.walk() if node.is_var]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        warnings.warn("There are multiple variables with the same name in your graph, this "
+                      "may result in cyclic graph. Repeated names: " + ','.join(repeated),
+                      stacklevel=3)
+
+
 def _shape_label(shape):
     # Like MXNet: the batch axis is the same on every data edge, so leave it out.
     dims = shape[1:] if len(shape) > 1 else shape
@@ -87,6 +102,7 @@ def plot_network(symbol, title='plot', save_format='pdf', shape=None, dtype=None
         raise ImportError("plot_network needs the graphviz Python package and Graphviz's "
                           "`dot` program: pip install graphviz; apt-get install graphviz") \
             from None
+    _warn_repeated_names(symbol)
     graph = _build_graph(symbol, shape, dtype)
     node_attr = {'shape': 'box', 'fixedsize': 'true', 'width': '1.3', 'height': '0.8034',
                  'style': 'filled', 'fontname': 'Helvetica', 'fontsize': '11'}

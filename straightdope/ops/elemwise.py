@@ -193,6 +193,12 @@ register("BlockGrad", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [None], scalar_expr="{0}", elementwise=True,
          doc="Identity whose gradient is zero (stop_gradient).")
 alias("stop_gradient", "BlockGrad")
+# make_loss(x): x is the loss. Its gradient is ones whatever comes from above (MXNet's rule:
+# a loss head needs no head gradient).
+register("make_loss", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
+         gradient=lambda F, a, i, o, og: [F.ones_like(i[0])], scalar_expr="{0}",
+         elementwise=True, output_names=("loss",),
+         doc="make_loss(data): identity; marks data as a loss, so its gradient is ones.")
 
 # Activation(act_type) dispatches to the unary table: one op in MXNet's JSON.
 ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")

@@ -14,7 +14,8 @@ from types import SimpleNamespace as _SimpleNamespace
 from ..ndarray import FLUENT_METHODS
 from ..ops import OPS as _OPS, OpError
 from ..ops.registry import bind_call as _bind_call
-from .symbol import Group, Node, NpSymbol, Symbol, Variable, _create, topological, var  # noqa: F401
+from .symbol import (HIDDEN_KEYS, Group, Node, NpSymbol, Symbol, Variable, _create,  # noqa: F401
+                     topological, user_attrs, var)
 from .serialize import SymbolFileError, load, load_json  # noqa: F401
 from .executor import Executor, bind as _bind, simple_bind as _simple_bind  # noqa: F401
 
@@ -35,23 +36,37 @@ def _refuse_arrays(op, args, kwargs):
                 f"an input (F.ones_like(x), np.ones_like(x)), or pass it in as an input")
 
 
+def _own_attrs(op, attr, kwargs):
+    """A node's own attributes: `attr={...}` plus keywords that are MXNet's hidden keys
+    (`lr_mult=0`) or `__underscored__`, taken out of `kwargs` (the op's arguments)."""
+    own = dict(attr or {})
+    for key in [k for k in kwargs if k not in op.attrs and k not in op.inputs
+                and (k in HIDDEN_KEYS or k.startswith("__") and k.endswith("__"))]:
+        own[key] = kwargs.pop(key)
+    return own
+
+
 def _make_function(op, called):
     """A `sym.<called>` function (`called`: the op's name or an alias, e.g. flip for
     reverse, which names the nodes it adds): bind the call, add a node. Missing parameter
     inputs become variables named after the node (`fc1_weight`), as in MXNet's symbol API."""
     hint = called.lstrip("_").lower()
 
-    def function(*args, **kwargs):
+    def function(*args, attr=None, **kwargs):
         _refuse_arrays(op, args, kwargs)
+        own = _own_attrs(op, attr, kwargs)
         inputs, attrs, name = _bind_call(op, args, kwargs, lambda x: isinstance(x, Symbol))
         names = op.input_names(attrs, len(inputs))
         if any(x is None for x in inputs):
             from .. import name as _name
             name = _name.current().get(name, hint)
+            # made variables get the op's __underscored__ attributes, as in MXNet
+            hidden = {k: v for k, v in user_attrs(own).items() if k.startswith("__")}
             for k, (input_name, x) in enumerate(zip(names, inputs)):
                 if x is None:       # sym.FullyConnected(num_hidden=10) too: compose later,
-                    inputs[k] = var(f"{name}_{input_name}")     # net(fc1_data=...)
-        return _create(op.name, inputs, attrs, name=name, parsed=True, hint=hint)
+                    inputs[k] = var(f"{name}_{input_name}", attr=hidden)  # net(fc1_data=...)
+        return _create(op.name, inputs, attrs, name=name, parsed=True, hint=hint,
+                       extra_attrs=own)
     function.__name__ = op.name
     function.__qualname__ = op.name
     function.__doc__ = op.doc

@@ -60,6 +60,7 @@ def graph_doc(entries) -> dict:
                      and (v != node.op.attrs[k].default or node.op.attrs[k].required)}
             if "num_args" in node.op.attrs and node.attrs.get("num_args") is None:
                 attrs["num_args"] = str(len(node.inputs))   # MXNet requires it (concat)
+            attrs.update(node.var_attrs)            # its own: __mood__, __lr_mult__, ...
             if attrs:
                 entry["attrs"] = attrs
         entry["inputs"] = [[index[id(child)], i, 0] for child, i in node.inputs]
@@ -168,7 +169,8 @@ def from_doc(doc, source: str = "<string>", depth: int = 0) -> Symbol:
             expected = len(op.input_names(parsed))
         if len(inputs) != expected:
             fail(f"{where}: {op_name} takes {expected} inputs, the file gives {len(inputs)}")
-        nodes.append(Node(op, name, parsed, inputs))
+        own = {a: v for a, v in attrs.items() if a.startswith("__")}
+        nodes.append(Node(op, name, parsed, inputs, own))
     heads = []
     for entry in doc["heads"]:
         if not (isinstance(entry, list) and len(entry) >= 2 and all(

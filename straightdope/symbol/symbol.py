@@ -19,6 +19,7 @@ from .. import name as _name
 from ..base import MXNetError, NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
 from ..ops.elemwise import OPERATORS
+from ..attribute import current_attrs
 from ..util import is_np_shape
 
 
@@ -29,7 +30,8 @@ class Node:
     """A node of the symbol graph: an op applied to inputs, or a variable (op None).
 
     Public fields: `op` (a registry Op, None for a variable), `name`, `attrs` (parsed),
-    `inputs` [(node, output index)], `var_attrs` (a variable's hints), `subgraphs`."""
+    `inputs` [(node, output index)], `var_attrs` (strings: a variable's hints such as
+    `__shape__`, and any node's own attributes from `attr=`/AttrScope), `subgraphs`."""
     __slots__ = ("op", "name", "attrs", "inputs", "var_attrs", "serial")
 
     def __init__(self, op, name, attrs=None, inputs=(), var_attrs=None):
@@ -37,7 +39,7 @@ class Node:
         self.name = name
         self.attrs = attrs or {}
         self.inputs = list(inputs)          # [(node, output index)]
-        self.var_attrs = var_attrs or {}    # variables: "__shape__", "__init__", ...
+        self.var_attrs = var_attrs or {}    # "__shape__", "__init__", "__lr_mult__", ...
         self.serial = next(_serials)        # creation order: tells a loop body's nodes
                                             # from the graph around it
 
@@ -63,6 +65,26 @@ class Node:
         if 1 < self.num_outputs() <= len(names) or self.num_outputs() == len(names):
             return f"{self.name}_{names[index]}"
         return f"{self.name}_output{index}" if self.num_outputs() > 1 else f"{self.name}_output"
+
+
+# Keys MXNet stores with double underscores (`lr_mult` -> `__lr_mult__`) and lists both ways
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
+               "profiler_scope")
+
+
+def user_attrs(attrs):
+    """A node's own attributes as strings, hidden keys renamed `__key__`."""
+    return {f"__{k}__" if k in HIDDEN_KEYS else k: str(v) for k, v in attrs.items()}
+
+
+def _node_attrs(node):
+    out = {} if node.is_var else {k: str(v) for k, v in node.attrs.items()
+                                  if node.op.attrs[k].kind != "subgraphs"}
+    out.update(node.var_attrs)
+    for key in HIDDEN_KEYS:
+        if f"__{key}__" in node.var_attrs:
+            out[key] = node.var_attrs[f"__{key}__"]
+    return out
 
 
 def topological(entries):
@@ -115,13 +137,43 @@ class Symbol:
     __str__ = __repr__
 
     def attr(self, key):
+        """Attribute `key` of this Symbol's node as a string, None if it has none;
+        `attr('lr_mult')` finds `__lr_mult__` (MXNet's hidden keys)."""
         node = self._outputs[0][0]
-        value = node.var_attrs.get(key) if node.is_var else node.attrs.get(key)
-        return None if value is None else str(value)
+        for k in (key, f"__{key}__") if key in HIDDEN_KEYS else (key,):
+            if k in node.var_attrs:
+                return node.var_attrs[k]
+            if not node.is_var and k in node.attrs:
+                return str(node.attrs[k])
+        return None
 
-    def list_attr(self):
-        node = self._outputs[0][0]
-        return dict(node.var_attrs) if node.is_var else {k: str(v) for k, v in node.attrs.items()}
+    def list_attr(self, recursive=False):
+        """This node's attributes as a dict of strings (hidden keys also without
+        underscores: `__lr_mult__` and `lr_mult`). `recursive=True`: `attr_dict()`'s
+        entries flattened as `name$key`, MXNet's old form."""
+        if recursive:
+            return {f"{name}${k}": v for name, attrs in self.attr_dict().items()
+                    for k, v in attrs.items()}
+        return _node_attrs(self._outputs[0][0])
+
+    def attr_dict(self):
+        """{node name: its attributes} for every node of the graph that has some."""
+        out = {}
+        for node in self.walk():
+            attrs = _node_attrs(node)
+            if attrs:
+                out[node.name] = attrs
+        return out
+
+    def _set_attr(self, **kwargs):
+        """Set string attributes on this Symbol's node(s) (`lr_mult` is kept as
+        `__lr_mult__`)."""
+        for key, value in kwargs.items():
+            if not isinstance(value, str):
+                raise ValueError(f"Symbol {self.name}: attribute '{key}' must be a string, "
+                                 f"got {value!r}")
+        for node, _ in self._outputs:
+            node.var_attrs.update(user_attrs(kwargs))
 
     # ------------------------------------------------------------- structure
     @property
@@ -483,8 +535,9 @@ def _output_type(node, types):
     return None
 
 
-def _create(op_name, inputs, attrs, name=None, parsed=False, hint=None):
-    """Add one op node to the graph and return its visible output(s) as a Symbol."""
+def _create(op_name, inputs, attrs, name=None, parsed=False, hint=None, extra_attrs=None):
+    """Add one op node to the graph and return its visible output(s) as a Symbol.
+    `extra_attrs`: the node's own attributes (`attr=`, `lr_mult=`), over AttrScope's."""
     op = get_op(op_name)
     if not parsed:
         attrs = op.parse_attrs(attrs)
@@ -495,7 +548,7 @@ def _create(op_name, inputs, attrs, name=None, parsed=False, hint=None):
                           f"pick one with group[i]")
         entries.append(x._outputs[0])
     node_name = _name.current().get(name, hint or op.name.lstrip("_"))
-    node = Node(op, node_name, attrs, entries)
+    node = Node(op, node_name, attrs, entries, user_attrs(current_attrs(extra_attrs)))
     # an np Symbol in, an np Symbol out (as mx.np.ndarray for arrays)
     kind = NpSymbol if any(type(x) is NpSymbol for x in inputs) else Symbol
     return kind([(node, i) for i in range(node.num_visible())])
@@ -503,10 +556,17 @@ def _create(op_name, inputs, attrs, name=None, parsed=False, hint=None):
 
 def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,
         stype=None, **kwargs):
-    """A named placeholder for data or a parameter."""
+    """A named placeholder for data or a parameter. `attr`: string attributes (added to
+    the current AttrScope's); other attributes as keywords `__name__=value`."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"a variable needs a non-empty string name, got {name!r}")
-    var_attrs = {k: str(v) for k, v in (attr or {}).items()}
+    var_attrs = user_attrs(current_attrs(attr))
+    for key, value in kwargs.items():
+        if not (key.startswith("__") and key.endswith("__")):
+            raise ValueError(f"var {name!r}: attribute {key}={value!r} is not supported; "
+                             f"additional attributes must start and end with double "
+                             f"underscores, e.g. __{key}__={value!r}")
+        var_attrs[key] = str(value)
     if shape is not None:
         var_attrs["__shape__"] = str(tuple(shape))
     if dtype is not None:

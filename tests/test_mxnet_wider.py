@@ -1,0 +1,236 @@
+"""MXNet fidelity, second tier (issue 32 section 3): the APIs MXNet 1.9.1's wider unit tests
+need, each checked here in our own words (`scripts/mxnet_tests.py` runs MXNet's files)."""
+import json
+import os
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import straightdope as mx
+
+
+# ------------------------------------------------------------- AttrScope, attributes
+def test_attrscope_gives_its_attributes_to_variables_and_ops_made_inside_it():
+    with mx.AttrScope(group="4", __data__="great"):
+        x = mx.sym.var("x")
+        y = mx.sym.relu(x)
+        with mx.AttrScope(__init_bias__="0.0"):
+            z = mx.sym.FullyConnected(y, num_hidden=3, name="fc")
+    outside = mx.sym.var("outside")
+    assert x.attr("group") == "4" and y.attr("__data__") == "great"
+    assert z.attr("__data__") == "great" and z.attr("__init_bias__") == "0.0"
+    assert outside.attr("group") is None
+
+
+def test_attributes_given_to_a_symbol_win_over_the_scope():
+    with mx.attribute.AttrScope(group="4"):
+        x = mx.sym.var("x", attr={"group": "1"})
+    assert x.attr("group") == "1"
+
+
+def test_attrscope_refuses_values_that_are_not_strings():
+    with pytest.raises(ValueError, match="string"):
+        mx.AttrScope(group=4)
+
+
+def test_attrscope_is_per_thread():
+    seen = []
+
+    def other():
+        seen.append(mx.sym.var("v").attr("group"))
+
+    with mx.AttrScope(group="main"):
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        assert mx.sym.var("w").attr("group") == "main"
+    assert seen == [None]
+
+
+def test_lr_mult_is_stored_hidden_and_read_both_ways():
+    w = mx.sym.var("w", lr_mult=2, attr={"force_mirroring": "True"})
+    assert w.attr("__lr_mult__") == "2" and w.attr("lr_mult") == "2"
+    assert w.attr("__force_mirroring__") == "True" and w.attr("force_mirroring") == "True"
+    listed = w.list_attr()
+    assert listed["__lr_mult__"] == "2" and listed["lr_mult"] == "2"
+
+
+def test_op_attributes_and_made_variables_in_attr_dict():
+    data = mx.sym.var("data", attr={"mood": "angry"})
+    conv = mx.sym.Convolution(data=data, name="conv", kernel=(1, 1), num_filter=1,
+                              attr={"__mood__": "so so"}, wd_mult=0)
+    table = conv.attr_dict()
+    assert table["data"] == {"mood": "angry"}
+    assert table["conv"]["kernel"] == "(1, 1)" and table["conv"]["__mood__"] == "so so"
+    assert table["conv"]["__wd_mult__"] == "0" and table["conv"]["wd_mult"] == "0"
+    assert table["conv_weight"]["__mood__"] == "so so"      # made with the op
+    assert "mood" not in table["conv_weight"]
+
+
+def test_variable_keywords_must_be_underscored():
+    assert mx.sym.var("x", __layout__="NCHW").attr("__layout__") == "NCHW"
+    with pytest.raises(ValueError, match="double underscores"):
+        mx.sym.var("x", layout="NCHW")
+
+
+def test_op_attributes_survive_json_and_pickle():
+    with mx.AttrScope(__group__="g1"):
+        out = mx.sym.FullyConnected(mx.sym.var("x"), num_hidden=2, name="fc", lr_mult=0.5)
+    doc = json.loads(out.tojson())
+    fc = [n for n in doc["nodes"] if n["name"] == "fc"][0]
+    assert fc["attrs"]["__group__"] == "g1" and fc["attrs"]["__lr_mult__"] == "0.5"
+    again = mx.sym.load_json(out.tojson())
+    assert again.attr("__group__") == "g1" and again.tojson() == out.tojson()
+    assert pickle.loads(pickle.dumps(out)).tojson() == out.tojson()
+
+
+def test_set_attr_takes_strings_only():
+    x = mx.sym.var("x")
+    x._set_attr(ctx_group="dev1")
+    assert x.attr("__ctx_group__") == "dev1"
+    with pytest.raises(ValueError, match="string"):
+        x._set_attr(ctx_group=1)
+
+
+# ------------------------------------------------------------------- mx.operator, util
+def test_operator_lists_the_registry_and_describes_arguments():
+    from straightdope.operator import get_all_registered_operators, get_operator_arguments
+    names = get_all_registered_operators()
+    assert "Activation" in names and "FullyConnected" in names
+    args = get_operator_arguments("FullyConnected")
+    assert args.names[:3] == ["data", "weight", "bias"] and args.narg == len(args.names)
+    assert args.types[args.names.index("num_hidden")] == "int, required"
+    assert args.types[args.names.index("no_bias")] == "boolean, optional, default=0"
+    with pytest.raises(mx.MXNetError, match="no op named"):
+        get_operator_arguments("NoSuchOp")
+
+
+def test_util_getenv_and_setenv():
+    key = "STRAIGHTDOPE_TEST_GETENV"
+    mx.util.setenv(key, "1")
+    try:
+        assert mx.util.getenv(key) == "1" and os.environ[key] == "1"
+    finally:
+        mx.util.setenv(key, None)
+    assert mx.util.getenv(key) is None and key not in os.environ
+
+
+# ------------------------------------------------------------------ contrib.autograd
+def test_contrib_grad_and_loss_gives_gradients_and_value():
+    from straightdope.contrib.autograd import grad, grad_and_loss
+    x = mx.nd.array([[1.0, 2.0], [3.0, 4.0]])
+    y = mx.nd.array([[0.5, 1.0], [2.0, -1.0]])
+    grads, value = grad_and_loss(lambda a, b: a * b + a)(x, y)
+    np.testing.assert_allclose(value.asnumpy(), (x * y + x).asnumpy())
+    np.testing.assert_allclose(grads[0].asnumpy(), y.asnumpy() + 1)
+    np.testing.assert_allclose(grads[1].asnumpy(), x.asnumpy())
+    only_second = grad(lambda a, b, mode: a * b, argnum=1)(x, y, None)
+    assert len(only_second) == 1
+    np.testing.assert_allclose(only_second[0].asnumpy(), x.asnumpy())
+    with pytest.raises(TypeError, match="NDArrays"):
+        grad(lambda a: a)(3.0)
+
+
+def test_contrib_sections_switch_recording_and_train_mode_together():
+    from straightdope.contrib import autograd as cag
+    with cag.train_section():
+        assert mx.autograd.is_recording() and mx.autograd.is_training()
+        with cag.test_section():
+            assert not mx.autograd.is_recording() and not mx.autograd.is_training()
+        assert mx.autograd.is_recording()
+    assert not mx.autograd.is_recording() and not mx.autograd.is_training()
+
+
+def test_contrib_backward_takes_none_for_a_ones_head_gradient():
+    from straightdope.contrib import autograd as cag
+    x = mx.nd.ones((2, 3))
+    dx = mx.nd.zeros_like(x)
+    cag.mark_variables([x], [dx])
+    with cag.train_section():
+        a, b = mx.nd.split(x, axis=0, num_outputs=2, squeeze_axis=True)
+        cag.backward([a, b], [None, mx.nd.array([1.0, 2.0, 3.0])])
+    np.testing.assert_allclose(dx.asnumpy(), [[1, 1, 1], [1, 2, 3]])
+    with pytest.raises(ValueError, match="out_grads"):
+        cag.backward([a, b], [None])
+
+
+# ------------------------------------------------------------------------ viz, base
+def test_plot_network_warns_about_two_variables_of_one_name():
+    pytest.importorskip("graphviz")
+    import warnings
+    net = mx.sym.FullyConnected(mx.sym.var("data"), name="fc", num_hidden=4)
+    net = mx.sym.FullyConnected(mx.sym.relu(net), name="fc", num_hidden=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mx.viz.plot_network(net, shape={"data": (3, 5)})
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1 and "Repeated names: fc_bias,fc_weight" in messages[0]
+    single = mx.sym.FullyConnected(mx.sym.var("data"), name="fc1", num_hidden=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mx.viz.plot_network(single)
+    assert not [w for w in caught if "Repeated" in str(w.message)]
+
+
+def test_base_as_list():
+    from straightdope.base import _as_list
+    x = mx.nd.ones((2,))
+    assert _as_list(x) == [x]
+    pair = (x, x)
+    assert _as_list(pair) is pair and _as_list([x]) == [x]
+
+
+def test_optimizer_reads_lr_mult_and_wd_mult_from_a_symbols_variables():
+    w = mx.sym.var("fc_weight", lr_mult=0.0)
+    b = mx.sym.var("fc_bias", wd_mult=2)
+    net = mx.sym.FullyConnected(mx.sym.var("data"), w, b, num_hidden=2, name="fc")
+    opt = mx.optimizer.SGD(learning_rate=0.1, wd=0.01, sym=net,
+                           param_idx2name={0: "fc_weight", 1: "fc_bias"})
+    assert opt._get_lrs([0, 1]) == pytest.approx([0.0, 0.1])
+    assert opt._get_wds([0, 1]) == pytest.approx([0.01, 0.02])   # a bias: 0, unless set
+    opt.set_lr_mult({"fc_weight": 0.5})                # given by name: wins over the symbol
+    assert opt._get_lrs([0]) == pytest.approx([0.05])
+    weight, grad = mx.nd.ones((2, 3)), mx.nd.ones((2, 3))
+    opt.set_lr_mult({})                                # back to the symbol's 0: no change
+    opt.update(0, weight, grad, opt.create_state(0, weight))
+    np.testing.assert_allclose(weight.asnumpy(), np.ones((2, 3)))
+
+
+def test_make_loss_is_identity_whose_gradient_is_ones():
+    x = mx.nd.array([1.0, 2.0, 3.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        loss = mx.nd.make_loss(x * x)
+    loss.backward(mx.nd.array([5.0, 5.0, 5.0]))        # the head gradient is ignored
+    np.testing.assert_allclose(loss.asnumpy(), [1, 4, 9])
+    np.testing.assert_allclose(x.grad.asnumpy(), [2, 4, 6])
+    out = mx.sym.make_loss(mx.sym.square(mx.sym.var("x")))
+    assert len(out.list_outputs()) == 1 and out.list_outputs()[0].endswith("_loss")
+    ex = out.simple_bind(mx.cpu(), x=(3,))
+    ex.arg_dict["x"][:] = x
+    ex.forward(is_train=True)
+    ex.backward()
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), [2, 4, 6])
+
+
+def test_base_py_str():
+    from straightdope.base import py_str
+    assert py_str(b"relu") == "relu" and py_str("relu") == "relu"
+
+
+def test_np_array_scope_is_per_thread_and_names_its_setting():
+    from straightdope.util import _NumpyArrayScope
+    seen = []
+
+    def other():
+        seen.append(mx.is_np_array())
+
+    with mx.np_array(True) as scope:
+        assert isinstance(scope, _NumpyArrayScope) and scope._is_np_array
+        assert mx.is_np_array()
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+    assert seen == [False] and not mx.is_np_array()
