@@ -171,8 +171,11 @@ def student(hub, user, cells, start_line, result):
 
 
 def same_text(outputs) -> list:
-    return [[(kind, VARYING.sub("#", text)) for kind, text in cell if kind != "stderr"]
-            for cell in outputs]
+    """Per cell, what it printed and returned with the numbers that vary masked. Streams
+    are joined: a kernel may send one print() as several messages."""
+    return [[VARYING.sub("#", "".join(text for kind, text in cell if kind == "stdout"))]
+            + [(kind, VARYING.sub("#", text)) for kind, text in cell
+               if kind not in ("stdout", "stderr")] for cell in outputs]
 
 
 def main(argv=None) -> int:

@@ -12,17 +12,18 @@
 # Each step is skipped when done: a second run takes a few seconds. Settings:
 #   PYTHON  the Python whose environment gets JupyterHub (python3)
 #   WARMUP  arguments for the warm-up, e.g. "--only mlp" (the tests); all kernels when empty
+#   ONLY_CACHE=1  step 2 only (a student image, which has JupyterHub and needs no proxy)
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 SHARED=${1:-${CLASSROOM_SHARED_CACHE:?give the shared cache dir}}
 BIN=$(dirname "$("$PYTHON" -c 'import sys; print(sys.executable)')")
 
-if ! "$PYTHON" -c 'import jupyterhub' 2>/dev/null; then
-    "$PYTHON" -m pip install 'jupyterhub>=5'
-fi
-if [ ! -x "$BIN/configurable-http-proxy" ] && ! command -v configurable-http-proxy >/dev/null; then
-    # --global --prefix: the command lands in $BIN, beside jupyterhub
-    npm install --global --prefix "$(dirname "$BIN")" configurable-http-proxy
+if [ "${ONLY_CACHE:-0}" != 1 ]; then
+    "$PYTHON" -c 'import jupyterhub' 2>/dev/null || "$PYTHON" -m pip install 'jupyterhub>=5'
+    if [ ! -x "$BIN/configurable-http-proxy" ] && ! command -v configurable-http-proxy >/dev/null
+    then   # --global --prefix: the command lands in $BIN, beside jupyterhub
+        npm install --global --prefix "$(dirname "$BIN")" configurable-http-proxy
+    fi
 fi
 
 start=$(date +%s)
