@@ -35,7 +35,8 @@ CHAPTER = "book/21_hybridblock.ipynb"
 PASSWORD = "classroom"
 FIRST_HYBRID = "net.hybridize()"          # the first cell that compiles: its time is reported
 # Differ between runs and are not results: timings, addresses, object ids.
-VARYING = re.compile(r"\d+(\.\d+)?(e-?\d+)?\s*(s|ms|µs|us|x|%)\b|0x[0-9a-f]+|\d+\.\d+")
+VARYING = re.compile(r"\d+(\.\d+)?(e-?\d+)?\s*(s|ms|µs|us|x|%)\b|0x[0-9a-f]+"
+                     r"|(?<=, )\d+\.\d+(?=\)\])")          # a tier switch's time: (2, 'graph', 32.3)
 
 
 def login(url, user) -> float:
@@ -173,9 +174,11 @@ def student(hub, user, cells, start_line, result):
 def same_text(outputs) -> list:
     """Per cell, what it printed and returned with the numbers that vary masked. Streams
     are joined: a kernel may send one print() as several messages."""
-    return [[VARYING.sub("#", "".join(text for kind, text in cell if kind == "stdout"))]
-            + [(kind, VARYING.sub("#", text)) for kind, text in cell
-               if kind not in ("stdout", "stderr")] for cell in outputs]
+    def masked(text):
+        return " ".join(VARYING.sub("#", text).split())     # "  66.3 ms" and "112.5 ms" alike
+    return [[masked("".join(text for kind, text in cell if kind == "stdout"))]
+            + [(kind, masked(text)) for kind, text in cell if kind not in ("stdout", "stderr")]
+            for cell in outputs]
 
 
 def main(argv=None) -> int:
