@@ -59,7 +59,7 @@ c.Spawner.http_timeout = 120
 c.SimpleLocalProcessSpawner.home_dir_template = str(STATE / "home" / "{username}")
 c.Spawner.environment = {
     # the library and the book's widgets from this checkout, whatever is installed
-    "PYTHONPATH": str(REPO),
+    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     # each student compiles what is new into their own cache...
     "STRAIGHTDOPE_CACHE_DIR": lambda spawner: str(Path(spawner.home_dir, ".cache", "straightdope")),
     # a class shares the cores: one BLAS thread per student
@@ -70,11 +70,27 @@ if SHARED_CACHE:        # ...after loading what the class's shared cache holds (
     c.Spawner.environment["STRAIGHTDOPE_SHARED_CACHE_DIR"] = SHARED_CACHE
 
 
+# nbgrader's exchange, where the teacher releases assignments and students submit them
+# (world-writable with the sticky bit, as nbgrader asks); the course is "straightdope".
+EXCHANGE = STATE / "exchange"
+EXCHANGE.mkdir(exist_ok=True)
+EXCHANGE.chmod(0o1777)
+NBGRADER_CONFIG = """c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "straightdope"
+c.Exchange.root = {exchange!r}
+"""
+
+
 def give_the_book(spawner):
     """Copy the book into a student's home the first time their server starts (their
-    edits stay theirs; `rm -r` the copy to start again from the lecturer's version)."""
+    edits stay theirs; `rm -r` the copy to start again from the lecturer's version), and
+    tell nbgrader where the class's exchange is."""
     home = Path(spawner.home_dir)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    config = home / ".jupyter" / "nbgrader_config.py"
+    if not config.exists():
+        config.parent.mkdir(exist_ok=True)
+        config.write_text(NBGRADER_CONFIG.format(exchange=str(EXCHANGE)))
     if not (home / "book").exists():
         shutil.copytree(REPO / "book", home / "book",
                         ignore=shutil.ignore_patterns("_build", "static_js", ".ipynb_checkpoints",

@@ -8,6 +8,7 @@ stay in the test budget: tests/classroom_util.py; tests/test_shared_cache.py tes
 cache itself)."""
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from browser_util import PageLog  # noqa: E402
 from classroom_util import shared_cache  # noqa: E402
 from hub import running_hub  # noqa: E402
+from loadtest import Kernel  # noqa: E402
 from jupyterlab_util import wait_for_kernel_idle  # noqa: E402
 
 CHAPTER = "21_hybridblock.ipynb"
@@ -55,7 +57,7 @@ def test_a_student_logs_in_opens_chapter_21_and_runs_a_cell(classroom, chromium_
         page.wait_for_url(re.compile(r"/user/student2/lab"), timeout=180_000)
         page.wait_for_selector(".jp-DirListing-item", timeout=120_000)
         assert "/lab/tree/book/index.md" in page.url
-        assert set(hub.servers()) == {"student2"}          # only she has a server
+        assert set(hub.servers()) == {"student2"}          # only she has a server now
 
         page.goto(f"{hub.url}/user/student2/lab/tree/book/{CHAPTER}",
                   wait_until="domcontentloaded")
@@ -89,3 +91,118 @@ def test_a_student_logs_in_opens_chapter_21_and_runs_a_cell(classroom, chromium_
         raise
     finally:
         context.close()
+
+
+# ----------------------------------------------------------- the autograder, through the hub
+ASSIGNMENT = "21_hybridblock"
+NBGRADER = """
+import os, subprocess, sys
+os.chdir(os.environ["HOME"])
+def nbgrader(*args, cwd="."):
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, ("nbgrader", args, done.stdout[-1500:], done.stderr[-3000:])
+"""
+TEACHER_RELEASES = NBGRADER + """
+sys.path.insert(0, {repo!r})
+from pathlib import Path
+from scripts import assignments               # make assignments (scripts/assignments.py)
+assignments.release(Path("course"), [{chapter!r}])
+nbgrader("release_assignment", {chapter!r}, cwd="course")
+print("released")
+"""
+STUDENT_SUBMITS = NBGRADER + """
+import glob, json, nbformat
+nbgrader("fetch_assignment", {chapter!r})
+(path,) = glob.glob("**/{chapter}.ipynb", recursive=True, root_dir={chapter!r})
+path = os.path.join({chapter!r}, path)
+nb = nbformat.read(path, as_version=4)
+answers = json.loads({answers!r})
+for cell in nb.cells:
+    grade_id = cell.metadata.get("nbgrader", {{}}).get("grade_id")
+    if grade_id in answers:
+        cell.source = answers[grade_id]
+nbformat.write(nb, path)
+nbgrader("submit", {chapter!r})
+print("submitted", sorted(answers))
+"""
+TEACHER_GRADES = NBGRADER + """
+import json
+nbgrader("collect", {chapter!r}, cwd="course")
+nbgrader("autograde", {chapter!r}, cwd="course")
+from nbgrader.api import Gradebook
+with Gradebook("sqlite:///course/gradebook.db") as gradebook:
+    print(json.dumps({{s: [gradebook.find_submission({chapter!r}, s).score,
+                         gradebook.find_submission({chapter!r}, s).max_score]
+                      for s in ("student1", "student2")}}))
+"""
+
+
+def kernel_of(hub, user) -> Kernel:
+    """A kernel in `user`'s server (started through the hub's API), as JupyterLab opens one."""
+    token = hub.api("POST", f"users/{user}/tokens", {"expires_in": 3600})["token"]
+    hub.api("POST", f"users/{user}/server", token=token)
+    deadline = time.monotonic() + 240
+    while not (server := hub.api("GET", f"users/{user}", token=token)["servers"]
+               .get("", {})).get("ready"):
+        assert time.monotonic() < deadline, f"{user}'s server did not start"
+        time.sleep(0.5)
+    return Kernel(f"{hub.url}{server['url']}", token, f"book/{CHAPTER}")
+
+
+def run(kernel, code) -> str:
+    outputs = kernel.execute(code)
+    errors = [text for kind, text in outputs if kind == "error"]
+    assert not errors, errors
+    return "".join(text for kind, text in outputs if kind == "stdout")
+
+
+def _answer_cells(notebook: Path) -> dict:
+    import nbformat
+    nb = nbformat.read(notebook, as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+@pytest.mark.slow
+def test_the_autograder_round_trip_through_the_hub(classroom):
+    """The teacher releases the exercises of chapter 21 (make assignments' nbgrader
+    release), student1 and student2 fetch them in their own servers and submit, one right,
+    one partly wrong; the teacher collects and autogrades: 4/4 and 1/4."""
+    pytest.importorskip("nbgrader", reason="nbgrader: installed by `make venv` once the "
+                        "exercises' release (make assignments) is merged")
+    if not (ROOT / "scripts" / "assignments.py").is_file():
+        pytest.skip("scripts/assignments.py (make assignments) is not in this checkout")
+    hub = classroom
+    teacher = kernel_of(hub, "teacher")
+    try:
+        chapter = CHAPTER.removesuffix(".ipynb")
+        assert "released" in run(teacher, TEACHER_RELEASES.format(repo=str(ROOT),
+                                                                  chapter=chapter))
+        source = hub.state / "home" / "teacher" / "course" / "source" / chapter
+        right = _answer_cells(source / f"{chapter}.ipynb")
+        assert sorted(right) == [f"ex{n}_answer" for n in (1, 2, 3, 4)]
+        # exercise 1 right, exercise 2 wrong (6 prints, not 2), 3 and 4 left as released
+        wrong = {"ex1_answer": right["ex1_answer"],
+                 "ex2_answer": right["ex2_answer"].replace("total_prints=2", "total_prints=6")}
+        assert wrong["ex2_answer"] != right["ex2_answer"]
+        for user, answers in (("student1", right), ("student2", wrong)):
+            kernel = kernel_of(hub, user)
+            try:
+                assert "submitted" in run(kernel, STUDENT_SUBMITS.format(
+                    chapter=chapter, answers=json.dumps(answers)))
+            finally:
+                kernel.close()
+        scores = json.loads(run(teacher, TEACHER_GRADES.format(chapter=chapter))
+                            .strip().splitlines()[-1])
+        assert scores == {"student1": [4.0, 4.0], "student2": [1.0, 4.0]}, scores
+    finally:
+        teacher.close()
+        for user in ("teacher", "student1", "student2"):     # as before this test
+            try:
+                hub.api("DELETE", f"users/{user}/server")
+            except OSError:
+                pass
+        deadline = time.monotonic() + 60
+        while hub.servers() and time.monotonic() < deadline:
+            time.sleep(0.5)
