@@ -79,6 +79,9 @@ NBGRADER_CONFIG = """c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "straightdope"
 c.Exchange.root = {exchange!r}
 """
+# nbgrader names a submission after the Unix user; here every student is the hub's user.
+STUDENT_ID = """c.CourseDirectory.student_id = {name!r}
+"""
 
 
 def give_the_book(spawner):
@@ -90,7 +93,8 @@ def give_the_book(spawner):
     config = home / ".jupyter" / "nbgrader_config.py"
     if not config.exists():
         config.parent.mkdir(exist_ok=True)
-        config.write_text(NBGRADER_CONFIG.format(exchange=str(EXCHANGE)))
+        config.write_text(NBGRADER_CONFIG.format(exchange=str(EXCHANGE)) + (
+            "" if spawner.user.admin else STUDENT_ID.format(name=spawner.user.name)))
     if not (home / "book").exists():
         shutil.copytree(REPO / "book", home / "book",
                         ignore=shutil.ignore_patterns("_build", "static_js", ".ipynb_checkpoints",
