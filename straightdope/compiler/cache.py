@@ -221,7 +221,7 @@ def seed_from_shared(shared: Path, write_dir: Path) -> int:
 
     Why a copy: Numba reads and writes one folder per source file and a student must
     never write the shared one, so the kernels are loaded from the student's copy (a
-    Numba cache hit, no compile; ~20 MB once per student). It is checked as strictly as
+    Numba cache hit, no compile; about 5 MB once per student). It is checked as strictly as
     your own cache dir, except that root may own it (the administrator who filled it)."""
     source = shared / "numba"
     kernels = source / _kernel_hash()[:16]
