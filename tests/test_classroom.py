@@ -139,9 +139,11 @@ with Gradebook("sqlite:///course/gradebook.db") as gradebook:
 
 
 def kernel_of(hub, user) -> Kernel:
-    """A kernel in `user`'s server (started through the hub's API), as JupyterLab opens one."""
+    """A new kernel in `user`'s server (started through the hub's API if it is not
+    running), as JupyterLab opens one."""
     token = hub.api("POST", f"users/{user}/tokens", {"expires_in": 3600})["token"]
-    hub.api("POST", f"users/{user}/server", token=token)
+    if not hub.api("GET", f"users/{user}", token=token)["servers"]:
+        hub.api("POST", f"users/{user}/server", token=token)
     deadline = time.monotonic() + 240
     while not (server := hub.api("GET", f"users/{user}", token=token)["servers"]
                .get("", {})).get("ready"):
@@ -174,11 +176,14 @@ def test_the_autograder_round_trip_through_the_hub(classroom):
     if not (ROOT / "scripts" / "assignments.py").is_file():
         pytest.skip("scripts/assignments.py (make assignments) is not in this checkout")
     hub = classroom
-    teacher = kernel_of(hub, "teacher")
+    chapter = CHAPTER.removesuffix(".ipynb")
     try:
-        chapter = CHAPTER.removesuffix(".ipynb")
-        assert "released" in run(teacher, TEACHER_RELEASES.format(repo=str(ROOT),
-                                                                  chapter=chapter))
+        teacher = kernel_of(hub, "teacher")
+        try:
+            assert "released" in run(teacher, TEACHER_RELEASES.format(repo=str(ROOT),
+                                                                      chapter=chapter))
+        finally:
+            teacher.close()
         source = hub.state / "home" / "teacher" / "course" / "source" / chapter
         right = _answer_cells(source / f"{chapter}.ipynb")
         assert sorted(right) == [f"ex{n}_answer" for n in (1, 2, 3, 4)]
@@ -193,11 +198,14 @@ def test_the_autograder_round_trip_through_the_hub(classroom):
                     chapter=chapter, answers=json.dumps(answers)))
             finally:
                 kernel.close()
-        scores = json.loads(run(teacher, TEACHER_GRADES.format(chapter=chapter))
-                            .strip().splitlines()[-1])
+        teacher = kernel_of(hub, "teacher")
+        try:
+            scores = json.loads(run(teacher, TEACHER_GRADES.format(chapter=chapter))
+                                .strip().splitlines()[-1])
+        finally:
+            teacher.close()
         assert scores == {"student1": [4.0, 4.0], "student2": [1.0, 4.0]}, scores
     finally:
-        teacher.close()
         for user in ("teacher", "student1", "student2"):     # as before this test
             try:
                 hub.api("DELETE", f"users/{user}/server")
