@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -49,10 +50,13 @@ def login(url, user) -> float:
     page = opener.open(f"{url}/hub/login", timeout=60).read().decode()
     xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page).group(1)
     form = urllib.parse.urlencode({"username": user, "password": PASSWORD, "_xsrf": xsrf})
-    answer = opener.open(urllib.request.Request(f"{url}/hub/login?next=/hub/home",
-                                                data=form.encode()), timeout=60)
+    try:
+        answer = opener.open(urllib.request.Request(f"{url}/hub/login?next=/hub/home",
+                                                    data=form.encode()), timeout=60)
+    except urllib.error.HTTPError as err:
+        raise RuntimeError(f"{user} could not log in at {url}: HTTP {err.code}") from None
     if "/hub/login" in answer.geturl():
-        raise RuntimeError(f"{user} could not log in")
+        raise RuntimeError(f"{user} could not log in at {url}")
     return time.perf_counter() - start
 
 
