@@ -85,6 +85,11 @@ def test_a_student_logs_in_opens_chapter_21_and_runs_a_cell(classroom, chromium_
             assert time.monotonic() < deadline, shared - mine   # she got the class's kernels
             time.sleep(1)
         assert shared
+        # and compiled her network's graph (then the compile process ends with her kernel,
+        # instead of finishing its job after the hub stopped: see compiler/tiers.py)
+        while not list((home / ".cache" / "straightdope" / "ready").glob("*")):
+            assert time.monotonic() < deadline, "her graph was not compiled in time"
+            time.sleep(1)
         assert not log.page_errors, log.page_errors
     except Exception:
         page.screenshot(path=str(artifacts_dir / "classroom_failure.png"), full_page=True)
