@@ -78,6 +78,30 @@ def test_a_student_gets_what_the_shared_cache_holds_and_keeps_what_they_compiled
     assert seed(shared, own) == (0, [])       # once there, nothing is copied again
 
 
+def test_a_graph_compiled_into_the_shared_cache_is_read_from_there_if_intact(
+        tmp_path, monkeypatch):
+    shared, own = fake_shared(tmp_path), tmp_path / "own"
+    source = "def run_graph(x0):\n    return x0\n"
+    key = cache.cache_key(source)
+    module = cache.module_path(key, shared)
+    module.write_text(cache.HEADER.format(key=key, digest=cache._digest(source)) + source)
+    (shared / "ready").mkdir()
+    (shared / "ready" / key[:40]).write_bytes(b"compiled\n")
+    for path in (module, shared / "ready", shared / "ready" / key[:40]):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(own))
+    monkeypatch.setenv("STRAIGHTDOPE_SHARED_CACHE_DIR", str(shared))
+    cache.seed_from_shared.cache_clear()
+    info = {}
+    assert cache._write_module(key, source, info) == module and info["file"] == "reused"
+    assert (own / "ready" / key[:40]).read_bytes() == b"compiled\n"   # tiers.is_ready
+    # edited there: not used, written into your own cache instead
+    module.write_text(module.read_text().replace("return x0", "return -x0"))
+    info = {}
+    assert cache._write_module(key, source, info) == cache.module_path(key, own)
+    assert info["file"] == "written"
+
+
 @pytest.mark.parametrize("where", ["the dir", "its numba", "a file inside"])
 def test_a_shared_cache_others_can_write_is_refused_naming_it_and_what_to_do(tmp_path, where):
     shared = fake_shared(tmp_path)

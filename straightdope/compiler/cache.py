@@ -28,7 +28,8 @@ What may run (see docs/security.md, "the cache's trust model"):
 * A class's shared cache (STRAIGHTDOPE_SHARED_CACHE_DIR, filled once by the
   administrator) is only read: what it holds for this version of the kernels is
   copied into your own cache dir (`seed_from_shared`), after the same checks except
-  that root may own it. Nothing is ever written there.
+  that root may own it; its generated modules are read where they are. Nothing is
+  ever written there.
 
 In one process, modules are also kept in memory by key: a graph that generates
 the same source (e.g. the same network at a new batch size, since shapes are
@@ -200,12 +201,19 @@ def _folders_for(configured: Path) -> tuple:
 def folders() -> tuple:
     """(read_dir or None, write_dir, state): see `_folders_for`. With a shared cache
     (STRAIGHTDOPE_SHARED_CACHE_DIR), write_dir is first given what it holds."""
-    from .. import config
     found = _folders_for(cache_dir())
-    shared = config.shared_cache_dir()
-    if shared is not None:
-        seed_from_shared(shared, found[1])
+    shared_dir(found[1])
     return found
+
+
+SHARED_OWNERS = (0,)         # besides you: root, the administrator who filled it
+
+
+def shared_dir(write_dir: Path) -> Path | None:
+    """The class's shared cache, if one is set and used (then seeded into `write_dir`)."""
+    from .. import config
+    shared = config.shared_cache_dir()
+    return shared if shared is not None and seed_from_shared(shared, write_dir) >= 0 else None
 
 
 SHARED_WHAT = ("Ask the administrator to fill it (STRAIGHTDOPE_CACHE_DIR={dir} python -m "
@@ -225,7 +233,7 @@ def seed_from_shared(shared: Path, write_dir: Path) -> int:
     your own cache dir, except that root may own it (the administrator who filled it)."""
     source = shared / "numba"
     kernels = source / _kernel_hash()[:16]
-    owners = (0, os.getuid())
+    owners = SHARED_OWNERS + (os.getuid(),)
     try:
         if shared.resolve() == write_dir.resolve():
             return 0                         # the administrator's own run
@@ -260,6 +268,11 @@ def seed_from_shared(shared: Path, write_dir: Path) -> int:
             for name in files:
                 if name.endswith(".json"):   # the warm-up's manifest
                     copied += _copy_missing(Path(root, name), here / name, owners)
+    # what was compiled there (tiers.is_ready): its graphs' modules are read from `shared`
+    # (_write_module), their machine code and the kernels are in the copy
+    if os.path.isdir(shared / "ready") and untrusted_inside(shared / "ready", owners) is None:
+        for path in (shared / "ready").iterdir():
+            copied += _copy_missing(path, write_dir / "ready" / path.name, owners)
     return copied
 
 
@@ -340,10 +353,11 @@ def atomic_write_text(path: Path, text: str):
     write_bytes(path, text.encode("utf-8"))
 
 
-def check_file(path: Path, key: str, source: str) -> bool:
-    """Is the cached file intact (header, hash and body all as expected) and yours alone?"""
+def check_file(path: Path, key: str, source: str, owners=None) -> bool:
+    """Is the cached file intact (header, hash and body all as expected) and yours alone
+    (or one of `owners`')?"""
     try:
-        text = read_trusted(path).decode("utf-8")
+        text = read_trusted(path, owners).decode("utf-8")
     except (AttributeError, UnicodeDecodeError):      # None: missing or not yours alone
         return False
     first, _, body = text.partition("\n")
@@ -358,8 +372,10 @@ def module_path(key: str, folder: Path | None = None) -> Path:
 def _write_module(key: str, source: str, info: dict) -> Path:
     """Find the verified file for `source`, or write it; `info` says which."""
     read_dir, write_dir, _ = folders()
-    for folder in dict.fromkeys([read_dir, write_dir]):
-        if folder is not None and check_file(module_path(key, folder), key, source):
+    shared = shared_dir(write_dir)
+    for folder in dict.fromkeys([read_dir, shared, write_dir]):
+        owners = SHARED_OWNERS + (os.getuid(),) if folder == shared else None
+        if folder is not None and check_file(module_path(key, folder), key, source, owners):
             info["file"] = "reused"
             return module_path(key, folder)
     path = module_path(key, write_dir)
