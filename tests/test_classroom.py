@@ -173,7 +173,7 @@ def _answer_cells(notebook: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_the_autograder_round_trip_through_the_hub(classroom):
+def test_the_autograder_round_trip_through_the_hub(request):
     """The teacher releases the exercises of chapter 21 (make assignments' nbgrader
     release), student1 and student2 fetch them in their own servers and submit, one right,
     one partly wrong; the teacher collects and autogrades: 4/4 and 1/4."""
@@ -181,7 +181,7 @@ def test_the_autograder_round_trip_through_the_hub(classroom):
                         "exercises' release (make assignments) is merged")
     if not (ROOT / "scripts" / "assignments.py").is_file():
         pytest.skip("scripts/assignments.py (make assignments) is not in this checkout")
-    hub = classroom
+    hub = request.getfixturevalue("classroom")         # (not started when skipped)
     chapter = CHAPTER.removesuffix(".ipynb")
     try:
         teacher = kernel_of(hub, "teacher")
