@@ -152,6 +152,8 @@ warnings.simplefilter("error", UserWarning)         # a CacheDirWarning fails th
 from straightdope.compiler import cache, tiers, warmup
 from straightdope.compiler.backend import Executable
 from straightdope import nd
+tiers.prepare()                          # what hybridize() does first: the VM loads?
+vm = tiers._vm_loaded()
 graphs, _ = warmup.traced("mlp")
 items = [item for graph, is_train in graphs
          for item in Executable(graph, is_train, tier="steps", compile=False).job()
@@ -165,7 +167,7 @@ net, inputs, _, _ = warmup.NETWORKS["mlp"]()
 net.initialize()
 net.hybridize(compile="sync")
 out = net(*inputs)
-print(json.dumps({"items": len(items), "missing": missing, "hits": hits,
+print(json.dumps({"items": len(items), "missing": missing, "hits": hits, "vm": vm,
                   "shape": list(out.shape), "warmup_missing": warmup.kernels_missing()}))
 """
 
@@ -190,4 +192,5 @@ def test_a_student_loads_the_shared_kernels_without_compiling_and_never_writes_t
     assert len(alone["missing"]) == found["items"] > 0 and found["missing"] == []
     assert all(found["hits"]), found          # every kernel a Numba cache hit: none compiled
     assert found["shape"] == [32, 10]
+    assert found["vm"], "the VM compiled into the shared cache did not load"
     assert tree(shared) == before             # the shared cache is never written
