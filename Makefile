@@ -28,7 +28,7 @@ SYSDEPS := dot:graphviz chromium:chromium npm:npm fc-list:fontconfig
 # The Chinese edition needs a CJK font in the browser, in matplotlib and in Graphviz.
 SYSFONTS := zh:fonts-noto-cjk
 
-.PHONY: help venv sysdeps book slides test test-threaded lab demo zh-status assignments clean distclean
+.PHONY: help venv sysdeps book slides test test-threaded lab classroom demo zh-status assignments clean distclean
 
 help:
 	@echo "make book       build the book into _build/html/ (creates .venv, installs system packages)"
@@ -37,6 +37,8 @@ help:
 	@echo "make test-threaded  the tests with MXNET_ENGINE_TYPE=ThreadedEngine"
 	@echo "make lab        open the notebooks in JupyterLab"
 	@echo "make assignments  nbgrader release of one chapter per part into _build/assignments/"
+	@echo "make classroom  JupyterHub on http://127.0.0.1:8000 for STUDENTS=2 (student1.., teacher;"
+	@echo "                password: classroom), one compile cache for the class (docs/classroom.md)"
 	@echo "make demo       run python -m straightdope.demo"
 	@echo "make venv       create .venv, pip install -e '.[book,test]' (only when pyproject.toml changed),"
 	@echo "                compile the library's kernels for this machine (python -m straightdope.warmup)"
@@ -118,6 +120,18 @@ test-threaded: venv sysdeps $(CJK_FONTS)
 
 lab: venv
 	$(VENV)/bin/jupyter lab book/ $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)
+
+# A class on this machine: JupyterHub + configurable-http-proxy (installed on first use),
+# the kernels compiled once into the class's shared cache (classroom/setup.sh), then the
+# hub in the foreground until Ctrl-C (which stops every student's server too).
+STUDENTS ?= 2
+CLASSROOM_PORT ?= 8000
+CLASSROOM_STATE ?= _build/classroom
+classroom: venv
+	PYTHON=$(VPY) bash classroom/setup.sh $(CLASSROOM_STATE)/shared-cache
+	cd $(CLASSROOM_STATE) && PATH="$(abspath $(VENV))/bin:$$PATH" CLASSROOM_STUDENTS=$(STUDENTS) \
+	    CLASSROOM_PORT=$(CLASSROOM_PORT) CLASSROOM_STATE=$(abspath $(CLASSROOM_STATE)) \
+	    $(abspath $(VENV))/bin/jupyterhub -f $(abspath classroom/jupyterhub_config.py)
 
 demo: venv
 	$(VPY) -m straightdope.demo

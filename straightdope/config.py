@@ -7,6 +7,10 @@
   the first call);
 * `STRAIGHTDOPE_CACHE_DIR` (`~/.cache/straightdope`): the compile cache (generated
   modules and Numba's machine code);
+* `STRAIGHTDOPE_SHARED_CACHE_DIR` (unset): a class's compile cache, filled once by the
+  administrator (`python -m straightdope.warmup` with STRAIGHTDOPE_CACHE_DIR set to it) and
+  read by every student; it must be owned by root or by you and writable by nobody else
+  (docs/security.md). New compiles still go to STRAIGHTDOPE_CACHE_DIR;
 * `STRAIGHTDOPE_DEBUG` (`0`): `1` prints each compile's timings, `2` also the fused steps
   and the memory plan, `3` also the generated source;
 * `STRAIGHTDOPE_MAX_LOAD_BYTES` (16 GiB): the most array data one loaded file may declare;
@@ -65,6 +69,12 @@ def cache_dir() -> Path:
     path = os.environ.get("STRAIGHTDOPE_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "straightdope")
     return Path(path)
+
+
+def shared_cache_dir() -> Path | None:
+    """$STRAIGHTDOPE_SHARED_CACHE_DIR, else None (no shared cache)."""
+    path = os.environ.get("STRAIGHTDOPE_SHARED_CACHE_DIR")
+    return Path(os.path.expanduser(path)) if path else None
 
 
 def _integer(variable, default) -> int:

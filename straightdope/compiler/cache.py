@@ -25,6 +25,11 @@ What may run (see docs/security.md, "the cache's trust model"):
   warning naming STRAIGHTDOPE_CACHE_DIR, and compiled code goes to a private
   temporary dir for this process (as if uncached). A read-only cache dir is used
   for reading; what is new goes to the private dir.
+* A class's shared cache (STRAIGHTDOPE_SHARED_CACHE_DIR, filled once by the
+  administrator) is only read: what it holds for this version of the kernels is
+  copied into your own cache dir (`seed_from_shared`), after the same checks except
+  that root may own it; its generated modules are read where they are. Nothing is
+  ever written there.
 
 In one process, modules are also kept in memory by key: a graph that generates
 the same source (e.g. the same network at a new batch size, since shapes are
@@ -49,7 +54,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from ..serialization import atomic_write
+from ..serialization import atomic_write, exclusive_lock
 from . import fingerprint, numba_internals
 
 HEADER = "# straightdope-generated key={key} sha256={digest}\n"
@@ -80,24 +85,25 @@ class CacheDirWarning(UserWarning):
     """The cache dir cannot be (fully) used; compiled code is kept for this process only."""
 
 
-def _not_yours_alone(path, st) -> str | None:
-    """Why the file or folder `path` (whose lstat is `st`) may hold what others wrote."""
-    if st.st_uid != os.getuid():
+def _not_yours_alone(path, st, owners=None) -> str | None:
+    """Why the file or folder `path` (whose lstat is `st`) may hold what others wrote:
+    it belongs to none of `owners` (default: you) or group or others may write it."""
+    if st.st_uid not in (owners or (os.getuid(),)):
         return f"{path} belongs to user id {st.st_uid}, not to you ({os.getuid()})"
     if st.st_mode & 0o022:
         return f"{path} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
     return None
 
 
-def untrusted_reason(path: Path) -> str | None:
+def untrusted_reason(path: Path, owners=None) -> str | None:
     """Why `path` must not hold code we run, or None when it may: it must be a real
     directory owned by this user, and neither it nor a parent writable by others
     (a parent owned by root, or world-writable with the sticky bit like /tmp, is
-    fine), as ssh requires of ~/.ssh."""
+    fine), as ssh requires of ~/.ssh. `owners`: the user ids that may own it (you)."""
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         return f"{path} is not a directory (a symbolic link or a file)"
-    reason = _not_yours_alone(path, st)
+    reason = _not_yours_alone(path, st, owners)
     if reason is not None:
         return reason
     for parent in path.resolve().parents:
@@ -109,7 +115,7 @@ def untrusted_reason(path: Path) -> str | None:
     return None
 
 
-def untrusted_inside(folder: Path) -> str | None:
+def untrusted_inside(folder: Path, owners=None) -> str | None:
     """Why something in `folder` must not be loaded, or None: every folder and file in
     it (itself included) must be a plain one of yours that nobody else can write. A
     missing folder holds nothing untrusted."""
@@ -118,7 +124,7 @@ def untrusted_inside(folder: Path) -> str | None:
             st = os.lstat(path)
             if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
                 return f"{path} is not a plain file or folder (a symbolic link?)"
-            reason = _not_yours_alone(path, st)
+            reason = _not_yours_alone(path, st, owners)
             if reason is not None:
                 return reason
     return None
@@ -137,12 +143,12 @@ def make_dirs(path: Path):
             pass                         # another process of yours was first
 
 
-def read_trusted(path: Path) -> bytes | None:
+def read_trusted(path: Path, owners=None) -> bytes | None:
     """The bytes of a cache file, or None when it is missing or others could have
-    written it (not yours, or writable by group or others)."""
+    written it (not yours, or one of `owners`'; or writable by group or others)."""
     try:
         with open(path, "rb") as f:
-            if _not_yours_alone(path, os.fstat(f.fileno())):
+            if _not_yours_alone(path, os.fstat(f.fileno()), owners):
                 return None
             return f.read()
     except OSError:
@@ -193,8 +199,93 @@ def _folders_for(configured: Path) -> tuple:
 
 
 def folders() -> tuple:
-    """(read_dir or None, write_dir, state): see `_folders_for`."""
-    return _folders_for(cache_dir())
+    """(read_dir or None, write_dir, state): see `_folders_for`. With a shared cache
+    (STRAIGHTDOPE_SHARED_CACHE_DIR), write_dir is first given what it holds."""
+    found = _folders_for(cache_dir())
+    shared_dir(found[1])
+    return found
+
+
+SHARED_OWNERS = (0,)         # besides you: root, the administrator who filled it
+
+
+def shared_dir(write_dir: Path) -> Path | None:
+    """The class's shared cache, if one is set and used (then seeded into `write_dir`)."""
+    from .. import config
+    shared = config.shared_cache_dir()
+    return shared if shared is not None and seed_from_shared(shared, write_dir) >= 0 else None
+
+
+SHARED_WHAT = ("Ask the administrator to fill it (STRAIGHTDOPE_CACHE_DIR={dir} python -m "
+               "straightdope.warmup) and let only its owner, root or you, write it: "
+               "chown -R root: {dir} && chmod -R a+rX,go-w {dir}.")
+
+
+@functools.lru_cache(maxsize=None)
+def seed_from_shared(shared: Path, write_dir: Path) -> int:
+    """Copy into `write_dir` what the class's shared cache `shared` holds for this version
+    of the kernels and your cache lacks; once per process. Returns the number of files
+    copied, or -1 (with one warning) when the shared cache is not used.
+
+    Why a copy: Numba reads and writes one folder per source file and a student must
+    never write the shared one, so the kernels are loaded from the student's copy (a
+    Numba cache hit, no compile; about 5 MB once per student). It is checked as strictly as
+    your own cache dir, except that root may own it (the administrator who filled it)."""
+    source = shared / "numba"
+    kernels = source / _kernel_hash()[:16]
+    owners = SHARED_OWNERS + (os.getuid(),)
+    try:
+        if shared.resolve() == write_dir.resolve():
+            return 0                         # the administrator's own run
+        reason = (untrusted_reason(shared, owners) or untrusted_reason(source, owners)
+                  or (untrusted_reason(kernels, owners) if os.path.lexists(kernels) else
+                      "it holds no kernels of this version of straightdope")
+                  or untrusted_inside(kernels, owners))
+    except OSError as err:
+        reason = f"it cannot be read ({err.strerror or err}: {err.filename or shared})"
+    if reason is not None:
+        warnings.warn(f"straightdope's shared compile cache STRAIGHTDOPE_SHARED_CACHE_DIR="
+                      f"{shared} is not used: {reason}. Kernels are compiled into your own "
+                      f"cache instead. " + SHARED_WHAT.format(dir=shared),
+                      CacheDirWarning, stacklevel=4)
+        return -1
+    copied = 0
+    for path in source.glob("runtime-*.bin"):        # Numba's runtime (numba_internals)
+        copied += _copy_missing(path, write_dir / "numba" / path.name, owners)
+    for root, _, files in os.walk(kernels):
+        here = write_dir / "numba" / Path(root).relative_to(source)
+        make_dirs(here)
+        # under the lock Numba's saves take (numba_internals._save_in_turn): no process
+        # of yours adds an entry here while we copy
+        with exclusive_lock(os.path.join(here, "save.lock")):
+            for index in sorted(f for f in files if f.endswith(".nbi")):
+                if os.path.lexists(here / index):
+                    continue                 # compiled by you: yours is kept whole
+                stem = index[:-len("nbi")]
+                data = [f for f in files if f.startswith(stem) and f.endswith(".nbc")]
+                for name in data + [index]:  # the machine code before the index naming it
+                    copied += _copy_missing(Path(root, name), here / name, owners, True)
+            for name in files:
+                if name.endswith(".json"):   # the warm-up's manifest
+                    copied += _copy_missing(Path(root, name), here / name, owners)
+    # what was compiled there (tiers.is_ready): its graphs' modules are read from `shared`
+    # (_write_module), their machine code and the kernels are in the copy
+    if os.path.isdir(shared / "ready") and untrusted_inside(shared / "ready", owners) is None:
+        for path in (shared / "ready").iterdir():
+            copied += _copy_missing(path, write_dir / "ready" / path.name, owners)
+    return copied
+
+
+def _copy_missing(source: Path, target: Path, owners, replace=False) -> bool:
+    """Copy a file of the shared cache (checked again as it is read) to your cache
+    unless it is there already (`replace`: whatever is there)."""
+    if os.path.lexists(target) and not replace:
+        return False
+    data = read_trusted(source, owners)
+    if data is None:
+        return False
+    write_bytes(target, data)
+    return True
 
 
 @functools.lru_cache(maxsize=None)
@@ -262,10 +353,11 @@ def atomic_write_text(path: Path, text: str):
     write_bytes(path, text.encode("utf-8"))
 
 
-def check_file(path: Path, key: str, source: str) -> bool:
-    """Is the cached file intact (header, hash and body all as expected) and yours alone?"""
+def check_file(path: Path, key: str, source: str, owners=None) -> bool:
+    """Is the cached file intact (header, hash and body all as expected) and yours alone
+    (or one of `owners`')?"""
     try:
-        text = read_trusted(path).decode("utf-8")
+        text = read_trusted(path, owners).decode("utf-8")
     except (AttributeError, UnicodeDecodeError):      # None: missing or not yours alone
         return False
     first, _, body = text.partition("\n")
@@ -280,8 +372,10 @@ def module_path(key: str, folder: Path | None = None) -> Path:
 def _write_module(key: str, source: str, info: dict) -> Path:
     """Find the verified file for `source`, or write it; `info` says which."""
     read_dir, write_dir, _ = folders()
-    for folder in dict.fromkeys([read_dir, write_dir]):
-        if folder is not None and check_file(module_path(key, folder), key, source):
+    shared = shared_dir(write_dir)
+    for folder in dict.fromkeys([read_dir, shared, write_dir]):
+        owners = SHARED_OWNERS + (os.getuid(),) if folder == shared else None
+        if folder is not None and check_file(module_path(key, folder), key, source, owners):
             info["file"] = "reused"
             return module_path(key, folder)
     path = module_path(key, write_dir)

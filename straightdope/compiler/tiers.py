@@ -124,6 +124,9 @@ def prepare():
     process: paid here, the first hybridized call then runs compiled code at once
     (`TieredExecutable`). Without the VM in the cache (a new machine) nothing is
     loaded, and the first calls run the reference tier without Numba."""
+    if config.shared_cache_dir() is not None:    # a class's cache: its VM is copied first
+        from .cache import folders
+        folders()
     if is_ready(vm_key()):
         from . import vm
         vm.prepare()
