@@ -339,7 +339,6 @@ def test_benchmark_marks_the_calls_on_the_reference_tier_and_the_switch(monkeypa
         tickets.append(tiers.Ticket())
         return tickets[-1]
     monkeypatch.setattr(tiers, "submit", pending)
-    monkeypatch.setattr(tiers, "_vm_loaded", lambda: False)   # (the VM: the test below)
     net = Scaled()
     net.initialize()
     data, hybridized = None, 0
