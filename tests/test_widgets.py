@@ -367,6 +367,112 @@ def test_benchmark_marks_the_calls_on_the_reference_tier_and_the_switch(monkeypa
     bench.close()
 
 
+class _FakeVM:
+    """Stands in for compiler/vm.py's VMExecutable (compiled by the setup step, maybe not
+    on a test machine): the NumPy reference executor under the tier name 'vm'."""
+    tier = "vm"
+
+    def __init__(self, graph, is_train=False):
+        from straightdope.graph.interpret import ReferenceExecutable
+        self.run = ReferenceExecutable(graph, is_train).run
+
+
+def _tiered_with_a_pending_compile(monkeypatch, first):
+    """A tiered hybridize whose background compile waits for the test (its tickets), and
+    whose graphs start on `first` ('vm' or 'reference')."""
+    from straightdope.compiler import tiers
+    tickets = []
+
+    def pending(description, key):
+        tickets.append(tiers.Ticket())
+        return tickets[-1]
+    monkeypatch.setattr(tiers, "submit", pending)
+    monkeypatch.setattr(tiers, "is_ready", lambda key: False)
+    monkeypatch.setattr(tiers, "_vm_loaded", lambda: first == "vm")
+    monkeypatch.setattr(tiers.TieredExecutable, "_vm",
+                        lambda self: _FakeVM(self.graph, self.is_train))
+    monkeypatch.setenv("STRAIGHTDOPE_COMPILE", "tiered")
+    return tickets
+
+
+class _Scaled(mx.gluon.HybridBlock):             # new generated code: nothing cached
+    def __init__(self):
+        super().__init__()
+        self.scale = 1.0 + time.time_ns() % 1_000_003 / 1e7
+        self.dense = nn.Dense(4)
+
+    def hybrid_forward(self, F, x):
+        return self.dense(x) * self.scale
+
+
+@pytest.mark.parametrize("first", ["vm", "reference"])
+def test_trace_inspector_marks_the_switch_to_compiled_code(monkeypatch, first):
+    tickets = _tiered_with_a_pending_compile(monkeypatch, first)
+    net = _Scaled()
+    net.initialize()
+    inspector = TraceInspector(net, nd.ones((2, 3)))   # imperative call, hybridized call
+    early = inspector.calls[-1]
+    assert (early.tier, early.pending, early.switched_from) == (first, True, "")
+    for ticket in tickets:                       # "the compile is done": compiled here
+        ticket.finish()
+    assert net._cached_op.last_plan.forward.wait(timeout=600)
+    later = inspector.call()
+    assert (later.tier, later.pending, later.switched_from) == ("graph", False, first)
+    assert f"switched from the {first} tier to the graph tier" in inspector.hybridized_html.value
+    assert inspector.call().switched_from == ""  # marked once, at the switch
+
+
+def test_benchmark_marks_the_calls_on_the_vm_and_the_switch(monkeypatch):
+    """After the setup step a new graph starts on the VM: its calls are drawn hollow and
+    kept out of the median, and the switch from the VM to the graph's code is marked."""
+    from widgets.benchmark_plot import measure, summarize
+    tickets = _tiered_with_a_pending_compile(monkeypatch, "vm")
+    net = _Scaled()
+    net.initialize()
+    data, hybridized = None, 0
+    for mode, value in measure(net, nd.ones((2, 3)), repeats=4):
+        if mode == "hybridized":
+            hybridized += 1
+            if hybridized == 2:
+                for ticket in tickets:
+                    ticket.finish()
+                assert net._cached_op.last_plan.forward.wait(timeout=600)
+        if mode == "done":
+            data = value
+    result = summarize(data)
+    assert (data["first_tier"], data["pending"]) == ("vm", False)
+    assert result["tiers"] == ["vm", "vm", "graph", "graph"]
+    assert result["switch_call"] == 3
+    assert result["median"]["hybridized"] == np.median(result["hybridized"][2:])
+    bench = BenchmarkPlot(net, (2, 3))
+    bench._show(result)
+    assert "VM tier (precompiled) until the compiled code was ready" in bench.status_html.value
+    assert "switched at hybridized call 3" in bench.status_html.value
+    labels = [t.get_text() for t in bench.figure.axes[0].get_legend().get_texts()]
+    assert "switch to the compiled code" in labels
+    assert "hybridized, VM tier (compiling)" in labels
+    bench.close()
+
+
+def test_benchmark_of_the_vm_alone_counts_every_call():
+    """hybridize(executor="vm"): the VM is the net's tier, not a stop-gap: no switch, no
+    hollow calls, every call in the median (widget state from the numbers alone)."""
+    from widgets.benchmark_plot import summarize
+    data = {"imperative": [3e-5, 4e-5, 5e-5], "hybridized": [9e-6, 1e-5, 2e-5],
+            "compile_seconds": 0.01, "tiers": ["vm"] * 3, "first_tier": "vm",
+            "pending": False}
+    result = summarize(data)
+    assert result["switch_call"] is None
+    assert result["median"]["hybridized"] == 1e-5
+    bench = BenchmarkPlot(Hybridize_net, (1, 3))
+    bench._show(result)
+    labels = [t.get_text() for t in bench.figure.axes[0].get_legend().get_texts()]
+    assert not any("compiling" in label for label in labels)
+    assert "still on" not in bench.status_html.value
+    assert "speedup <b>4.00x</b>" in bench.status_html.value
+    bench.close()
+
+
 def test_benchmark_of_a_net_forward_and_backward():
     net = make_net(width=8)
     bench = BenchmarkPlot(net, (2, 3), repeats=3, hybridize_kwargs={"executor": "numpy"})

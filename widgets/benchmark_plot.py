@@ -8,9 +8,10 @@ The same net is measured both ways (same weights): first `repeats` imperative ca
 then `hybridize()` and `repeats` hybridized calls. The very first hybridized call traces
 the Python and compiles the graph; it is a one-off cost, reported apart and kept out of
 the medians. Everything else is steady state: the time a training loop would see.
-With tiered compilation (the default), the first hybridized calls may run on the NumPy
-reference tier while the compiled code is being built: those calls are drawn hollow,
-the switch is marked, and the hybridized median counts only the calls after it.
+With tiered compilation (the default), the first hybridized calls may run on a tier
+that answers while the graph's own code is being built (`EARLY_TIERS`: the VM, or the
+NumPy reference tier): those calls are drawn hollow, the switch is marked, and the
+hybridized median counts only the calls after it.
 
 The live version measures in a background thread so that the notebook stays responsive,
 and draws between calls (never during one) so that drawing does not skew the timings.
@@ -64,15 +65,22 @@ def _timed(net, x, backward) -> float:
     return time.perf_counter() - start
 
 
+# Tiers that run a graph before its own compiled code is ready (compiler/tiers.py):
+# the VM (after the setup step) or the NumPy reference tier (compiler/vm.py can't run it,
+# or a new machine). `hybridize(executor="vm")` runs the VM alone: then it is the tier.
+EARLY_TIERS = ("reference", "vm")
+
+
 def tier_of(net) -> str | None:
-    """The tier the hybridized net's last call ran on ('reference' while the compiled
-    code is being built, then 'graph' or 'steps'; 'numpy' for that executor)."""
+    """The tier the hybridized net's last call ran on ('vm' or 'reference' while the
+    compiled code is being built, then 'graph' or 'steps'; 'numpy' for that executor)."""
     op = getattr(net, "_cached_op", None)
     if op is None or not hasattr(op, "stats"):
         return None
     stats = op.stats()
     tiers = [stats[part]["tier"] for part in ("forward", "backward") if part in stats]
-    return "reference" if "reference" in tiers else (tiers[0] if tiers else None)
+    early = [tier for tier in EARLY_TIERS if tier in tiers]
+    return early[0] if early else (tiers[0] if tiers else None)
 
 
 def measure(net, x, repeats, backward=False, stop=None, hybridize_kwargs=None):
@@ -111,17 +119,25 @@ def measure(net, x, repeats, backward=False, stop=None, hybridize_kwargs=None):
             if mode == "hybridized":
                 data["tiers"].append(tier)
                 yield "tier", tier
+    data["pending"] = _pending(net)
     yield "done", data
+
+
+def _pending(net) -> bool:
+    """Is the hybridized net's own compiled code still being built?"""
+    op = getattr(net, "_cached_op", None)
+    stats = op.stats() if op is not None and hasattr(op, "stats") else {}
+    return any(stats.get(part, {}).get("pending", False) for part in ("forward", "backward"))
 
 
 def summarize(data, **config) -> dict:
     """Plain numbers: the per-call times (seconds), their medians, and the speedup.
 
     `tiers`: the tier of each hybridized call; `switch_call`: the first hybridized call
-    (1, 2, ...) on compiled code after calls on the reference tier, else None. The
-    hybridized median counts the calls on compiled code when there are any."""
+    (1, 2, ...) on compiled code after calls on an early tier (`EARLY_TIERS`), else None.
+    The hybridized median counts the calls on compiled code when there are any."""
     tiers = list(data.get("tiers", []))
-    compiled = [t for t, tier in zip(data["hybridized"], tiers) if tier != "reference"]
+    compiled = [t for t, tier in zip(data["hybridized"], tiers) if tier not in EARLY_TIERS]
     steady = {"imperative": data["imperative"],
               "hybridized": compiled if compiled else data["hybridized"]}
     medians = {m: statistics.median(steady[m]) if steady[m] else None for m in MODES}
@@ -129,10 +145,11 @@ def summarize(data, **config) -> dict:
                if medians["imperative"] and medians["hybridized"] else None)
     before = [data.get("first_tier")] + tiers
     switch = next((k for k in range(1, len(before))
-                   if before[k - 1] == "reference" and before[k] != "reference"), None)
+                   if before[k - 1] in EARLY_TIERS and before[k] not in EARLY_TIERS), None)
     return {"imperative": list(data["imperative"]), "hybridized": list(data["hybridized"]),
             "median": medians, "speedup": speedup, "tiers": tiers, "switch_call": switch,
-            "compile_seconds": data["compile_seconds"], **config}
+            "compile_seconds": data["compile_seconds"], "first_tier": data.get("first_tier"),
+            "pending": data.get("pending", True), **config}
 
 
 # ------------------------------------------------------------------ drawing
@@ -172,11 +189,15 @@ def draw(result: dict, fig=None):
         if not len(times):
             continue
         calls = np.arange(1, len(times) + 1)
-        # calls of a tiered compile that ran on the NumPy reference tier: drawn hollow,
-        # and kept out of the median and the band
+        # calls of a tiered compile that ran before the compiled code (the VM or the
+        # NumPy reference tier): drawn hollow, and kept out of the median and the band
+        # when compiled calls followed (with executor="vm" the VM is the steady state)
         tiers = result.get("tiers") or []
-        early = np.array([mode == "hybridized" and k < len(tiers) and tiers[k] == "reference"
-                          for k in range(len(times))], dtype=bool)
+        early = np.array([mode == "hybridized" and k < len(tiers)
+                          and tiers[k] in EARLY_TIERS for k in range(len(times))], dtype=bool)
+        if mode == "hybridized" and not result.get("switch_call") \
+                and not result.get("pending", True):
+            early[:] = False
         steady = times[~early] if (~early).any() else times
         # Dots, not a line: consecutive calls are independent samples, and a line through
         # them draws noise as a zig-zag. The median line and the band holding the middle
@@ -191,7 +212,7 @@ def draw(result: dict, fig=None):
                   label=tr("bench.band", mode=tr(f"bench.{mode}")))
         if early.any():
             left.plot(calls[early], shown[early], "o", mfc="none", color=COLORS[mode],
-                      ms=5, label=tr("bench.reference_tier"))
+                      ms=5, label=tr(f"bench.{tiers[int(np.argmax(early))]}_tier"))
         if mode == "hybridized" and result.get("switch_call"):
             left.axvline(result["switch_call"] - 0.5, color=COLORS[mode], ls="--", lw=1.5,
                          label=tr("bench.switch"))
@@ -408,10 +429,12 @@ class BenchmarkPlot(w.VBox):
             bits.append(tr("bench.first_call", time=format_seconds(result["compile_seconds"])))
         tiers = result.get("tiers") or []
         if result.get("switch_call"):
-            bits.append(tr("bench.switched", call=result["switch_call"],
-                           tier=tiers[result["switch_call"] - 1]))
-        elif tiers and tiers[-1] == "reference":
-            bits.append(tr("bench.still_reference"))
+            call = result["switch_call"]
+            before = tiers[call - 2] if call >= 2 else result.get("first_tier")
+            bits.append(tr("bench.switched", call=call, tier=tiers[call - 1],
+                           before=tr(f"bench.{before}_tier_name")))
+        elif tiers and tiers[-1] in EARLY_TIERS and result.get("pending", True):
+            bits.append(tr("bench.still_early", before=tr(f"bench.{tiers[-1]}_tier_name")))
         if result.get("stopped"):
             bits.append(f'<span style="color: #c62828;">{tr("bench.stopped")}</span>')
         self.status_html.value = (f'<span style="{st.FONT}">'

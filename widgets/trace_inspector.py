@@ -34,14 +34,15 @@ class Call:
     error: Exception | None = None
     result: str = ""      # a one-line description of what the call returned
     trace_failed: bool = False   # hybridized, no graph yet, and tracing raised `error`
-    tier: str = ""        # which tier ran ('reference', 'steps', 'graph'; compiler/tiers.py)
+    tier: str = ""        # which tier ran ('vm', 'reference', 'steps', 'graph'; compiler/tiers.py)
+    pending: bool = False        # the graph's own compiled code was still being built
+    switched_from: str = ""      # the tier of the hybridized call before, if it differs
 
 
-def _tier(op) -> str:
-    """The tier the cached graph's forward ran on, with a switch still pending if any."""
+def _tier(op) -> tuple[str, bool]:
+    """The tier the cached graph's forward ran on, and whether a switch is pending."""
     stats = op.stats().get("forward", {}) if hasattr(op, "stats") else {}
-    tier = stats.get("tier") or ""
-    return tier + (t("trace.tier_pending") if stats.get("pending") else "")
+    return stats.get("tier") or "", bool(stats.get("pending"))
 
 
 def _describe(result) -> str:
@@ -132,9 +133,14 @@ class TraceInspector(w.VBox):
         # tracing: the Python did run (on Symbols), it did not just skip to a graph.
         trace_failed = (mode == "hybridized" and error is not None and not traced
                         and op_after is None)
+        tier, pending = _tier(op_after) if mode == "hybridized" else ("", False)
+        # the switch from the VM or the reference tier to compiled code (same graph)
+        before = [c.tier for c in self.calls if c.mode == "hybridized"]
+        switched = before[-1] if before and tier and before[-1] and not traced \
+            and before[-1] != tier else ""
         record = Call(len(self.calls) + 1, mode, printed, traced, error,
                       "" if error is not None else _describe(result), trace_failed,
-                      _tier(op_after) if mode == "hybridized" else "")
+                      tier, pending, switched)
         self.calls.append(record)
         if traced and op_after is not None:
             self.traced_json = op_after.symbol.tojson()
@@ -165,7 +171,11 @@ class TraceInspector(w.VBox):
                  f'margin-top: 8px;">{t("trace.call", index=call.index)} &middot; '
                  f'{st.esc(what)}</div>']
         if call.tier and call.tier != "numpy":
-            parts.append(st.note(t("trace.tier", tier=call.tier)))
+            pending = t("trace.tier_pending") if call.pending else ""
+            parts.append(st.note(t("trace.tier", tier=call.tier) + pending))
+        if call.switched_from:
+            parts.append(st.note(t("trace.tier_switched", before=call.switched_from,
+                                   after=call.tier)))
         if call.printed:
             parts.append(st.pre(call.printed.rstrip("\n"), border=accent))
         elif call.error is None:
