@@ -22,9 +22,9 @@ A program is a flat int64 array:
             n_ops x (opcode dest a b constant)                 register maths
             n_out x (register buffer offset)                   registers -> outputs
 
-A LOOP runs over an (outer, inner) domain, `CHUNK` elements at a time: it copies each
-operand's elements into a register row (a stride 0 repeats a broadcast value), applies
-each op to whole rows (loops LLVM vectorizes), and stores the output rows.
+A LOOP runs over an (outer, inner) domain, `CHUNK` elements at a time: each operand's
+elements are a register (read in place, or copied to a scratch row when broadcast), each
+op is applied to whole rows (loops LLVM vectorizes), and the output rows are stored.
 """
 import numpy as np
 from numba import carray, njit, types
@@ -36,7 +36,7 @@ from .reduce import reduce_krk
 
 JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 GEMM, REDUCE, COPY, LOOP = 1, 2, 3, 4
-CHUNK = 512
+CHUNK = 4096
 # register maths: dest = f(a) or f(a, b) or f(a, constant)
 (MOVE, FILL, NEG, ABS, SIGN, EXP, LOG, SQRT, SQUARE, SIGMOID, TANH,
  ADD, SUB, MUL, DIV, MAX, MIN, GT, GE, LT, LE, EQ, NE,
@@ -87,163 +87,201 @@ def _sign(x):
 
 
 @njit(**JIT)
-def _unary(op, d, a, n):
+def _unary_row(op, D, A, n):
+    """D[:n] = op(A[:n]); likewise `_binary_row` and `_constant_row`. (Views indexed from
+    0: LLVM vectorizes those loops.)"""
     if op == MOVE:
-        d[:n] = a[:n]
+        D[:n] = A[:n]
     elif op == NEG:
         for t in range(n):
-            d[t] = -a[t]
+            D[t] = -A[t]
     elif op == ABS:
         for t in range(n):
-            d[t] = abs(a[t])
+            D[t] = abs(A[t])
     elif op == SIGN:
         for t in range(n):
-            d[t] = _sign(a[t])
+            D[t] = _sign(A[t])
     elif op == EXP:           # in float64, rounded: the NumPy forward does the same
         for t in range(n):
-            d[t] = np.float32(np.exp(np.float64(a[t])))
+            D[t] = np.float32(np.exp(np.float64(A[t])))
     elif op == LOG:
         for t in range(n):
-            d[t] = np.float32(np.log(np.float64(a[t])))
+            D[t] = np.float32(np.log(np.float64(A[t])))
     elif op == SQRT:
         for t in range(n):
-            d[t] = np.sqrt(a[t])
+            D[t] = np.sqrt(A[t])
     elif op == SQUARE:
         for t in range(n):
-            d[t] = a[t] * a[t]
+            D[t] = A[t] * A[t]
     elif op == SIGMOID:
         for t in range(n):
-            d[t] = np.float32(1.0) / (np.float32(1.0) + np.exp(-a[t]))
+            D[t] = np.float32(1.0) / (np.float32(1.0) + np.exp(-A[t]))
     elif op == TANH:
         for t in range(n):
-            d[t] = np.tanh(a[t])
+            D[t] = np.tanh(A[t])
 
 
 @njit(**JIT)
-def _binary(op, d, a, b, n):
+def _binary_row(op, D, A, B, n):
     if op == ADD:
         for t in range(n):
-            d[t] = a[t] + b[t]
+            D[t] = A[t] + B[t]
     elif op == SUB:
         for t in range(n):
-            d[t] = a[t] - b[t]
+            D[t] = A[t] - B[t]
     elif op == MUL:
         for t in range(n):
-            d[t] = a[t] * b[t]
+            D[t] = A[t] * B[t]
     elif op == DIV:
         for t in range(n):
-            d[t] = a[t] / b[t]
+            D[t] = A[t] / B[t]
     elif op == MAX:
         for t in range(n):
-            d[t] = _nan_max(a[t], b[t])
+            D[t] = _nan_max(A[t], B[t])
     elif op == MIN:
         for t in range(n):
-            d[t] = _nan_min(a[t], b[t])
+            D[t] = _nan_min(A[t], B[t])
     elif op == GT:
         for t in range(n):
-            d[t] = 1.0 if a[t] > b[t] else 0.0
+            D[t] = 1.0 if A[t] > B[t] else 0.0
     elif op == GE:
         for t in range(n):
-            d[t] = 1.0 if a[t] >= b[t] else 0.0
+            D[t] = 1.0 if A[t] >= B[t] else 0.0
     elif op == LT:
         for t in range(n):
-            d[t] = 1.0 if a[t] < b[t] else 0.0
+            D[t] = 1.0 if A[t] < B[t] else 0.0
     elif op == LE:
         for t in range(n):
-            d[t] = 1.0 if a[t] <= b[t] else 0.0
+            D[t] = 1.0 if A[t] <= B[t] else 0.0
     elif op == EQ:
         for t in range(n):
-            d[t] = 1.0 if a[t] == b[t] else 0.0
+            D[t] = 1.0 if A[t] == B[t] else 0.0
     elif op == NE:
         for t in range(n):
-            d[t] = 1.0 if a[t] != b[t] else 0.0
+            D[t] = 1.0 if A[t] != B[t] else 0.0
 
 
 @njit(**JIT)
-def _with_constant(op, d, a, c, n):
+def _constant_row(op, D, A, c, n):
     if op == FILL:
-        d[:n] = c
+        D[:n] = c
     elif op == ADD_C:
         for t in range(n):
-            d[t] = a[t] + c
+            D[t] = A[t] + c
     elif op == SUB_C:
         for t in range(n):
-            d[t] = a[t] - c
+            D[t] = A[t] - c
     elif op == RSUB_C:
         for t in range(n):
-            d[t] = c - a[t]
+            D[t] = c - A[t]
     elif op == MUL_C:
         for t in range(n):
-            d[t] = a[t] * c
+            D[t] = A[t] * c
     elif op == DIV_C:
         for t in range(n):
-            d[t] = a[t] / c
+            D[t] = A[t] / c
     elif op == RDIV_C:
         for t in range(n):
-            d[t] = c / a[t]
+            D[t] = c / A[t]
     elif op == MAX_C:         # max(x, c) keeps a NaN in x, as np.maximum does
         for t in range(n):
-            d[t] = _nan_max(a[t], c)
+            D[t] = _nan_max(A[t], c)
     elif op == MIN_C:
         for t in range(n):
-            d[t] = _nan_min(a[t], c)
+            D[t] = _nan_min(A[t], c)
     elif op == GT_C:
         for t in range(n):
-            d[t] = 1.0 if a[t] > c else 0.0
+            D[t] = 1.0 if A[t] > c else 0.0
     elif op == GE_C:
         for t in range(n):
-            d[t] = 1.0 if a[t] >= c else 0.0
+            D[t] = 1.0 if A[t] >= c else 0.0
     elif op == LT_C:
         for t in range(n):
-            d[t] = 1.0 if a[t] < c else 0.0
+            D[t] = 1.0 if A[t] < c else 0.0
     elif op == LE_C:
         for t in range(n):
-            d[t] = 1.0 if a[t] <= c else 0.0
+            D[t] = 1.0 if A[t] <= c else 0.0
     elif op == EQ_C:
         for t in range(n):
-            d[t] = 1.0 if a[t] == c else 0.0
+            D[t] = 1.0 if A[t] == c else 0.0
     elif op == NE_C:
         for t in range(n):
-            d[t] = 1.0 if a[t] != c else 0.0
+            D[t] = 1.0 if A[t] != c else 0.0
+
+
+@njit(**JIT)
+def _rows(m, scratch, where, r, rows, n):
+    """Register r as `rows` row views of n values: (array, first offset, row stride)."""
+    b, off, stride = where[r, 0], where[r, 1], where[r, 2]
+    return (scratch if b < 0 else _buffer(m, b)), off, stride
+
+
+@njit(**JIT)
+def _apply(op, m, scratch, where, dest, a, b, c, rows, n):
+    """One op on a block of rows x n elements."""
+    D, do, ds = _rows(m, scratch, where, dest, rows, n)
+    A, ao, As = _rows(m, scratch, where, a, rows, n)
+    B, bo, bs = _rows(m, scratch, where, b, rows, n)
+    for r in range(rows):
+        d, x = D[do + r * ds:do + r * ds + n], A[ao + r * As:ao + r * As + n]
+        if op < ADD:
+            if op == FILL:
+                _constant_row(op, d, x, c, n)
+            else:
+                _unary_row(op, d, x, n)
+        elif op < ADD_C:
+            _binary_row(op, d, x, B[bo + r * bs:bo + r * bs + n], n)
+        else:
+            _constant_row(op, d, x, c, n)
 
 
 @njit(**JIT)
 def _loop(code, pc, consts, m):
-    """Run the LOOP instruction at code[pc]; return the next instruction's index."""
+    """Run the LOOP instruction at code[pc]; return the next instruction's index.
+
+    The domain goes in blocks of `rows` x `n` elements (at most CHUNK). A register is
+    where a block's values are, `where[r]` = (buffer, or -1 for the scratch; offset; row
+    stride): an operand read with stride 1 along the rows stays where it is (no copy);
+    a broadcast or strided one, and every op's result, go to the scratch."""
     outer, inner, n_in, n_ops, n_out = code[pc + 1:pc + 6]
     operands, ops = pc + 6, pc + 6 + 4 * n_in
     outputs = ops + 5 * n_ops
-    regs = np.empty((n_in + n_ops, CHUNK), np.float32)
-    for j in range(outer):
-        for start in range(0, inner, CHUNK):
-            n = min(CHUNK, inner - start)
+    width = min(inner, CHUNK)
+    height = max(1, CHUNK // max(width, 1))
+    scratch = np.empty((n_in + n_ops) * CHUNK, np.float32)
+    where = np.empty((n_in + n_ops, 3), np.int64)
+    for r in range(n_in + n_ops):
+        where[r, 0], where[r, 1], where[r, 2] = -1, r * CHUNK, width
+    for j in range(0, outer, height):
+        rows = min(height, outer - j)
+        for start in range(0, inner, width):
+            n = min(width, inner - start)
             for i in range(n_in):
                 b, off, s_outer, s_inner = code[operands + 4 * i:operands + 4 * i + 4]
-                x = _buffer(m, b)
                 base = off + j * s_outer + start * s_inner
                 if s_inner == 1:
-                    regs[i, :n] = x[base:base + n]
-                elif s_inner == 0:
-                    regs[i, :n] = x[base]
-                else:
-                    for t in range(n):
-                        regs[i, t] = x[base + t * s_inner]
+                    where[i, 0], where[i, 1], where[i, 2] = b, base, s_outer
+                    continue
+                x = _buffer(m, b)
+                for r in range(rows):
+                    row = scratch[i * CHUNK + r * width:i * CHUNK + r * width + n]
+                    first = base + r * s_outer
+                    if s_inner == 0:
+                        row[:] = x[first]
+                    else:
+                        for t in range(n):
+                            row[t] = x[first + t * s_inner]
             for k in range(n_ops):
                 op, dest, a, b, c = code[ops + 5 * k:ops + 5 * k + 5]
-                if op < ADD:
-                    if op == FILL:
-                        _with_constant(op, regs[dest], regs[dest], np.float32(consts[c]), n)
-                    else:
-                        _unary(op, regs[dest], regs[a], n)
-                elif op < ADD_C:
-                    _binary(op, regs[dest], regs[a], regs[b], n)
-                else:
-                    _with_constant(op, regs[dest], regs[a], np.float32(consts[c]), n)
+                _apply(op, m, scratch, where, dest, a, b if op >= ADD and op < ADD_C else a,
+                       np.float32(consts[c]), rows, n)
             for i in range(n_out):
-                r, b, off = code[outputs + 3 * i:outputs + 3 * i + 3]
+                reg, b, off = code[outputs + 3 * i:outputs + 3 * i + 3]
                 y = _buffer(m, b)
-                base = off + j * inner + start
-                y[base:base + n] = regs[r, :n]
+                R, ro, rs = _rows(m, scratch, where, reg, rows, n)
+                for r in range(rows):
+                    first = off + (j + r) * inner + start
+                    y[first:first + n] = R[ro + r * rs:ro + r * rs + n]
     return outputs + 3 * n_out
 
 
