@@ -336,7 +336,22 @@ def plan(only=None) -> list:
     for fn, args in signatures():           # the VM tier's own two (compiler/vm.py)
         item = [["vm", fn.__name__], [describe(a) for a in args]]
         items.setdefault(json.dumps(item), item)
+    for function, args in _imperative_loss_calls():
+        item = [["softmax", function], [describe(a) for a in args]]
+        items.setdefault(json.dumps(item), item)
     return list(items.values())
+
+
+def _imperative_loss_calls() -> list:
+    """The loops an imperative SoftmaxCrossEntropyLoss calls once Numba is loaded
+    (ops/reduce.py `_compiled_ce_loops`; after the setup step, hybridize() loads it):
+    float32 scores, float32 or int labels, sizes as plain integers."""
+    x = np.empty(0, np.float32)
+    calls = []
+    for label in (np.empty(0, np.float32), np.empty(0, np.int32), np.empty(0, np.int64)):
+        calls.append(("sparse_softmax_ce", [x, 0, label, 0, x, 0, 0, 0, 0]))
+        calls.append(("sparse_softmax_ce_grad", [x, 0, x, 0, label, 0, x, 0, 0, 0, 0]))
+    return calls
 
 
 def _mark_vm_ready(items):
