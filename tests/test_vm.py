@@ -33,9 +33,14 @@ class StrictVMBackend:
         return AnyShape(graph, lambda shaped: vm.VMExecutable(shaped, is_train), static_shape)
 
 
-def _run(case, backend):
+def _run(case, backend, poison=None):
     rng = np.random.default_rng(0)
     arrays = [np.asarray(a, np.float32) for a in case.make(rng)]
+    if poison is not None:             # NaN and infinities in the data inputs
+        for j in [j for j in case.wrt or (0,) if j < len(arrays)]:
+            flat = arrays[j].reshape(-1)
+            flat[::3] = poison
+            flat[1::5] = -poison if poison == poison else poison
     names = [f"x{j}" for j in range(len(arrays))]
     out = getattr(sym, case.op)(*[sym.var(n) for n in names], **case.attrs)
     visible = OPS[case.op].visible_count(out._outputs[0][0].attrs)
@@ -71,6 +76,25 @@ def test_vm_computes_what_the_reference_tier_computes(case):
     for name in got_grad:
         np.testing.assert_allclose(got_grad[name], want_grad[name], rtol=1e-5, atol=1e-5,
                                    err_msg=f"{case.id}: gradient of {name}")
+
+
+@pytest.mark.parametrize("poison", [np.nan, np.inf], ids=["nan", "inf"])
+@pytest.mark.parametrize("case", [c for c in CASES if _float32_case(c)], ids=lambda c: c.id)
+def test_vm_agrees_with_the_reference_tier_on_nan_and_inf(case, poison):
+    """NaN propagates and infinities give what NumPy gives (max keeps a NaN, as
+    np.maximum does), forward and gradients."""
+    try:
+        with np.errstate(all="ignore"):
+            got, got_grad = _run(case, StrictVMBackend(), poison)
+    except vm.NotForTheVM as err:
+        pytest.skip(f"not for the VM: {err}")
+    with np.errstate(all="ignore"):
+        want, want_grad = _run(case, ReferenceBackend(), poison)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, equal_nan=True, err_msg=case.id)
+    for name in got_grad:
+        np.testing.assert_allclose(got_grad[name], want_grad[name], rtol=1e-5, atol=1e-5,
+                                   equal_nan=True, err_msg=f"{case.id}: gradient of {name}")
 
 
 def test_the_vm_takes_what_it_lists():
