@@ -481,3 +481,8 @@ add(Case("_slice_assign_scalar", inputs(U((3, 4))),
          {"scalar": 2.0, "begin": (None, 1), "end": (None, 3)},
          expected=lambda ins, a: [np.concatenate([ins[0][:, :1], np.full((3, 2), 2.0),
                                                   ins[0][:, 3:]], axis=1)]))
+# MXNet's Sequence* ops (ops/sequence.py): data (T, B, C), lengths per sequence
+for _op in ("SequenceMask", "SequenceLast", "SequenceReverse"):
+    add(Case(_op, inputs(U((4, 3, 2)), lambda rng: np.array([4.0, 2.0, 1.0])),
+             {"use_sequence_length": True}, label=f"{_op}-lengths"))
+    add(Case(_op, inputs(U((4, 3, 2))), label=_op))
