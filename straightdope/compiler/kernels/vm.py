@@ -33,6 +33,7 @@ from numba.extending import intrinsic
 from ..numba_internals import DISK_CACHE
 from .blas import matmul
 from .reduce import reduce_krk
+from .util import nan_max as _nan_max, nan_min as _nan_min
 
 JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
 GEMM, REDUCE, COPY, LOOP = 1, 2, 3, 4
@@ -69,16 +70,6 @@ def _buffer(m, b):
     if b == len(sizes) - 1:
         return block
     return carray(_float32_pointer(addrs[b]), (sizes[b],))
-
-
-@njit(**JIT)
-def _nan_max(a, b):
-    return a if a > b or a != a else b
-
-
-@njit(**JIT)
-def _nan_min(a, b):
-    return a if a < b or a != a else b
 
 
 @njit(**JIT)
@@ -210,8 +201,8 @@ def _constant_row(op, D, A, c, n):
 
 
 @njit(**JIT)
-def _rows(m, scratch, where, r, rows, n):
-    """Register r as `rows` row views of n values: (array, first offset, row stride)."""
+def _rows(m, scratch, where, r):
+    """Where register r is: (array, offset of its first row, row stride)."""
     b, off, stride = where[r, 0], where[r, 1], where[r, 2]
     return (scratch if b < 0 else _buffer(m, b)), off, stride
 
@@ -219,9 +210,9 @@ def _rows(m, scratch, where, r, rows, n):
 @njit(**JIT)
 def _apply(op, m, scratch, where, dest, a, b, c, rows, n):
     """One op on a block of rows x n elements."""
-    D, do, ds = _rows(m, scratch, where, dest, rows, n)
-    A, ao, As = _rows(m, scratch, where, a, rows, n)
-    B, bo, bs = _rows(m, scratch, where, b, rows, n)
+    D, do, ds = _rows(m, scratch, where, dest)
+    A, ao, As = _rows(m, scratch, where, a)
+    B, bo, bs = _rows(m, scratch, where, b)
     for r in range(rows):
         d, x = D[do + r * ds:do + r * ds + n], A[ao + r * As:ao + r * As + n]
         if op < ADD:
@@ -278,7 +269,7 @@ def _loop(code, pc, consts, m):
             for i in range(n_out):
                 reg, b, off = code[outputs + 3 * i:outputs + 3 * i + 3]
                 y = _buffer(m, b)
-                R, ro, rs = _rows(m, scratch, where, reg, rows, n)
+                R, ro, rs = _rows(m, scratch, where, reg)
                 for r in range(rows):
                     first = off + (j + r) * inner + start
                     y[first:first + n] = R[ro + r * rs:ro + r * rs + n]
