@@ -8,9 +8,14 @@ wrong, and gives a hint.
 Every exercise of the book is one `Exercise` in CHECKS (key "chapter.number"). Its rule
 takes the student's answers as keyword arguments and returns `Point`s, each right or wrong
 with its own sentence. Answers are values the student computed, a function or a block they
-wrote, or a letter for "explain why" questions (the choices print with the hint). Timings
-are checked by relations (a ratio above 1, a break-even that holds), never by numbers: they
-differ from machine to machine.
+wrote, or a letter for "explain why" questions (the choices print with the hint).
+
+Timings are graded for consistency (the `faster` you name is the one your numbers show) and
+by relations that hold by construction (waiting for the work takes longer than queueing it),
+never by their values. A relation that the machine and its load can turn around (the narrow
+net gains more, the saving is a smaller share of a big call) is an `observed` point: printed,
+with `~` when this run's numbers disagree, but not graded. The reasoning behind it is graded,
+as a choice.
 
 In a chapter (both editions, the same code): after the `## Exercises` list, one code cell
 per exercise, tagged `exercise-check` (slides skip it), calls `check("CC.N", a=None, ...)`
@@ -33,12 +38,16 @@ from .messages import language, t
 
 @dataclass
 class Point:
-    """One thing the check looked at: `ok`, and the (en, zh) sentence that says so."""
+    """One thing the check looked at: `ok`, the (en, zh) sentence that says so, and whether
+    it counts (`graded`; an observed timing relation does not)."""
     ok: bool
     text: tuple[str, str]
+    graded: bool = True
 
     def line(self) -> str:
-        return f"{'✓' if self.ok else '✗'} {_pick(self.text)}"
+        if self.graded or self.ok:
+            return f"{'✓' if self.ok else '✗'} {_pick(self.text)}"
+        return f"~ {_pick(self.text)} ({t('ex.not_graded')})"
 
 
 @dataclass
@@ -76,12 +85,16 @@ class Result:
     points: list = field(default_factory=list)
     missing: tuple = ()
 
+    @property
+    def graded(self) -> list:
+        return [p for p in self.points if p.graded]
+
     def __bool__(self) -> bool:
-        return not self.missing and bool(self.points) and all(p.ok for p in self.points)
+        return not self.missing and bool(self.graded) and all(p.ok for p in self.graded)
 
     @property
     def score(self) -> tuple[int, int]:
-        return sum(p.ok for p in self.points), len(self.points)
+        return sum(p.ok for p in self.graded), len(self.graded)
 
     def text(self) -> str:
         exercise = CHECKS[self.key]
@@ -164,6 +177,11 @@ def _order(key: str):
 def point(ok, right: tuple[str, str], wrong: tuple[str, str]) -> Point:
     """A Point saying `right` when `ok`, else `wrong`."""
     return Point(bool(ok), right if ok else wrong)
+
+
+def observed(ok, right: tuple[str, str], wrong: tuple[str, str]) -> Point:
+    """A relation a timing should show, reported but not graded (see the module docstring)."""
+    return Point(bool(ok), right if ok else wrong, graded=False)
 
 
 def choice(answer, correct: str, right: tuple[str, str], wrong: tuple[str, str]) -> Point:

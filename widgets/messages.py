@@ -193,6 +193,8 @@ MESSAGES: dict[str, dict[str, str]] = {
     "ex.some_wrong": {"en": "Exercise {ex}: {right} of {total} right.",
                       "zh": "练习 {ex}：{total} 项中对了 {right} 项。"},
     "ex.hint": {"en": "Hint: {hint}", "zh": "提示：{hint}"},
+    "ex.not_graded": {"en": "not graded: timings depend on the machine and its load",
+                      "zh": "不计分：计时取决于机器及其负载"},
     "ex.choose": {"en": "  `{name}` is one letter:", "zh": "  `{name}` 是一个字母："},
 }
 
