@@ -56,6 +56,7 @@ CUDA build of several GB.)"""
 # the largest magnitude of that array (float32 in a different order of summation).
 RTOL, ATOL = 2e-3, 2e-3
 CLASSES = {"mlp": 2, "lenet": 10, "resnet": 10}
+OURS_COMPILED = "ours: compiled graph alone"
 
 
 def find_peers():
@@ -102,6 +103,7 @@ class Case:
     lr: float
     products: list = field(default_factory=list)   # (m, n, k, ta, tb, count)
     cpu_clock: bool = False
+    parts: dict = field(default_factory=dict)       # pieces of our call, timed alongside
 
 
 def _leaf_products(net, x, train):
@@ -190,9 +192,12 @@ def _case(name):
     params = list(net.collect_params().values())
     weights = _snapshot(params)
     trainable = [p.grad_req != "null" for p in params]
+    parts = {}
     if not train:
         expected = net(xn).asnumpy()
         ours = lambda: net(xn).wait_to_read()          # noqa: E731
+        # the compiled graph alone, without the Python of gluon and CachedOp around it
+        parts[OURS_COMPILED] = workloads._compiled_run(net, x)
     else:
         if kind == "lstm":
             ours = rnn.train_step(net, xn, nd.array(y), lr)
@@ -202,7 +207,7 @@ def _case(name):
         after = _snapshot(params)
         expected = [a - b for a, b, t in zip(after, weights, trainable) if t]
     return Case(name, kind, train, x, y, weights, trainable, ours, expected, lr, products,
-                cpu_clock=kind in ("resnet", "lstm"))
+                cpu_clock=kind in ("resnet", "lstm"), parts=parts)
 
 
 def check(case, peer, result):
@@ -537,10 +542,13 @@ def kernels_report(found):
         lines.append(f"{var}={os.environ.get(var, '(unset)')}")
     torch, jax = found.get("torch"), found.get("jax")
     if torch is not None:
+        blas = [line.strip() for line in torch.__config__.show().splitlines()
+                if "BLAS_INFO" in line or "Math Kernel Library" in line]
         lines.append(f"torch {torch.__version__}: CPU capability "
                      f"{torch.backends.cpu.get_cpu_capability()}, oneDNN "
                      f"{'on' if torch.backends.mkldnn.is_available() else 'off'}, "
-                     f"threads {torch.get_num_threads()}/{torch.get_num_interop_threads()}")
+                     f"threads {torch.get_num_threads()}/{torch.get_num_interop_threads()}; "
+                     + "; ".join(blas))
     if jax is not None:
         lines.append(f"jax {jax.__version__} on {jax.devices()[0].platform}, "
                      f"XLA_FLAGS={os.environ.get('XLA_FLAGS')}")
@@ -565,7 +573,7 @@ def peer_factories(found, case, compile_too=True):
 def run_workload(case, factories, rounds):
     """Check each peer, then time the hybridized net and the peers that passed side by
     side. Returns (medians, CPU/wall ratios, {peer: why it was skipped})."""
-    variants, skipped = {"hybridized": case.ours}, {}
+    variants, skipped = {"hybridized": case.ours, **case.parts}, {}
     for name, make in factories.items():
         try:
             call, first = make()
@@ -603,7 +611,8 @@ def main(argv=None):
             found, case, not args.no_compile), args.rounds)
         results[name] = times
         ours = times["hybridized"]
-        peers = {k: v for k, v in times.items() if k != "hybridized"} or {"no peer": ours}
+        peers = {k: v for k, v in times.items()
+                 if k != "hybridized" and k not in case.parts} or {"no peer": ours}
         best = min(peers, key=peers.get)
         clock = "CPU" if case.cpu_clock else "wall"
         rows.append(f"| {name} | {fmt_us(ours)} | {fmt_us(peers[best])} | {best} | "
