@@ -13,11 +13,12 @@ one training step).
 One thread everywhere: BLAS pinned through the environment before NumPy loads and with
 threadpoolctl (benchmarks.run), `torch.set_num_threads(1)` and
 `set_num_interop_threads(1)`, and for XLA (jax) `XLA_FLAGS=--xla_cpu_multi_thread_eigen=false
-intra_op_parallelism_threads=1` set before jax loads. The last table shows each variant's
-CPU time over wall-clock time, which stays at about 1 only when one thread worked.
-Variants run interleaved, round after round; the tables give the median per call: wall-clock
-for the short workloads, this process's CPU time for R18 and W5 (as benchmarks.run and
-benchmarks.rnn do).
+intra_op_parallelism_threads=1` set before jax loads. The second table shows each variant's
+CPU time over wall-clock time: above 1 only if more than one thread worked (below 1 when
+other jobs took turns on the core).
+Variants run interleaved, round after round; the tables give the median per call in CPU
+time of this process (all its threads: a peer that used more threads would pay for them;
+`--wall` for wall-clock), since on a shared machine other jobs inflate wall-clock time.
 """
 from benchmarks import run as _run  # noqa: F401  (pins BLAS threads before NumPy loads)
 
@@ -30,6 +31,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import argparse  # noqa: E402
 import importlib  # noqa: E402
+import re  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Callable  # noqa: E402
@@ -102,7 +104,6 @@ class Case:
     expected: object
     lr: float
     products: list = field(default_factory=list)   # (m, n, k, ta, tb, count)
-    cpu_clock: bool = False
     parts: dict = field(default_factory=dict)       # pieces of our call, timed alongside
 
 
@@ -207,7 +208,7 @@ def _case(name):
         after = _snapshot(params)
         expected = [a - b for a, b, t in zip(after, weights, trainable) if t]
     return Case(name, kind, train, x, y, weights, trainable, ours, expected, lr, products,
-                cpu_clock=kind in ("resnet", "lstm"), parts=parts)
+                parts=parts)
 
 
 def check(case, peer, result):
@@ -473,15 +474,15 @@ def jax_variants(jax, case, compile_too=True):
 
 
 # ------------------------------------------------------------------ timing
-def measure(variants, rounds, cpu_clock, target=0.05):
+def measure(variants, rounds, wall=False, target=0.05):
     """Median seconds per call of each variant over interleaved rounds (CPU time of this
-    process when `cpu_clock`, else wall-clock), and each one's CPU / wall-clock ratio."""
+    process, or wall-clock), and each one's CPU / wall-clock ratio."""
     counts = {}
     for name, f in variants.items():
         start = time.perf_counter()
         f()
         counts[name] = max(1, int(target / max(time.perf_counter() - start, 1e-7)))
-    wall = {name: [] for name in variants}
+    wall_s = {name: [] for name in variants}
     cpu = {name: [] for name in variants}
     names = list(variants)
     for r in range(rounds):
@@ -491,9 +492,9 @@ def measure(variants, rounds, cpu_clock, target=0.05):
             for _ in range(n):
                 f()
             cpu[name].append((time.process_time() - c0) / n)
-            wall[name].append((time.perf_counter() - w0) / n)
-    med = {name: float(np.median((cpu if cpu_clock else wall)[name])) for name in names}
-    threads = {name: sum(cpu[name]) / sum(wall[name]) for name in names}
+            wall_s[name].append((time.perf_counter() - w0) / n)
+    med = {name: float(np.median((wall_s if wall else cpu)[name])) for name in names}
+    threads = {name: sum(cpu[name]) / sum(wall_s[name]) for name in names}
     return med, threads
 
 
@@ -542,8 +543,9 @@ def kernels_report(found):
         lines.append(f"{var}={os.environ.get(var, '(unset)')}")
     torch, jax = found.get("torch"), found.get("jax")
     if torch is not None:
-        blas = [line.strip() for line in torch.__config__.show().splitlines()
-                if "BLAS_INFO" in line or "Math Kernel Library" in line]
+        config = torch.__config__.show()
+        blas = re.findall(r"Intel\(R\) [^\n]*Math Kernel Library Version [\d.]+|BLAS_INFO=\w+",
+                          config)
         lines.append(f"torch {torch.__version__}: CPU capability "
                      f"{torch.backends.cpu.get_cpu_capability()}, oneDNN "
                      f"{'on' if torch.backends.mkldnn.is_available() else 'off'}, "
@@ -570,7 +572,7 @@ def peer_factories(found, case, compile_too=True):
     return out
 
 
-def run_workload(case, factories, rounds):
+def run_workload(case, factories, rounds, wall=False):
     """Check each peer, then time the hybridized net and the peers that passed side by
     side. Returns (medians, CPU/wall ratios, {peer: why it was skipped})."""
     variants, skipped = {"hybridized": case.ours, **case.parts}, {}
@@ -582,7 +584,7 @@ def run_workload(case, factories, rounds):
             continue
         check(case, name, first)
         variants[name] = call
-    times, threads = measure(variants, rounds, case.cpu_clock)
+    times, threads = measure(variants, rounds, wall)
     return times, threads, skipped
 
 
@@ -591,6 +593,7 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", default=[], help="workload name prefixes")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--wall", action="store_true", help="wall-clock, not CPU time")
     parser.add_argument("--no-gflops", action="store_true",
                         help="skip timing the matrix products alone")
     args = parser.parse_args(argv)
@@ -608,40 +611,40 @@ def main(argv=None):
             continue
         case = _case(name)
         times, threads, skipped = run_workload(case, peer_factories(
-            found, case, not args.no_compile), args.rounds)
+            found, case, not args.no_compile), args.rounds, args.wall)
         results[name] = times
         ours = times["hybridized"]
         peers = {k: v for k, v in times.items()
                  if k != "hybridized" and k not in case.parts} or {"no peer": ours}
         best = min(peers, key=peers.get)
-        clock = "CPU" if case.cpu_clock else "wall"
         rows.append(f"| {name} | {fmt_us(ours)} | {fmt_us(peers[best])} | {best} | "
                     f"{ours / peers[best]:.2f} |")
         for k, v in times.items():
-            detail.append(f"| {name} | {k} | {fmt_us(v)} | {clock} | {v / ours:.2f} | "
+            detail.append(f"| {name} | {k} | {fmt_us(v)} | {v / ours:.2f} | "
                           f"{threads[k]:.2f} |")
         for k, why in skipped.items():
-            detail.append(f"| {name} | {k} | skipped: {why} | | | |")
+            detail.append(f"| {name} | {k} | skipped: {why} | | |")
         print(rows[-1], flush=True)
         if case.products and not args.no_gflops:
             seconds, work = product_seconds(case.products), flops(case.products)
             gflop_rows.append(
-                f"| {name} | {work / 1e9:.3f} | {fmt_us(seconds)} | {work / seconds / 1e9:.0f} "
+                f"| {name} | {work / 1e6:,.1f} | {fmt_us(seconds)} | {work / seconds / 1e9:.0f} "
                 f"| {seconds / ours:.0%} | {work / ours / 1e9:.0f} | "
                 f"{work / peers[best] / 1e9:.0f} |")
+    clock = "wall-clock" if args.wall else "CPU"
+    print(f"\nmedian {clock} us per call, one thread")
     print("\n| workload | hybridized us | best peer us | peer | hybridized / best peer |")
     print("|---|---:|---:|---|---:|")
     print("\n".join(rows))
-    print("\n| workload | variant | median us/call | clock | x hybridized time | "
-          "CPU / wall |")
-    print("|---|---|---:|---|---:|---:|")
+    print("\n| workload | variant | median us/call | x hybridized time | CPU / wall |")
+    print("|---|---|---:|---:|---:|")
     print("\n".join(detail))
     if gflop_rows:
         square = product_seconds([(1024, 1024, 1024, 0, 0, 1)], rounds=3)
         print(f"\nmatrix products (float32, one thread): a large square product "
               f"1024^3 as our compiler calls it runs at {2 * 1024 ** 3 / square / 1e9:.0f} "
               f"GFLOP/s on this core")
-        print("\n| workload | products GFLOP | products alone us | their GFLOP/s | share of "
+        print("\n| workload | products MFLOP | products alone us | their GFLOP/s | share of "
               "the hybridized call | hybridized call GFLOP/s | best peer GFLOP/s |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         print("\n".join(gflop_rows))
