@@ -592,6 +592,27 @@ def run_workload(case, factories, rounds, wall=False):
     return times, threads, skipped
 
 
+def print_tables(rows, detail, gflop_rows, found, wall):
+    clock = "wall-clock" if wall else "CPU"
+    print(f"\nmedian {clock} us per call, one thread")
+    print("\n| workload | hybridized us | best peer us | peer | hybridized / best peer |")
+    print("|---|---:|---:|---|---:|")
+    print("\n".join(rows))
+    print("\n| workload | variant | median us/call | x hybridized time | CPU / wall |")
+    print("|---|---|---:|---:|---:|")
+    print("\n".join(detail))
+    if gflop_rows:
+        square = product_seconds([(1024, 1024, 1024, 0, 0, 1)], rounds=3)
+        print(f"\nmatrix products (float32, one thread): a large square product "
+              f"1024^3 as our compiler calls it runs at {2 * 1024 ** 3 / square / 1e9:.0f} "
+              f"GFLOP/s on this core")
+        print("\n| workload | products MFLOP | products alone us | their GFLOP/s | share of "
+              "the hybridized call | hybridized call GFLOP/s | best peer GFLOP/s |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("\n".join(gflop_rows))
+    print("\nkernels: " + "\n         ".join(kernels_report(found)))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=[], help="workload name prefixes")
@@ -610,49 +631,34 @@ def main(argv=None):
     from threadpoolctl import threadpool_limits
     threadpool_limits(1)
     results, rows, detail, gflop_rows = {}, [], [], []
-    for name in WORKLOAD_NAMES:
-        if args.only and not any(name.startswith(p) for p in args.only):
-            continue
-        case = _case(name)
-        times, threads, skipped = run_workload(case, peer_factories(
-            found, case, not args.no_compile), args.rounds, args.wall)
-        results[name] = times
-        ours = times["hybridized"]
-        peers = {k: v for k, v in times.items()
-                 if k != "hybridized" and k not in case.parts} or {"no peer": ours}
-        best = min(peers, key=peers.get)
-        rows.append(f"| {name} | {fmt_us(ours)} | {fmt_us(peers[best])} | {best} | "
-                    f"{ours / peers[best]:.2f} |")
-        for k, v in times.items():
-            detail.append(f"| {name} | {k} | {fmt_us(v)} | {v / ours:.2f} | "
-                          f"{threads[k]:.2f} |")
-        for k, why in skipped.items():
-            detail.append(f"| {name} | {k} | skipped: {why} | | |")
-        print(rows[-1], flush=True)
-        if case.products and not args.no_gflops:
-            seconds, work = product_seconds(case.products), flops(case.products)
-            gflop_rows.append(
-                f"| {name} | {work / 1e6:,.1f} | {fmt_us(seconds)} | {work / seconds / 1e9:.0f} "
-                f"| {seconds / ours:.0%} | {work / ours / 1e9:.0f} | "
-                f"{work / peers[best] / 1e9:.0f} |")
-    clock = "wall-clock" if args.wall else "CPU"
-    print(f"\nmedian {clock} us per call, one thread")
-    print("\n| workload | hybridized us | best peer us | peer | hybridized / best peer |")
-    print("|---|---:|---:|---|---:|")
-    print("\n".join(rows))
-    print("\n| workload | variant | median us/call | x hybridized time | CPU / wall |")
-    print("|---|---|---:|---:|---:|")
-    print("\n".join(detail))
-    if gflop_rows:
-        square = product_seconds([(1024, 1024, 1024, 0, 0, 1)], rounds=3)
-        print(f"\nmatrix products (float32, one thread): a large square product "
-              f"1024^3 as our compiler calls it runs at {2 * 1024 ** 3 / square / 1e9:.0f} "
-              f"GFLOP/s on this core")
-        print("\n| workload | products MFLOP | products alone us | their GFLOP/s | share of "
-              "the hybridized call | hybridized call GFLOP/s | best peer GFLOP/s |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        print("\n".join(gflop_rows))
-    print("\nkernels: " + "\n         ".join(kernels_report(found)))
+    try:
+        for name in WORKLOAD_NAMES:
+            if args.only and not any(name.startswith(p) for p in args.only):
+                continue
+            case = _case(name)
+            times, threads, skipped = run_workload(case, peer_factories(
+                found, case, not args.no_compile), args.rounds, args.wall)
+            results[name] = times
+            ours = times["hybridized"]
+            peers = {k: v for k, v in times.items()
+                     if k != "hybridized" and k not in case.parts} or {"no peer": ours}
+            best = min(peers, key=peers.get)
+            rows.append(f"| {name} | {fmt_us(ours)} | {fmt_us(peers[best])} | {best} | "
+                        f"{ours / peers[best]:.2f} |")
+            for k, v in times.items():
+                detail.append(f"| {name} | {k} | {fmt_us(v)} | {v / ours:.2f} | "
+                              f"{threads[k]:.2f} |")
+            for k, why in skipped.items():
+                detail.append(f"| {name} | {k} | skipped: {why} | | |")
+            print(rows[-1], flush=True)
+            if case.products and not args.no_gflops:
+                seconds, work = product_seconds(case.products), flops(case.products)
+                gflop_rows.append(
+                    f"| {name} | {work / 1e6:,.1f} | {fmt_us(seconds)} | "
+                    f"{work / seconds / 1e9:.0f} | {seconds / ours:.0%} | "
+                    f"{work / ours / 1e9:.0f} | {work / peers[best] / 1e9:.0f} |")
+    finally:            # what was measured is printed even if a later check fails
+        print_tables(rows, detail, gflop_rows, found, args.wall)
     return results
 
 
