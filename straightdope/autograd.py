@@ -282,12 +282,15 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
 
     With create_graph=True the gradients are themselves recorded, so calling backward()
     on them (or grad() again) gives second derivatives; the graph is then kept
-    (retain_graph defaults to create_graph, as in MXNet)."""
+    (retain_graph defaults to create_graph, as in MXNet).
+
+    A list, one gradient per variable, even for one variable given alone: MXNet 1.9.1
+    wraps a lone variable in a list before checking, so its `return ret[0]` never runs
+    (its tests index `grad(y, x)[0]`)."""
     from . import ndarray as nd
     if retain_graph is None:
         retain_graph = create_graph
-    single = not isinstance(variables, (list, tuple))
-    variables = [variables] if single else list(variables)
+    variables = list(variables) if isinstance(variables, (list, tuple)) else [variables]
     saved = [(v._grad, v._grad_req) for v in variables]
     try:
         for v in variables:
@@ -303,7 +306,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     finally:
         for v, (g, req) in zip(variables, saved):
             v._grad, v._grad_req = g, req
-    return result[0] if single else result
+    return result
 
 
 def get_symbol(x):
