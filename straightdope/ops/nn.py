@@ -129,8 +129,9 @@ def _fc_grad(F, attrs, inputs, outputs, out_grads):
         x2, og2 = F.Flatten(x), og
         dx = F.reshape_like(F.dot(og, w), x)
     else:
+        # 2-D dots, so the gradient's own gradient (second order) is a 2-D dot's
         x2, og2 = F._flatten_leading(x), F._flatten_leading(og)
-        dx = F.dot(og, w)
+        dx = F.reshape_like(F.dot(og2, w), x)
     grads = [dx, F.dot(og2, x2, transpose_a=True)]
     if not attrs["no_bias"]:
         grads.append(F.sum(og2, axis=0))
