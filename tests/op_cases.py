@@ -110,6 +110,8 @@ add(Case("clip", inputs(U((3, 4), kinks=(-0.5, 0.8))), {"a_min": -0.5, "a_max": 
 add(Case("BlockGrad", inputs(U((2, 2))), wrt=()))
 # gradient is ones, not the output gradient: checked in test_mxnet_wider, not by differences
 add(Case("make_loss", inputs(U((2, 3))), wrt=(), expected=lambda ins, a: [ins[0]]))
+add(Case("cast_storage", inputs(U((2, 3))), {"stype": "default"},
+         expected=lambda ins, a: [ins[0]]))
 add(Case("_identity_with_attr_like_rhs", inputs(U((2, 3)), U((2, 3))),
          expected=lambda ins, a: [ins[0]]))
 

@@ -200,6 +200,24 @@ register("make_loss", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
          elementwise=True, output_names=("loss",),
          doc="make_loss(data): identity; marks data as a loss, so its gradient is ones.")
 
+
+def _cast_storage_shape(attrs, in_shapes):
+    """A dense copy's shape; a sparse stype is refused here, so graphs refuse it too."""
+    if attrs["stype"] != "default":
+        raise OpError(f"cast_storage: stype={attrs['stype']!r}: straightdope stores every "
+                      f"array densely (sparse storage is not part of it); use 'default'")
+    return same_shape(attrs, in_shapes)
+
+
+_cast_storage_shape.partial = all_one_shape
+# cast_storage(x, stype='default'): a dense copy. MXNet's test_utils route every value of a
+# finite-difference check through it; its gradient passes through, as MXNet's does.
+register("cast_storage", attrs={"stype": Choice("default", "row_sparse", "csr", required=True)},
+         forward=lambda attrs, x: x.copy(), infer_shape=_cast_storage_shape,
+         gradient=lambda F, a, i, o, og: [og[0]], scalar_expr="{0}", elementwise=True,
+         doc="cast_storage(data, stype): a copy in storage `stype` ('default' only: dense).")
+
+
 # Activation(act_type) dispatches to the unary table: one op in MXNet's JSON.
 ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")
 
