@@ -488,3 +488,16 @@ for _op in ("SequenceMask", "SequenceLast", "SequenceReverse"):
     add(Case(_op, inputs(U((4, 3, 2)), lambda rng: np.array([4.0, 2.0, 1.0])),
              {"use_sequence_length": True}, label=f"{_op}-lengths"))
     add(Case(_op, inputs(U((4, 3, 2))), label=_op))
+
+
+def _near_pair(rng):
+    """Two arrays within allclose's tolerance of each other, but not equal."""
+    x = rng.uniform(-2, 2, (3, 4))
+    return [x, x * (1 + 1e-7)]
+
+
+add(Case("_contrib_allclose", _near_pair, wrt=(),
+         expected=lambda ins, a: [np.array(np.allclose(ins[0], ins[1]), dtype=np.uint8)]))
+add(Case("_contrib_allclose", inputs(U((2, 3)), U((2, 3))), {"rtol": 1e-3, "atol": 0.1},
+         wrt=(), expected=lambda ins, a: [np.array(np.allclose(ins[0], ins[1], 1e-3, 0.1),
+                                                   dtype=np.uint8)]))

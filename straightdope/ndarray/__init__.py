@@ -463,6 +463,7 @@ for _name in FLUENT_METHODS:
 
 
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
+contrib._contrib_ops(vars(contrib), globals())     # _contrib_allclose: contrib.allclose
 from . import _internal  # noqa: E402,F401  (the ops named _xxx, as MXNet's nd._internal)
 
 

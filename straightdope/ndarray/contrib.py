@@ -107,3 +107,11 @@ def _flags(test, doc):
 isinf = _flags(_np_module.isinf, "1 where the value is +inf or -inf, else 0.")
 isfinite = _flags(_np_module.isfinite, "1 where the value is finite, else 0.")
 isnan = _flags(_np_module.isnan, "1 where the value is NaN, else 0.")
+
+
+def _contrib_ops(namespace, functions):
+    """The registry's `_contrib_X` op functions (in `functions`) as `contrib.X` (in
+    `namespace`), as MXNet names them; nd.contrib and sym.contrib both."""
+    for name, function in list(functions.items()):
+        if name.startswith("_contrib_") and name[len("_contrib_"):] not in namespace:
+            namespace[name[len("_contrib_"):]] = function

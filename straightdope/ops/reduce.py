@@ -121,6 +121,34 @@ register("nansum", numpy_only=True, attrs=dict(REDUCE_ATTRS), forward=_reducer(n
 register("nanprod", numpy_only=True, attrs=dict(REDUCE_ATTRS), forward=_reducer(np.nanprod),
          infer_shape=_reduce_shape, gradient=_nanprod_grad,
          doc="nanprod(data, axis=None, keepdims=False): product, NaNs left out.")
+def _allclose_forward(attrs, a, b):
+    """1 (uint8, 0-d) if every |a - b| <= atol + rtol * |b|, as MXNet's kernel: the
+    tolerances are float32 (its parameters), NaNs equal only each other (equal_nan)."""
+    wide = np.float64 if np.float64 in (a.dtype, b.dtype) else np.float32
+    a, b = a.astype(wide), b.astype(wide)
+    rtol, atol = wide(np.float32(attrs["rtol"])), wide(np.float32(attrs["atol"]))
+    nan_a, nan_b = np.isnan(a), np.isnan(b)
+    with np.errstate(invalid="ignore"):
+        close = (a == b) | (np.abs(a - b) <= atol + rtol * np.abs(b))
+    close = np.where(nan_a | nan_b, attrs["equal_nan"] & (nan_a == nan_b), close)
+    return np.array(close.all(), dtype=np.uint8)
+
+
+def _allclose_shape(attrs, in_shapes):
+    a, b = in_shapes
+    if a is not None and b is not None and tuple(a) != tuple(b):
+        raise OpError(f"allclose: a {tuple(a)} and b {tuple(b)} must have one shape")
+    return [a if a is not None else b] * 2, [()]
+
+
+register("_contrib_allclose", inputs=("a", "b"), numpy_only=True,
+         attrs={"rtol": Float(1e-05), "atol": Float(1e-08), "equal_nan": Bool(True)},
+         forward=_allclose_forward, infer_shape=_allclose_shape,
+         infer_dtype=lambda attrs, dtypes: np.uint8,
+         doc="contrib.allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=True): 1 (uint8) when "
+             "every |a - b| <= atol + rtol * |b|, else 0 (MXNet's test_utils compare with it).")
+
+
 register("argmax_channel", numpy_only=True,
          forward=lambda attrs, x: np.argmax(x, axis=-1).astype(x.dtype),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(s[0][:-1])]),

@@ -145,6 +145,8 @@ Symbol.simple_bind = _simple_bind
 Symbol.bind = _bind
 Symbol.T = property(lambda self: globals()["transpose"](self))
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
+from ..ndarray.contrib import _contrib_ops  # noqa: E402
+_contrib_ops(vars(contrib), globals())       # _contrib_allclose: contrib.allclose
 
 
 def __getattr__(attr):
