@@ -501,3 +501,7 @@ add(Case("_contrib_allclose", _near_pair, wrt=(),
 add(Case("_contrib_allclose", inputs(U((2, 3)), U((2, 3))), {"rtol": 1e-3, "atol": 0.1},
          wrt=(), expected=lambda ins, a: [np.array(np.allclose(ins[0], ins[1], 1e-3, 0.1),
                                                    dtype=np.uint8)]))
+add(Case("hard_sigmoid", inputs(U((3, 4), -4, 4, kinks=(-2.5, 2.5))),
+         expected=lambda ins, a: [np.clip(0.2 * ins[0] + 0.5, 0, 1)]))
+add(Case("hard_sigmoid", inputs(U((3, 4), kinks=(-1.0, 1.0))), {"alpha": 0.5, "beta": 0.5},
+         expected=lambda ins, a: [np.clip(0.5 * ins[0] + 0.5, 0, 1)]))

@@ -301,6 +301,29 @@ register("clip", attrs={"a_min": Attr("float", required=True), "a_max": Attr("fl
          doc="clip(data, a_min, a_max).")
 
 
+# hard_sigmoid(x) = clip(alpha * x + beta, 0, 1); its gradient is alpha strictly inside
+# (0, 1), as MXNet's kernel tests the line it clips.
+HARD_SIGMOID_ATTRS = {"alpha": Float(0.2), "beta": Float(0.5)}
+register("hard_sigmoid", attrs=dict(HARD_SIGMOID_ATTRS),
+         forward=lambda attrs, x: np.clip(attrs["alpha"] * x + attrs["beta"], 0, 1).astype(
+             x.dtype, copy=False),
+         infer_shape=same_shape,
+         gradient=lambda F, attrs, i, o, og: [F._hard_sigmoid_grad(og[0], i[0], **attrs)],
+         scalar_expr="min(max({alpha} * {0} + {beta}, 0.0), 1.0)", elementwise=True,
+         doc="hard_sigmoid(data, alpha=0.2, beta=0.5): max(0, min(1, alpha * data + beta)).")
+
+
+def _hard_sigmoid_grad_forward(attrs, og, x):
+    line = attrs["alpha"] * x + attrs["beta"]
+    return np.where((line > 0) & (line < 1), og * attrs["alpha"], 0).astype(og.dtype, copy=False)
+
+
+register("_hard_sigmoid_grad", inputs=("out_grad", "data"), attrs=dict(HARD_SIGMOID_ATTRS),
+         forward=_hard_sigmoid_grad_forward, infer_shape=same_shape,
+         scalar_expr="({0} * {alpha} if 0.0 < {alpha} * {1} + {beta} < 1.0 else 0.0)",
+         elementwise=True, doc="Gradient of hard_sigmoid.")
+
+
 # -------------------------------------------------------------- binary ops
 def _sum_to(F, grad, like):
     """Undo broadcasting: sum `grad` down to the shape of `like`."""
