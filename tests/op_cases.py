@@ -505,3 +505,5 @@ add(Case("hard_sigmoid", inputs(U((3, 4), -4, 4, kinks=(-2.5, 2.5))),
          expected=lambda ins, a: [np.clip(0.2 * ins[0] + 0.5, 0, 1)]))
 add(Case("hard_sigmoid", inputs(U((3, 4), kinks=(-1.0, 1.0))), {"alpha": 0.5, "beta": 0.5},
          expected=lambda ins, a: [np.clip(0.5 * ins[0] + 0.5, 0, 1)]))
+add(Case("logical_not", lambda rng: [rng.integers(-2, 2, (3, 4)).astype(np.float64)], wrt=(),
+         expected=lambda ins, a: [np.logical_not(ins[0]).astype(np.float64)]))

@@ -165,6 +165,8 @@ UNARY = {
     "ceil": (np.ceil, "np.ceil({0})", lambda F, x, y, og: og * 0.0),
     "trunc": (np.trunc, "np.trunc({0})", lambda F, x, y, og: og * 0.0),
     "fix": (np.fix, "np.trunc({0})", lambda F, x, y, og: og * 0.0),
+    # 1 where x is 0, else 0, in x's dtype (MXNet: a zero gradient)
+    "logical_not": (np.logical_not, "(1.0 if {0} == 0 else 0.0)", lambda F, x, y, og: og * 0.0),
 }
 
 
