@@ -9,6 +9,7 @@
 The functions are *generated* from the op registry (`_make_function`), exactly
 as `straightdope.nd`'s are. That is why `F.relu` works for either `F`.
 """
+from numbers import Number as _Number
 from types import SimpleNamespace as _SimpleNamespace
 
 from ..ndarray import FLUENT_METHODS
@@ -84,16 +85,25 @@ linalg = _SimpleNamespace(**{_name[len("_linalg_"):]: globals()[_name] for _name
                              if _name.startswith("_linalg_")})
 
 
-def _scalar_or_symbol(key):
+def _scalar_or_symbol(key, on_numbers):
+    """sym.maximum(a, b) and co., as MXNet's: Symbols and numbers in either place; two
+    numbers give a number."""
     def function(lhs, rhs):
         if isinstance(lhs, Symbol):
             return lhs._binary(key, rhs)
-        return rhs._binary(key, lhs, reflected=True)
+        if isinstance(rhs, Symbol):
+            return rhs._binary(key, lhs, reflected=True)
+        if isinstance(lhs, _Number) and isinstance(rhs, _Number):
+            return on_numbers(lhs, rhs)
+        raise TypeError(f"sym.{key}: types ({type(lhs).__name__}, {type(rhs).__name__}) "
+                        f"not supported: give Symbols or numbers")
+    function.__name__ = key
     return function
 
 
-maximum = _scalar_or_symbol("maximum")
-minimum = _scalar_or_symbol("minimum")
+maximum = _scalar_or_symbol("maximum", max)
+minimum = _scalar_or_symbol("minimum", min)
+pow = power = _scalar_or_symbol("pow", lambda base, exp: base ** exp)  # noqa: A001
 
 
 def zeros(shape, dtype="float32", **kwargs):
