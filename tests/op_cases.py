@@ -105,6 +105,9 @@ add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "leaky", "slop
 add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "elu", "slope": 1.0},
          expected=lambda ins, a: [np.where(ins[0] > 0, ins[0], np.expm1(ins[0]))]))
 add(Case("LeakyReLU", inputs(U((2, 5))), {"act_type": "gelu"}))
+add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "selu"},
+         expected=lambda ins, a: [1.0507009873554804934193349852946 * np.where(
+             ins[0] > 0, ins[0], 1.6732632423543772848170429916717 * np.expm1(ins[0]))]))
 add(Case("clip", inputs(U((3, 4), kinks=(-0.5, 0.8))), {"a_min": -0.5, "a_max": 0.8},
          expected=lambda ins, a: [np.clip(ins[0], -0.5, 0.8)]))
 add(Case("BlockGrad", inputs(U((2, 2))), wrt=()))

@@ -326,6 +326,9 @@ def _leaky_relu(e, node, x, out):
         e.add("LeakyRelu", x, out, alpha=slope)
     elif kind == "elu":
         e.add("Elu", x, out, alpha=slope)
+    elif kind == "selu":
+        from ..ops.elemwise import _SELU_ALPHA, _SELU_LAMBDA
+        e.add("Selu", x, out, alpha=_SELU_ALPHA, gamma=_SELU_LAMBDA)
     else:
         e.add("Gelu", x, out)                       # the exact (erf) form, like MXNet
 

@@ -249,21 +249,27 @@ def _leaky_forward(attrs, x):
         y = np.where(x > 0, x, slope * x)
     elif kind == "elu":
         y = np.where(x > 0, x, slope * np.expm1(np.minimum(x, 0)))
+    elif kind == "selu":
+        y = _SELU_LAMBDA * np.where(x > 0, x, _SELU_ALPHA * np.expm1(np.minimum(x, 0)))
     else:  # gelu, exact form with erf as in MXNet
         y = 0.5 * x * (1.0 + scipy_special().erf(x / _SQRT2))
     return y.astype(x.dtype, copy=False)
 
 
+# SELU's constants, as MXNet's (mshadow_op.h)
+_SELU_ALPHA, _SELU_LAMBDA = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 _LEAKY_EXPR = {
     "leaky": "({0} if {0} > 0 else {slope} * {0})",
     "elu": "({0} if {0} > 0 else {slope} * (np.exp({0}) - 1.0))",
     "gelu": "(0.5 * {0} * (1.0 + math.erf({0} / 1.4142135623730951)))",
+    "selu": f"({_SELU_LAMBDA!r} * ({{0}} if {{0}} > 0 else {_SELU_ALPHA!r} * (np.exp({{0}}) - 1.0)))",
 }
-register("LeakyReLU", attrs={"act_type": Choice("leaky", "elu", "gelu"), "slope": Float(0.25)},
+LEAKY_TYPES = ("leaky", "elu", "gelu", "selu")
+register("LeakyReLU", attrs={"act_type": Choice(*LEAKY_TYPES), "slope": Float(0.25)},
          forward=_leaky_forward, infer_shape=same_shape,
          gradient=lambda F, attrs, i, o, og: [F._leaky_relu_grad(og[0], i[0], **attrs)],
          scalar_expr=lambda attrs: _LEAKY_EXPR[attrs["act_type"]], elementwise=True,
-         doc="LeakyReLU(data, act_type='leaky'|'elu'|'gelu', slope=0.25).")
+         doc="LeakyReLU(data, act_type='leaky'|'elu'|'gelu'|'selu', slope=0.25).")
 
 
 def _leaky_grad_forward(attrs, og, x):
@@ -272,6 +278,10 @@ def _leaky_grad_forward(attrs, og, x):
         d = np.where(x > 0, 1.0, slope)
     elif kind == "elu":
         d = np.where(x > 0, 1.0, slope * np.exp(np.minimum(x, 0)))
+    elif kind == "selu":
+        # the derivative; MXNet's kernel writes lambda * (alpha + y), which is off by
+        # (lambda - 1) * y below zero
+        d = _SELU_LAMBDA * np.where(x > 0, 1.0, _SELU_ALPHA * np.exp(np.minimum(x, 0)))
     else:
         d = 0.5 * (1.0 + scipy_special().erf(x / _SQRT2)) + x * np.exp(-0.5 * x * x) * _INV_SQRT2PI
     return (og * d).astype(og.dtype, copy=False)
@@ -282,9 +292,10 @@ _LEAKY_GRAD_EXPR = {
     "elu": "({0} if {1} > 0 else {slope} * np.exp({1}) * {0})",
     "gelu": "({0} * (0.5 * (1.0 + math.erf({1} / 1.4142135623730951)) "
             "+ {1} * np.exp(-0.5 * {1} * {1}) * 0.3989422804014327))",
+    "selu": f"({{0}} * {_SELU_LAMBDA!r} * (1.0 if {{1}} > 0 else {_SELU_ALPHA!r} * np.exp({{1}})))",
 }
 register("_leaky_relu_grad", inputs=("out_grad", "data"),
-         attrs={"act_type": Choice("leaky", "elu", "gelu"), "slope": Float(0.25)},
+         attrs={"act_type": Choice(*LEAKY_TYPES), "slope": Float(0.25)},
          forward=_leaky_grad_forward, infer_shape=same_shape,
          scalar_expr=lambda attrs: _LEAKY_GRAD_EXPR[attrs["act_type"]], elementwise=True,
          doc="Gradient of LeakyReLU (an op of its own so that the compiler can fuse it).")
