@@ -510,3 +510,6 @@ add(Case("hard_sigmoid", inputs(U((3, 4), kinks=(-1.0, 1.0))), {"alpha": 0.5, "b
          expected=lambda ins, a: [np.clip(0.5 * ins[0] + 0.5, 0, 1)]))
 add(Case("logical_not", lambda rng: [rng.integers(-2, 2, (3, 4)).astype(np.float64)], wrt=(),
          expected=lambda ins, a: [np.logical_not(ins[0]).astype(np.float64)]))
+add(Case("reshape_like", inputs(U((3, 10)), U((4, 2, 5))),
+         {"lhs_begin": -1, "rhs_begin": 1}, wrt=(0,),
+         expected=lambda ins, a: [ins[0].reshape(3, 2, 5)]))

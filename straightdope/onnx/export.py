@@ -696,7 +696,10 @@ def _broadcast_like(e, node, x, out):
 
 @translates("reshape_like")
 def _reshape_like(e, node, x, out):
-    e.add("Reshape", [x[0], e.add("Shape", [x[1]])], out)
+    if any(v is not None for v in node.attrs.values()):     # part of rhs's shape: known
+        e.add("Reshape", [x[0], e.const(node.shapes[0], np.int64)], out)
+    else:
+        e.add("Reshape", [x[0], e.add("Shape", [x[1]])], out)
 
 
 @translates("zeros_like", "ones_like")

@@ -74,19 +74,51 @@ register("reshape", attrs={"shape": Shape(required=True), "reverse": Bool(False)
          doc="reshape(data, shape) with MXNet's codes (0 copy, -1 infer, -2 rest, -3 merge, -4 split).")
 alias("Reshape", "reshape")
 
+RESHAPE_LIKE_ATTRS = {"lhs_begin": OptInt(), "lhs_end": OptInt(), "rhs_begin": OptInt(),
+                      "rhs_end": OptInt()}
+
+
+def _like_range(attrs, side, ndim):
+    """MXNet's [begin, end) of lhs or rhs axes: None is the start or the end, negatives
+    count from the end; an empty or out-of-range span is refused."""
+    begin, end = attrs[side + "_begin"], attrs[side + "_end"]
+    b = 0 if begin is None else begin + ndim if begin < 0 else begin
+    e = ndim if end is None else end + ndim if end < 0 else end
+    if not 0 <= b < e <= ndim:
+        raise OpError(f"reshape_like: {side}_begin={begin}, {side}_end={end} is not a "
+                      f"non-empty range of the {ndim} axes of {side}")
+    return b, e
+
+
+def reshape_like_target(attrs, lhs, rhs):
+    """The output shape: lhs with its axes [lhs_begin, lhs_end) replaced by rhs's axes
+    [rhs_begin, rhs_end) (all of them by default: rhs's shape)."""
+    if all(v is None for v in attrs.values()):
+        return tuple(rhs)
+    lb, le = _like_range(attrs, "lhs", len(lhs))
+    rb, re_ = _like_range(attrs, "rhs", len(rhs))
+    return tuple(lhs[:lb]) + tuple(rhs[rb:re_]) + tuple(lhs[le:])
+
+
 def _reshape_like_shape(attrs, in_shapes):
     lhs, rhs = in_shapes
-    if is_complete(lhs) and is_complete(rhs) and math.prod(lhs) != math.prod(rhs):
+    if rhs is None or lhs is None and any(v is not None for v in attrs.values()):
+        return in_shapes, [None]
+    out = reshape_like_target(attrs, lhs, rhs) if lhs is not None else tuple(rhs)
+    if is_complete(lhs) and is_complete(out) and math.prod(lhs) != math.prod(out):
         raise OpError(f"reshape_like: lhs of shape {lhs} ({math.prod(lhs)} elements) cannot "
-                      f"take the shape {rhs} ({math.prod(rhs)} elements)")
-    return in_shapes, [rhs]
+                      f"take the shape {out} ({math.prod(out)} elements)")
+    return in_shapes, [out]
 
 
-register("reshape_like", inputs=("lhs", "rhs"),
-         forward=lambda attrs, x, like: x.reshape(like.shape).copy(),
+register("reshape_like", inputs=("lhs", "rhs"), attrs=dict(RESHAPE_LIKE_ATTRS),
+         forward=lambda attrs, x, like: x.reshape(
+             reshape_like_target(attrs, x.shape, like.shape)).copy(),
          infer_shape=_reshape_like_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0]), None],
-         doc="reshape_like(lhs, rhs): lhs with the shape of rhs.")
+         doc="reshape_like(lhs, rhs, lhs_begin=None, lhs_end=None, rhs_begin=None, "
+             "rhs_end=None): lhs with the shape of rhs, or with its axes [lhs_begin, lhs_end) "
+             "replaced by rhs's axes [rhs_begin, rhs_end).")
 
 
 def _flatten_shape(attrs, in_shapes):
