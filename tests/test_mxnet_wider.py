@@ -234,3 +234,24 @@ def test_np_array_scope_is_per_thread_and_names_its_setting():
         thread.start()
         thread.join()
     assert seen == [False] and not mx.is_np_array()
+
+
+# --------------------------------------------------------------- executor monitor
+def test_executor_monitor_names_and_values_as_mxnet():
+    data = mx.sym.var("data")
+    net = mx.sym.relu(mx.sym.FullyConnected(data, num_hidden=2, name="fc"), name="act")
+    exe = net.simple_bind(mx.cpu(), data=(3, 4), grad_req="null")
+    exe.arg_dict["data"][:] = np.arange(12.0).reshape(3, 4) - 6
+    exe.arg_dict["fc_weight"][:] = 0.5
+    seen = {}
+    exe.set_monitor_callback(lambda name, arr: seen.setdefault(name, arr.asnumpy()))
+    exe.forward()
+    assert list(seen) == ["fc_output", "act_output"]
+    np.testing.assert_allclose(seen["act_output"], exe.outputs[0].asnumpy())
+    np.testing.assert_allclose(seen["fc_output"], (np.arange(12.0).reshape(3, 4) - 6).sum(1,
+                               keepdims=True) * 0.5 * np.ones((1, 2)))
+    names = []
+    exe.set_monitor_callback(lambda name, arr: names.append(name), monitor_all=True)
+    exe.forward()
+    assert names == ["data", "fc_data", "fc_weight", "fc_weight", "fc_bias", "fc_bias",
+                     "fc_output", "act_data", "act_output"]

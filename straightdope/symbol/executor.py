@@ -104,6 +104,7 @@ class Executor:
         self.outputs = [zeros(shape, dtype=dtype or np.float32)
                         for shape, dtype in zip(out_shapes, out_types)]
         self._heads = None          # the recorded outputs of the last forward
+        self._monitor = None        # (callback, monitor_all): set_monitor_callback
 
     # --------------------------------------------------------------- views
     @property
@@ -155,7 +156,42 @@ class Executor:
         self._heads = results if wants_grad else None
         for out, result in zip(self.outputs, results):
             out._data[...] = result._data
+        if self._monitor is not None:
+            self._watch(is_train, *self._monitor)
         return self.outputs
+
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Call `callback(name, array)` for every op output each forward (`conv_output`),
+        and with `monitor_all` first for its inputs: a variable's own name, then
+        `conv_weight` (op and input name), in MXNet's order and names."""
+        self._monitor = (callback, monitor_all)
+
+    def _watch(self, is_train, callback, monitor_all):
+        # The compiled graph fuses ops, so their values do not exist there: the reference
+        # interpreter runs the graph again on the same arguments, op by op.
+        from ..gluon.utils import _monitor_input_names
+        from ..graph.ir import Graph
+        from ..ndarray import NDArray
+        feeds = {**self.arg_dict, **self.aux_dict}
+        graph = Graph.from_symbol(self._symbol)
+        values = {}
+        for node in graph.nodes:
+            if node.is_var:
+                values[(node.id, 0)] = feeds[node.name]._data
+                continue
+            inputs = [values[tuple(e)] for e in node.inputs]
+            if monitor_all:
+                names = _monitor_input_names(node, len(inputs))
+                for (source, _), name, array in zip(node.inputs, names, inputs):
+                    if graph.nodes[source].is_var:
+                        callback(graph.nodes[source].name, NDArray(array))
+                    callback(f"{node.name}_{name}", NDArray(array))
+            results = node.op.run(node.attrs, inputs, is_train)
+            names = node.op.output_names if len(node.op.output_names) == len(results) \
+                else [f"output{k}" for k in range(len(results))]
+            for k, (name, result) in enumerate(zip(names, results)):
+                values[(node.id, k)] = result
+                callback(f"{node.name}_{name}", NDArray(result))
 
     def backward(self, out_grads=None, is_train=True):
         """Gradients of the last forward's outputs into `grad_dict` ('write' overwrites,
