@@ -255,3 +255,12 @@ def test_executor_monitor_names_and_values_as_mxnet():
     exe.forward()
     assert names == ["data", "fc_data", "fc_weight", "fc_weight", "fc_bias", "fc_bias",
                      "fc_output", "act_data", "act_output"]
+
+
+def test_executor_backward_with_every_grad_req_null_does_nothing():
+    exe = mx.sym.square(mx.sym.var("x")).simple_bind(mx.cpu(), x=(2,), grad_req="null")
+    with pytest.raises(mx.MXNetError, match="forward"):
+        exe.backward()
+    exe.forward(x=mx.nd.array([1.0, 2.0]))
+    exe.backward()                                  # as MXNet: nothing to compute
+    assert exe.grad_dict["x"] is None

@@ -105,6 +105,7 @@ class Executor:
                         for shape, dtype in zip(out_shapes, out_types)]
         self._heads = None          # the recorded outputs of the last forward
         self._monitor = None        # (callback, monitor_all): set_monitor_callback
+        self._forwarded = False
 
     # --------------------------------------------------------------- views
     @property
@@ -154,6 +155,7 @@ class Executor:
         with scope:
             results = self._cached.call(inputs)
         self._heads = results if wants_grad else None
+        self._forwarded = True
         for out, result in zip(self.outputs, results):
             out._data[...] = result._data
         if self._monitor is not None:
@@ -198,9 +200,11 @@ class Executor:
         'add' accumulates). `out_grads`: the outputs' gradients (ones by default)."""
         from .. import autograd
         from ..ndarray import NDArray
+        if not self._forwarded:
+            raise MXNetError("backward(): call forward() first (backward differentiates "
+                             "the last forward's outputs)")
         if self._heads is None:
-            raise MXNetError("backward(): no argument of this executor has a gradient array "
-                             "with grad_req 'write' or 'add', or forward() was not called")
+            return      # every grad_req is 'null': nothing to compute, as in MXNet
         if out_grads is None:
             out_grads = [None] * len(self._heads)
         elif isinstance(out_grads, NDArray):
