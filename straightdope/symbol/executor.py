@@ -303,8 +303,10 @@ def simple_bind(symbol, ctx=None, grad_req="write", type_dict=None, stype_dict=N
                 group2ctx=None, shared_arg_names=None, shared_exec=None, shared_buffer=None,
                 **shapes):
     """Allocate every array from the input shapes given as keywords (`data=(32, 100)`),
-    zero-filled, and return the Executor."""
+    zero-filled, and return the Executor. Keywords that are not shapes are ignored, as
+    MXNet's simple_bind reads only the tuples (its tests pass `axis=1` along)."""
     from ..ndarray import zeros
+    shapes = {k: tuple(v) for k, v in shapes.items() if isinstance(v, (tuple, list))}
     arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
     if arg_shapes is None:
         arg_shapes, _, aux_shapes = symbol._infer_shape_partial(**shapes)
