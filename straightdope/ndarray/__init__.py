@@ -78,8 +78,24 @@ def empty(shape, ctx=None, dtype=None):
 
 
 def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None, **kwargs):
-    data = _np.arange(start, stop, step) if stop is not None else _np.arange(start)
-    return NDArray(_np.repeat(data, repeat).astype(_dtype(dtype)), ctx)
+    """start, start + step, ... below stop, each `repeat` times, computed as MXNet's
+    kernel does: start + i * step in `dtype` (float32 by default), start and step cast to
+    it first (so arange(1.3, 10, 1.3, dtype='int32') counts 1, 2, 3, ... as NumPy does)."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0 or repeat < 1:
+        raise ValueError(f"arange: step must not be 0 and repeat must be positive, got "
+                         f"step={step}, repeat={repeat}")
+    dtype = _dtype(dtype)
+    count = int(_np.ceil((stop - start) / step))
+    count = count if count > 0 else 0       # (`max` here is nd.max)
+    index = _np.arange(count * repeat) // repeat
+    if dtype.kind in "iub":
+        # integer arithmetic (a negative step wraps around in an unsigned dtype, as in C)
+        data = int(start) + index * int(step)
+    else:
+        data = dtype.type(start) + index.astype(dtype) * dtype.type(step)
+    return NDArray(data.astype(dtype), ctx)
 
 
 def eye(N, M=0, k=0, ctx=None, dtype=None):
