@@ -513,3 +513,7 @@ add(Case("logical_not", lambda rng: [rng.integers(-2, 2, (3, 4)).astype(np.float
 add(Case("reshape_like", inputs(U((3, 10)), U((4, 2, 5))),
          {"lhs_begin": -1, "rhs_begin": 1}, wrt=(0,),
          expected=lambda ins, a: [ins[0].reshape(3, 2, 5)]))
+add(Case("_contrib_arange_like", inputs(U((2, 3))), {"start": 1.5, "step": 0.5, "repeat": 2},
+         expected=lambda ins, a: [(1.5 + 0.5 * (np.arange(6) // 2)).reshape(2, 3)]))
+add(Case("_contrib_arange_like", inputs(U((2, 3))), {"axis": -1},
+         expected=lambda ins, a: [np.arange(3.0)]))

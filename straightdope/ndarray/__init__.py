@@ -86,16 +86,10 @@ def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=None, **kwargs)
     if step == 0 or repeat < 1:
         raise ValueError(f"arange: step must not be 0 and repeat must be positive, got "
                          f"step={step}, repeat={repeat}")
-    dtype = _dtype(dtype)
+    from ..ops.shape import range_values
     count = int(_np.ceil((stop - start) / step))
     count = count if count > 0 else 0       # (`max` here is nd.max)
-    index = _np.arange(count * repeat) // repeat
-    if dtype.kind in "iub":
-        # integer arithmetic (a negative step wraps around in an unsigned dtype, as in C)
-        data = int(start) + index * int(step)
-    else:
-        data = dtype.type(start) + index.astype(dtype) * dtype.type(step)
-    return NDArray(data.astype(dtype), ctx)
+    return NDArray(range_values(start, step, repeat, count * repeat, _dtype(dtype)), ctx)
 
 
 def eye(N, M=0, k=0, ctx=None, dtype=None):

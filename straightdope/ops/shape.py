@@ -864,6 +864,35 @@ register("_split_v2", numpy_only=True,
          doc="_split_v2(data, indices=(0, i1, ...) or sections=n, axis=0): the parts between "
              "split points (nd.split_v2 takes NumPy's indices_or_sections).")
 
+def range_values(start, step, repeat, size, dtype):
+    """`size` values start + (i // repeat) * step, as MXNet's range kernel computes them:
+    in `dtype`, start and step cast to it first (integer dtypes in integer arithmetic)."""
+    dtype = np.dtype(dtype)
+    index = np.arange(size) // repeat
+    if dtype.kind in "iub":
+        return (int(start) + index * int(step)).astype(dtype)
+    return (dtype.type(start) + index.astype(dtype) * dtype.type(step)).astype(dtype)
+
+
+def _arange_like_shape(attrs, in_shapes):
+    s, axis = in_shapes[0], attrs["axis"]
+    if s is None or axis is None:
+        return in_shapes, [s]
+    return in_shapes, [(s[axis_in("arange_like", axis, s)],)]
+
+
+register("_contrib_arange_like", numpy_only=True,
+         attrs={"start": Float(0.0), "step": Float(1.0), "repeat": Int(1, minimum=1),
+                "ctx": Attr("str", ""), "axis": OptInt()},
+         forward=lambda attrs, x: range_values(
+             attrs["start"], attrs["step"], attrs["repeat"],
+             x.size if attrs["axis"] is None else x.shape[attrs["axis"]], x.dtype).reshape(
+             _arange_like_shape(attrs, [x.shape])[1][0]),
+         infer_shape=_arange_like_shape,
+         gradient=lambda F, a, i, o, og: [F.zeros_like(i[0])],
+         doc="contrib.arange_like(data, start=0, step=1, repeat=1, axis=None): start, "
+             "start + step, ... in data's shape and dtype (or along one axis of it).")
+alias("_npx_arange_like", "_contrib_arange_like")
 register("shape_array", numpy_only=True,
          forward=lambda attrs, x: np.array(x.shape, dtype=np.int64),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else (len(s[0]),)]),
