@@ -18,10 +18,14 @@ _NAMES = {"relu": "relu", "sigmoid": "sigmoid", "softmax": "softmax",
           "pooling": "Pooling", "batch_norm": "BatchNorm", "layer_norm": "LayerNorm",
           "dropout": "Dropout", "embedding": "Embedding", "pick": "pick", "one_hot": "one_hot",
           "reshape_like": "reshape_like", "batch_dot": "batch_dot", "slice_axis": "slice_axis",
-          "stop_gradient": "BlockGrad"}
+          "stop_gradient": "BlockGrad", "slice": "slice"}
 for _npx_name, _op in _NAMES.items():
     if _op:
         globals()[_npx_name] = _np._dispatching(_op)
+# and every registry op MXNet names `_npx_X` (arange_like) as npx.X
+for _op in _np._nd._OPS:
+    if _op.startswith("_npx_"):
+        globals()[_op[len("_npx_"):]] = _np._dispatching(_op)
 
 
 def reshape(a, newshape, reverse=False, order="C"):
