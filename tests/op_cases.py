@@ -517,3 +517,5 @@ add(Case("_contrib_arange_like", inputs(U((2, 3))), {"start": 1.5, "step": 0.5, 
          expected=lambda ins, a: [(1.5 + 0.5 * (np.arange(6) // 2)).reshape(2, 3)]))
 add(Case("_contrib_arange_like", inputs(U((2, 3))), {"axis": -1},
          expected=lambda ins, a: [np.arange(3.0)]))
+add(Case("_eye", lambda rng: [], {"N": 3, "M": 4, "k": 1}, wrt=(),
+         expected=lambda ins, a: [np.eye(3, 4, 1, dtype=np.float32)]))

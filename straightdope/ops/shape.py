@@ -563,6 +563,16 @@ for _name, _fill in [("_zeros", 0.0), ("_ones", 1.0), ("_full", None)]:
              gradient=lambda F, a, i, o, og: [], doc=f"{_name[1:]}(shape, dtype).")
 
 
+register("_eye", inputs=(), attrs={"N": Int(required=True, minimum=0), "M": Int(0, minimum=0),
+                                   "k": Int(0), "ctx": Attr("str", ""),
+                                   "dtype": Choice(*DTYPES)},
+         forward=lambda attrs: np.eye(attrs["N"], attrs["M"] or None, attrs["k"],
+                                      dtype=attrs["dtype"]),
+         infer_shape=lambda attrs, s: (s, [(attrs["N"], attrs["M"] or attrs["N"])]),
+         gradient=lambda F, a, i, o, og: [], numpy_only=True,
+         doc="eye(N, M=0, k=0, dtype): ones on diagonal k of an N x M (M=0: N) matrix.")
+
+
 # ------------------------------------------------------------------ casting
 register("Cast", attrs={"dtype": Choice(*DTYPES)},
          forward=lambda attrs, x: x.astype(attrs["dtype"]),

@@ -114,6 +114,11 @@ def ones(shape, dtype="float32", **kwargs):
     return globals()["_ones"](shape=shape, dtype=dtype, **kwargs)
 
 
+def eye(N, M=0, k=0, dtype="float32", **kwargs):
+    """An N x M (M=0: N) matrix with ones on diagonal k, as a graph node."""
+    return globals()["_eye"](N=N, M=M, k=k, dtype=dtype or "float32", **kwargs)
+
+
 def full(shape, val, dtype="float32", **kwargs):
     return globals()["_full"](shape=shape, value=val, dtype=dtype, **kwargs)
 

@@ -2,7 +2,7 @@
 
 Functions of arrays are `straightdope.np`'s own: they look at their arguments, so
 given Symbols they add graph nodes. Functions that make an array from a shape alone
-(`zeros`, `ones`, `full`, `empty`) have no argument to look at; here they add a node,
+(`zeros`, `ones`, `full`, `empty`, `eye`, `identity`) have no argument to look at; here they add a node,
 so that `x + F.np.zeros(shape)` traces just as it computes with `F` being `nd`.
 Like `np`'s arrays, these Symbols are np ones (`NpSymbol`, MXNet's `_Symbol`).
 """
@@ -30,6 +30,14 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
 
 
 empty = zeros       # the values of np.empty are unspecified; zeros are a fine choice
+
+
+def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
+    return _sym.eye(N, M or 0, k, dtype=_dtype_name(dtype)).as_np_ndarray()
+
+
+def identity(n, dtype=None, ctx=None, device=None):
+    return eye(n, dtype=dtype)
 
 
 def __getattr__(name):
