@@ -269,10 +269,20 @@ def repeat(a, repeats, axis=None):
 
 
 def split(ary, indices_or_sections, axis=0):
-    if isinstance(ary, _Symbol):
-        raise NotImplementedError("np.split on Symbols (inside a traced forward): use "
-                                  "npx.slice / F.split_v2 with the parts' sizes")
-    parts = _nd.split_v2(ary, indices_or_sections, axis=axis)
+    """Parts of `ary` along `axis`: `indices_or_sections` equal ones, or the parts between
+    the given split points (one `_split_v2` node, traced too), as a list."""
+    attrs = {"axis": axis}
+    if isinstance(indices_or_sections, (int, _onp.integer)):
+        attrs["sections"] = int(indices_or_sections)
+        if not isinstance(ary, _Symbol) and ary.shape[axis] % attrs["sections"]:
+            raise ValueError(f"np.split: array split does not result in an equal division: "
+                             f"axis {axis} of length {ary.shape[axis]} into "
+                             f"{attrs['sections']} parts")
+    else:
+        attrs["indices"] = (0,) + tuple(int(i) for i in indices_or_sections)
+    parts = _world(ary)._split_v2(ary, **attrs)
+    if isinstance(parts, _Symbol):
+        return [_Symbol.__getitem__(parts, i) for i in range(len(parts.list_outputs()))]
     return parts if isinstance(parts, list) else [parts]
 
 

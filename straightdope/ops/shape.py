@@ -430,8 +430,12 @@ class _SliceSpec(Attr):
 
 SLICE_ATTRS = {"begin": _SliceSpec("slice", ()), "end": _SliceSpec("slice", ()),
                "step": _SliceSpec("slice", ())}
-register("slice", attrs=dict(SLICE_ATTRS),
-         forward=lambda attrs, x: np.ascontiguousarray(x[_slices(attrs, x.shape)]),
+def _slice_forward(attrs, x):
+    view = x[_slices(attrs, x.shape) + (Ellipsis,)]     # `...`: a 0-d x stays 0-d
+    return view if view.flags.c_contiguous else view.copy()
+
+
+register("slice", attrs=dict(SLICE_ATTRS), forward=_slice_forward,
          infer_shape=_slice_shape,
          gradient=lambda F, a, i, o, og: [F._slice_grad(og[0], i[0], **a)],
          doc="slice(data, begin, end, step): basic slicing, e.g. x[1:3, ::2].")

@@ -480,6 +480,45 @@ class NpSymbol(Symbol):
     def _promote(self, rule):
         return _create("_np_promote", [self], {"rule": rule})
 
+    def __getitem__(self, key):
+        """A group's output `key` (an int, or a slice of outputs); of one array, NumPy's
+        basic indexing as MXNet's `_Symbol`: ints and slices (a tuple of them) become a
+        `slice` node, the int-indexed axes then squeezed away."""
+        if len(self._outputs) > 1 or isinstance(key, str):
+            if isinstance(key, slice):
+                return Group([self[i] for i in range(*key.indices(len(self._outputs)))]
+                             ).as_np_ndarray()
+            if isinstance(key, (int, np.integer)) and not -len(self._outputs) <= key < len(
+                    self._outputs):
+                raise IndexError(f"output {key} of a group of {len(self._outputs)}")
+            return Symbol.__getitem__(self, int(key) % len(self._outputs)
+                                      if isinstance(key, (int, np.integer)) else key)
+        key = key if isinstance(key, tuple) else (key,)
+        if not key:
+            return self
+        begin, end, step, squeeze = [], [], [], []
+        for axis, index in enumerate(key):
+            if isinstance(index, slice):
+                if index.step == 0:
+                    raise ValueError("slice step cannot be zero")
+                begin.append(index.start)
+                end.append(index.stop)
+                step.append(index.step)
+            elif isinstance(index, (int, np.integer)) and not isinstance(index, bool):
+                index = int(index)
+                begin.append(index)
+                end.append(index + 1 if index != -1 else None)
+                step.append(1)
+                squeeze.append(axis)
+            else:
+                raise NotImplementedForSymbol(
+                    self.name, f"indexing with {index!r}",
+                    "a traced np Symbol takes ints and slices (basic indexing); for arrays "
+                    "of indices use F.np.take or F.npx.pick.")
+        sliced = _create("slice", [self], {"begin": tuple(begin), "end": tuple(end),
+                                           "step": tuple(step)})
+        return _create("squeeze", [sliced], {"axis": tuple(squeeze)}) if squeeze else sliced
+
     def _binary(self, name, other, reflected=False):
         if name == "truediv":
             other = other._promote("divide") if isinstance(other, NpSymbol) else other
