@@ -519,3 +519,9 @@ add(Case("_contrib_arange_like", inputs(U((2, 3))), {"axis": -1},
          expected=lambda ins, a: [np.arange(3.0)]))
 add(Case("_eye", lambda rng: [], {"N": 3, "M": 4, "k": 1}, wrt=(),
          expected=lambda ins, a: [np.eye(3, 4, 1, dtype=np.float32)]))
+add(Case("_npi_hsplit", inputs(U((2, 6))), {"sections": 3},
+         expected=lambda ins, a: list(np.hsplit(ins[0], 3))))
+add(Case("_npi_hsplit", inputs(U((5,))), {"indices": (0, 2)},
+         expected=lambda ins, a: list(np.hsplit(ins[0], [2]))))
+add(Case("_npi_array_split", inputs(U((7, 2))), {"sections": 3},
+         expected=lambda ins, a: list(np.array_split(ins[0], 3))))

@@ -271,19 +271,55 @@ def repeat(a, repeats, axis=None):
 def split(ary, indices_or_sections, axis=0):
     """Parts of `ary` along `axis`: `indices_or_sections` equal ones, or the parts between
     the given split points (one `_split_v2` node, traced too), as a list."""
-    attrs = {"axis": axis}
-    if isinstance(indices_or_sections, (int, _onp.integer)):
-        attrs["sections"] = int(indices_or_sections)
-        if not isinstance(ary, _Symbol) and ary.shape[axis] % attrs["sections"]:
-            raise ValueError(f"np.split: array split does not result in an equal division: "
-                             f"axis {axis} of length {ary.shape[axis]} into "
-                             f"{attrs['sections']} parts")
-    else:
-        attrs["indices"] = (0,) + tuple(int(i) for i in indices_or_sections)
-    parts = _world(ary)._split_v2(ary, **attrs)
+    length = None if isinstance(ary, _Symbol) else ary.shape[axis]
+    attrs = _split_points("split", length, indices_or_sections, equal=True)
+    return _parts(_world(ary)._split_v2(ary, axis=axis, **attrs))
+
+
+def _split_points(function, length, indices_or_sections, equal):
+    """The split ops' attributes for NumPy's indices_or_sections: split points, or a
+    number of sections (`equal`: np.split's, refusing a remainder of `length`)."""
+    if not isinstance(indices_or_sections, (int, _onp.integer)):
+        return {"indices": (0,) + tuple(int(i) for i in indices_or_sections)}
+    n = int(indices_or_sections)
+    if n <= 0:
+        raise ValueError(f"np.{function}: the number of sections must be larger than 0")
+    if equal and length is not None and length % n:
+        raise ValueError(f"np.{function}: array split does not result in an equal "
+                         f"division: an axis of length {length} into {n} parts")
+    return {"sections": n}
+
+
+def _parts(parts):
     if isinstance(parts, _Symbol):
         return [_Symbol.__getitem__(parts, i) for i in range(len(parts.list_outputs()))]
     return parts if isinstance(parts, list) else [parts]
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    """np.split that allows unequal parts: of n sections, the first len % n are longer."""
+    attrs = _split_points("array_split", None, indices_or_sections, equal=False)
+    return _parts(_world(ary)._npi_array_split(ary, axis=axis, **attrs))
+
+
+def hsplit(ary, indices_or_sections):
+    """np.split along axis 1 (axis 0 of a 1-D array)."""
+    attrs = _split_points("hsplit", None, indices_or_sections, equal=True)
+    return _parts(_world(ary)._npi_hsplit(ary, **attrs))
+
+
+def vsplit(ary, indices_or_sections):
+    """np.split along axis 0 of an array of at least 2 dimensions."""
+    if not isinstance(ary, _Symbol) and ary.ndim < 2:
+        raise ValueError("np.vsplit only works on arrays of 2 or more dimensions")
+    return split(ary, indices_or_sections, axis=0)
+
+
+def dsplit(ary, indices_or_sections):
+    """np.split along axis 2 of an array of at least 3 dimensions."""
+    if not isinstance(ary, _Symbol) and ary.ndim < 3:
+        raise ValueError("np.dsplit only works on arrays of 3 or more dimensions")
+    return split(ary, indices_or_sections, axis=2)
 
 
 def var(a, axis=None, dtype=None, keepdims=False, ddof=0):

@@ -866,6 +866,67 @@ def _split_v2_shape(attrs, in_shapes):
     return in_shapes, shapes
 
 
+def _array_split_attrs(attrs, n):
+    """np.array_split's parts: of `sections`, the first n % sections one longer."""
+    if attrs["sections"] <= 0:
+        return attrs
+    size, extra = divmod(n, attrs["sections"])
+    return {**attrs, "sections": 0, "indices": tuple(
+        k * size + (k if k < extra else extra) for k in range(attrs["sections"]))}
+
+
+def _array_split_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None] * _split_v2_count(attrs)
+    axis = axis_in("array_split", attrs["axis"], s)
+    return _split_v2_shape(_array_split_attrs(attrs, s[axis]), in_shapes)
+
+
+register("_npi_array_split", numpy_only=True,
+         attrs={"indices": Shape(()), "sections": Int(0), "axis": Int(0),
+                "squeeze_axis": Bool(False)},
+         forward=lambda attrs, x: _split_v2_forward(_array_split_attrs(
+             attrs, x.shape[axis_in("array_split", attrs["axis"], x.shape)]), x),
+         infer_shape=_array_split_shape, gradient=_split_grad,
+         num_outputs=lambda attrs: _split_v2_count(attrs),
+         doc="np.array_split's op: _split_v2 whose sections may be unequal (the first "
+             "len % sections parts one longer).")
+
+
+def _hsplit_attrs(attrs, ndim):
+    """NumPy's hsplit splits axis 1, or axis 0 of a 1-D array (a 0-d one is refused)."""
+    if ndim == 0:
+        raise OpError("hsplit: a 0-d array has no axis to split (give at least 1-D data)")
+    return {**attrs, "axis": 1 if ndim > 1 else 0, "squeeze_axis": False}
+
+
+def _hsplit_grad(F, attrs, inputs, outputs, out_grads):
+    grads = [g if g is not None else F.zeros_like(o) for g, o in zip(out_grads, outputs)]
+    return [F._hsplit_concat_grad(*grads)]
+
+
+def _hsplit_concat_shape(attrs, in_shapes):
+    if any(s is None for s in in_shapes):
+        return in_shapes, [None]
+    axis = 1 if len(in_shapes[0]) > 1 else 0
+    out = list(in_shapes[0])
+    out[axis] = sum(s[axis] for s in in_shapes)
+    return in_shapes, [tuple(out)]
+
+
+register("_npi_hsplit", numpy_only=True, attrs={"indices": Shape(()), "sections": Int(0)},
+         forward=lambda attrs, x: _split_v2_forward(_hsplit_attrs(attrs, x.ndim), x),
+         infer_shape=lambda attrs, s: (s, [None] * _split_v2_count(attrs)) if s[0] is None
+         else _split_v2_shape(_hsplit_attrs(attrs, len(s[0])), s),
+         gradient=_hsplit_grad, num_outputs=lambda attrs: _split_v2_count(attrs),
+         doc="np.hsplit's op: _split_v2 along axis 1 (axis 0 of 1-D data).")
+register("_hsplit_concat_grad", variadic=True, numpy_only=True,
+         forward=lambda attrs, *gs: np.concatenate(gs, axis=1 if gs[0].ndim > 1 else 0),
+         infer_shape=_hsplit_concat_shape,
+         doc="Gradient of hsplit: the parts' gradients joined along the axis it split.")
+
+
 def _split_v2_count(attrs):
     return attrs["sections"] if attrs["sections"] > 0 else len(attrs["indices"])
 
