@@ -340,12 +340,25 @@ def std(a, axis=None, dtype=None, keepdims=False, ddof=0):
     return _world(a).sqrt(var(a, axis, dtype, keepdims, ddof))
 
 
-def sort(a, axis=-1):
-    return _world(a).sort(a, axis=axis)
+def _sortable(function, a, axis, order):
+    """(F, data, axis) for sort/argsort: axis None sorts the flattened array, as NumPy."""
+    if order is not None:
+        raise NotImplementedError(f"np.{function}: order= (fields of structured arrays) is "
+                                  f"not supported, as in MXNet")
+    F = _world(a)
+    return (F, F.reshape(a, shape=(-1,)), -1) if axis is None else (F, a, axis)
 
 
-def argsort(a, axis=-1):
-    return _world(a).argsort(a, axis=axis, dtype="int64")
+def sort(a, axis=-1, kind=None, order=None):
+    """Sorted along `axis` (of the flattened array when None); `kind` is accepted, the
+    result is the same whichever NumPy algorithm it names."""
+    F, a, axis = _sortable("sort", a, axis, order)
+    return F.sort(a, axis=axis)
+
+
+def argsort(a, axis=-1, kind=None, order=None):
+    F, a, axis = _sortable("argsort", a, axis, order)
+    return F.argsort(a, axis=axis, dtype="int64")
 
 
 def equal(x1, x2):
