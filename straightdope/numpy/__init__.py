@@ -164,8 +164,16 @@ def expand_dims(a, axis):
     return _world(a).expand_dims(a, axis=axis)
 
 
-def concatenate(seq, axis=0):
-    return _world(*seq).concat(*seq, dim=axis)
+def concatenate(seq, axis=0, out=None):
+    """Join arrays along `axis` (flattened first when axis is None, as NumPy)."""
+    F = _world(*seq)
+    if axis is None:
+        seq, axis = [F.reshape(a, shape=(-1,)) for a in seq], 0
+    result = F.concat(*seq, dim=axis)
+    if out is not None:
+        out[...] = result
+        return out
+    return result
 
 
 def stack(arrays, axis=0):
