@@ -525,3 +525,5 @@ add(Case("_npi_hsplit", inputs(U((5,))), {"indices": (0, 2)},
          expected=lambda ins, a: list(np.hsplit(ins[0], [2]))))
 add(Case("_npi_array_split", inputs(U((7, 2))), {"sections": 3},
          expected=lambda ins, a: list(np.array_split(ins[0], 3))))
+add(Case("broadcast_to", inputs(U((1, 4))), {"shape": (2, 3, -2)},
+         expected=lambda ins, a: [np.broadcast_to(ins[0], (2, 3, 4))]))

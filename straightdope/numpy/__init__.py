@@ -180,6 +180,15 @@ def stack(arrays, axis=0):
     return _world(*arrays).stack(*arrays, axis=axis)
 
 
+def broadcast_to(array, shape):
+    """`array` repeated along its axes of length 1 (and new leading axes) to `shape`; -2
+    keeps the array's length there (npx). A number gives a full array."""
+    shape = (shape,) if isinstance(shape, (int, _onp.integer)) else tuple(shape)
+    if not isinstance(array, (_NDArray, _Symbol)):
+        return full(shape, array)
+    return _world(array).broadcast_to(array, shape=shape)
+
+
 def where(condition, x, y):
     return _world(condition, x, y).where(condition, x, y)
 

@@ -490,6 +490,11 @@ def _broadcast_to_shape(attrs, in_shapes):
         return in_shapes, [None]
     target = tuple(d if t == 0 else t for d, t in zip(s, attrs["shape"])) \
         if len(attrs["shape"]) == len(s) else attrs["shape"]
+    if -2 in target:        # np.broadcast_to's (npx) code: keep the data's dim there
+        padded = (1,) * (len(target) - len(s)) + tuple(s)
+        if len(s) > len(target):
+            raise OpError(f"broadcast_to: cannot broadcast {s} to {attrs['shape']}")
+        target = tuple(d if t == -2 else t for d, t in zip(padded, target))
     try:
         np.broadcast_shapes(s, target)
     except ValueError:
@@ -502,7 +507,10 @@ register("broadcast_to", attrs={"shape": Shape(required=True)},
              np.broadcast_to(x, _broadcast_to_shape(attrs, [x.shape])[1][0])),
          infer_shape=_broadcast_to_shape,
          gradient=lambda F, a, i, o, og: [F._sum_to_like(og[0], i[0])],
-         doc="broadcast_to(data, shape): repeat axes of length 1 (0 keeps a dim).")
+         doc="broadcast_to(data, shape): repeat axes of length 1 (0 keeps a dim of equal-rank "
+             "data; -2 keeps the data's dim, lined up from the right).")
+
+
 def _broadcast_like_target(attrs, lhs, rhs):
     """The shape lhs is broadcast to: rhs's shape, or with lhs_axes/rhs_axes only those
     axes of lhs (each of length 1) take the length of the matching rhs axis."""
