@@ -527,3 +527,24 @@ add(Case("_npi_array_split", inputs(U((7, 2))), {"sections": 3},
          expected=lambda ins, a: list(np.array_split(ins[0], 3))))
 add(Case("broadcast_to", inputs(U((1, 4))), {"shape": (2, 3, -2)},
          expected=lambda ins, a: [np.broadcast_to(ins[0], (2, 3, 4))]))
+add(Case("broadcast_hypot", inputs(U((3, 4), 0.5, 2), U((1, 4), 0.5, 2)), wrt=(0, 1),
+         expected=lambda ins, a: [np.hypot(ins[0], ins[1])]))
+add(Case("elemwise_hypot", inputs(U((3, 4), 0.5, 2), U((3, 4), -2, -0.5)), wrt=(0, 1),
+         expected=lambda ins, a: [np.hypot(ins[0], ins[1])]))
+add(Case("_hypot_scalar", inputs(U((3, 4), 0.5, 2)), {"scalar": 1.5},
+         expected=lambda ins, a: [np.hypot(ins[0], 1.5)]))
+add(Case("smooth_l1", inputs(U((3, 4), -3, 3, kinks=(-0.25, 0.25))), {"scalar": 2.0},
+         expected=lambda ins, a: [np.where(np.abs(ins[0]) > 0.25, np.abs(ins[0]) - 0.125,
+                                           2.0 * ins[0] ** 2)]))
+
+
+def _zero_or_not(shape):
+    return lambda rng: rng.integers(-1, 2, shape).astype(np.float64)
+
+
+for _name, _fn in (("logical_and", np.logical_and), ("logical_or", np.logical_or),
+                   ("logical_xor", np.logical_xor)):
+    add(Case(f"broadcast_{_name}", inputs(_zero_or_not((3, 4)), _zero_or_not((1, 4))), wrt=(),
+             expected=lambda ins, a, f=_fn: [f(ins[0], ins[1]).astype(np.float64)]))
+    add(Case(f"_{_name}_scalar", inputs(_zero_or_not((3, 4))), {"scalar": 0.0}, wrt=(),
+             expected=lambda ins, a, f=_fn: [f(ins[0], 0.0).astype(np.float64)]))

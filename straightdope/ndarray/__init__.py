@@ -10,6 +10,7 @@ The functions below the creation helpers are *generated* from the op registry
 from __future__ import annotations
 
 import numbers as _numbers
+import operator as _operator
 import os as _os
 
 import numpy as _np
@@ -400,7 +401,8 @@ def _scalar_or_array(name):
             return _binary(name, lhs, rhs)
         if isinstance(rhs, NDArray):
             return _binary(name, rhs, lhs, reflected=True)
-        return array(getattr(_np, name)(lhs, rhs))
+        numbers = getattr(_operator, name, None) or getattr(_np, name)   # two numbers
+        return array(numbers(lhs, rhs))
     function.__name__ = name
     return function
 
@@ -410,11 +412,13 @@ for _name, _op in _OPS.items():
 # the linear-algebra ops `_linalg_gelqf` as `nd.linalg.gelqf`, as in MXNet
 linalg = __import__("types").SimpleNamespace(**{
     _name[len("_linalg_"):]: globals()[_name] for _name in _OPS if _name.startswith("_linalg_")})
-for _name in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "equal",
-              "not_equal", "greater", "greater_equal", "lesser", "lesser_equal"):
+for _name in ("add", "subtract", "multiply", "divide", "true_divide", "modulo", "power",
+              "maximum", "minimum", "equal", "not_equal", "greater", "greater_equal",
+              "lesser", "lesser_equal", "logical_and", "logical_or", "logical_xor"):
     _key = {"subtract": "sub", "multiply": "mul", "divide": "truediv", "power": "pow",
-            "equal": "eq", "not_equal": "ne", "greater": "gt", "greater_equal": "ge",
-            "lesser": "lt", "lesser_equal": "le"}.get(_name, _name)
+            "true_divide": "truediv", "modulo": "mod", "equal": "eq", "not_equal": "ne",
+            "greater": "gt", "greater_equal": "ge", "lesser": "lt",
+            "lesser_equal": "le"}.get(_name, _name)
     globals()[_name] = _scalar_or_array(_key)
 
 

@@ -12,7 +12,7 @@ from ..autograd import _state
 from ..base import MXNetError
 from ..context import Context, current_context
 from ..ops import OpError, get_op
-from ..ops.elemwise import OPERATORS
+from ..ops.elemwise import FUNCTION_ONLY, OPERATORS
 
 DEFAULT_DTYPE = np.float32
 py_slice = slice        # MXNet's name for Python's slice in this module
@@ -459,7 +459,7 @@ assert not any(ops[0].attrs for ops in _OPERATOR_OPS.values())
 
 def _install_operators():
     for name in OPERATORS:
-        if name in ("maximum", "minimum"):
+        if name in FUNCTION_ONLY:
             continue
         setattr(NDArray, f"__{name}__", lambda self, o, _n=name: _binary(_n, self, o))
         if name in ("add", "sub", "mul", "truediv", "pow", "mod"):

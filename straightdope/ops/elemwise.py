@@ -365,6 +365,8 @@ BINARY = {
     "broadcast_minimum": (np.minimum, "np.minimum({0}, {1})",
                           lambda F, a, b, y, og: og * F.broadcast_lesser_equal(a, b),
                           lambda F, a, b, y, og: og * F.broadcast_greater(a, b)),
+    "broadcast_hypot": (np.hypot, "math.hypot({0}, {1})",
+                        lambda F, a, b, y, og: og * a / y, lambda F, a, b, y, og: og * b / y),
 }
 COMPARE = {
     "equal": (np.equal, "=="), "not_equal": (np.not_equal, "!="),
@@ -407,6 +409,22 @@ for _name, (_fn, _sym) in COMPARE.items():
              doc=f"1 where lhs {_sym} rhs, else 0 (with broadcasting); no gradient.")
 
 
+# Logical ops: 1 where both / either / one of the two is nonzero, else 0 (no gradient)
+LOGICAL = {"logical_and": (np.logical_and, "({0} != 0 and {1} != 0)"),
+           "logical_or": (np.logical_or, "({0} != 0 or {1} != 0)"),
+           "logical_xor": (np.logical_xor, "(({0} != 0) != ({1} != 0))")}
+for _name, (_fn, _test) in LOGICAL.items():
+    register(f"broadcast_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
+             infer_shape=broadcast_shapes, gradient=lambda F, a, i, o, og: [None, None],
+             scalar_expr=f"(1.0 if {_test} else 0.0)", elementwise=True,
+             doc=f"{_name} of lhs and rhs as 1 or 0 (with broadcasting); no gradient.")
+    register(f"_{_name}_scalar", attrs={"scalar": Float(0.0)},
+             forward=lambda attrs, x, _fn=_fn: _fn(x, attrs["scalar"]).astype(x.dtype),
+             infer_shape=same_shape, gradient=lambda F, a, i, o, og: [None],
+             scalar_expr=f"(1.0 if {_test.format('{0}', '{scalar}')} else 0.0)",
+             elementwise=True, doc=f"{_name} of data and a scalar as 1 or 0; no gradient.")
+
+
 def same_shapes(attrs, in_shapes):
     """elemwise_*: both inputs have one shape, so either tells the other's."""
     a, b = in_shapes
@@ -420,7 +438,7 @@ def same_shapes(attrs, in_shapes):
 same_shapes.partial = all_one_shape
 
 
-for _name in ("add", "sub", "mul", "div"):
+for _name in ("add", "sub", "mul", "div", "hypot"):
     _fn, _expr, _ga, _gb = BINARY[f"broadcast_{_name}"]
     register(f"elemwise_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
              infer_shape=same_shapes, gradient=_binary_gradient(_ga, _gb),
@@ -433,7 +451,7 @@ register("_identity_with_attr_like_rhs", inputs=("lhs", "rhs"),
              "shape inference fill lhs's (and what it was computed from) from rhs.")
 for _old, _new in [("broadcast_plus", "broadcast_add"), ("broadcast_minus", "broadcast_sub"),
                    ("maximum", "broadcast_maximum"), ("minimum", "broadcast_minimum"),
-                   ("power", "broadcast_power")]:
+                   ("power", "broadcast_power"), ("_hypot", "elemwise_hypot")]:
     alias(_old, _new)
 
 
@@ -463,6 +481,14 @@ SCALAR = {
                         lambda F, x, y, og, s: og * F._greater_equal_scalar(x, scalar=s)),
     "_minimum_scalar": (np.minimum, "min({0}, {scalar})",
                         lambda F, x, y, og, s: og * F._lesser_equal_scalar(x, scalar=s)),
+    "_hypot_scalar": (np.hypot, "math.hypot({0}, {scalar})", lambda F, x, y, og, s: og * x / y),
+    # MXNet's smooth L1 with sigma = scalar: quadratic within 1 / sigma^2 of 0, else |x|
+    # less a constant; its derivative sigma^2 x, clipped to [-1, 1]
+    "smooth_l1": (lambda x, s: np.where(np.abs(x) > 1.0 / (s * s), np.abs(x) - 0.5 / (s * s),
+                                        0.5 * x * x * (s * s)),
+                  "(abs({0}) - 0.5 / ({scalar} * {scalar}) if abs({0}) > 1.0 / ({scalar} * "
+                  "{scalar}) else 0.5 * {0} * {0} * {scalar} * {scalar})",
+                  lambda F, x, y, og, s: og * F.clip(x * (s * s), -1.0, 1.0)),
 }
 
 
@@ -579,4 +605,11 @@ OPERATORS = {
     "le": ("broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar"),
     "maximum": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar"),
     "minimum": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar"),
+    "hypot": ("broadcast_hypot", "_hypot_scalar", "_hypot_scalar"),
+    "logical_and": ("broadcast_logical_and", "_logical_and_scalar", "_logical_and_scalar"),
+    "logical_or": ("broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar"),
+    "logical_xor": ("broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar"),
 }
+# the entries that are functions (nd.maximum(x, 1)), not Python operators (x + 1)
+FUNCTION_ONLY = frozenset({"maximum", "minimum", "hypot", "logical_and", "logical_or",
+                           "logical_xor"})

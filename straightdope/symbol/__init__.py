@@ -12,6 +12,8 @@ as `straightdope.nd`'s are. That is why `F.relu` works for either `F`.
 from numbers import Number as _Number
 from types import SimpleNamespace as _SimpleNamespace
 
+import numpy as _onp
+
 from ..ndarray import FLUENT_METHODS
 from ..ops import OPS as _OPS, OpError
 from ..ops.registry import bind_call as _bind_call
@@ -104,6 +106,7 @@ def _scalar_or_symbol(key, on_numbers):
 maximum = _scalar_or_symbol("maximum", max)
 minimum = _scalar_or_symbol("minimum", min)
 pow = power = _scalar_or_symbol("pow", lambda base, exp: base ** exp)  # noqa: A001
+hypot = _scalar_or_symbol("hypot", _onp.hypot)
 
 
 def zeros(shape, dtype="float32", **kwargs):

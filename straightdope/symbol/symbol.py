@@ -18,7 +18,7 @@ import numpy as np
 from .. import name as _name
 from ..base import MXNetError, NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
-from ..ops.elemwise import OPERATORS
+from ..ops.elemwise import FUNCTION_ONLY, OPERATORS
 from ..attribute import current_attrs
 from ..util import is_np_shape
 
@@ -544,7 +544,7 @@ class NpSymbol(Symbol):
 
 def _install_operators():
     for name in OPERATORS:
-        if name in ("maximum", "minimum"):
+        if name in FUNCTION_ONLY:
             continue
         setattr(Symbol, f"__{name}__", lambda self, o, _n=name: self._binary(_n, o))
         if name in ("add", "sub", "mul", "truediv", "pow", "mod"):
