@@ -548,3 +548,12 @@ for _name, _fn in (("logical_and", np.logical_and), ("logical_or", np.logical_or
              expected=lambda ins, a, f=_fn: [f(ins[0], ins[1]).astype(np.float64)]))
     add(Case(f"_{_name}_scalar", inputs(_zero_or_not((3, 4))), {"scalar": 0.0}, wrt=(),
              expected=lambda ins, a, f=_fn: [f(ins[0], 0.0).astype(np.float64)]))
+add(Case("_contrib_quadratic", inputs(U((3, 4))), {"a": 1.5, "b": -2.0, "c": 0.5},
+         expected=lambda ins, a: [1.5 * ins[0] ** 2 - 2.0 * ins[0] + 0.5]))
+add(Case("_contrib_div_sqrt_dim", inputs(U((2, 3, 4))),
+         expected=lambda ins, a: [ins[0] / 2.0]))
+add(Case("_contrib_index_array", inputs(U((2, 3))), wrt=(),
+         expected=lambda ins, a: [np.stack(np.indices((2, 3)), axis=-1)]))
+add(Case("_contrib_index_array", inputs(U((2, 3, 2))), {"axes": (-1, 0)}, wrt=(),
+         expected=lambda ins, a: [np.stack([np.indices((2, 3, 2))[2],
+                                            np.indices((2, 3, 2))[0]], axis=-1)]))

@@ -337,6 +337,16 @@ register("_hard_sigmoid_grad", inputs=("out_grad", "data"), attrs=dict(HARD_SIGM
          elementwise=True, doc="Gradient of hard_sigmoid.")
 
 
+# contrib.quadratic(x, a, b, c) = a x^2 + b x + c (MXNet's example of writing an op)
+register("_contrib_quadratic", attrs={"a": Float(0.0), "b": Float(0.0), "c": Float(0.0)},
+         forward=lambda attrs, x: (attrs["a"] * x * x + attrs["b"] * x + attrs["c"]).astype(
+             x.dtype, copy=False),
+         infer_shape=same_shape,
+         gradient=lambda F, attrs, i, o, og: [og[0] * (i[0] * (2.0 * attrs["a"]) + attrs["b"])],
+         scalar_expr="({a} * {0} * {0} + {b} * {0} + {c})", elementwise=True,
+         doc="contrib.quadratic(data, a=0, b=0, c=0): a * data**2 + b * data + c.")
+
+
 # -------------------------------------------------------------- binary ops
 def _sum_to(F, grad, like):
     """Undo broadcasting: sum `grad` down to the shape of `like`."""

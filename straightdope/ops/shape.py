@@ -976,6 +976,37 @@ register("_contrib_arange_like", numpy_only=True,
          doc="contrib.arange_like(data, start=0, step=1, repeat=1, axis=None): start, "
              "start + step, ... in data's shape and dtype (or along one axis of it).")
 alias("_npx_arange_like", "_contrib_arange_like")
+register("_contrib_div_sqrt_dim", numpy_only=True,
+         forward=lambda attrs, x: (x / np.sqrt(x.shape[-1])).astype(x.dtype, copy=False),
+         infer_shape=same_shape,
+         gradient=lambda F, a, i, o, og: [F._contrib_div_sqrt_dim(og[0])],
+         doc="contrib.div_sqrt_dim(data): data divided by the square root of its last "
+             "axis's length (attention's scaling).")
+
+
+def _index_array_axes(attrs, ndim):
+    axes = attrs["axes"]
+    return tuple(range(ndim)) if axes is None else tuple(
+        axis_in("index_array", a, (0,) * ndim) for a in axes)
+
+
+def _index_array_forward(attrs, x):
+    axes = _index_array_axes(attrs, x.ndim)
+    grid = np.indices(x.shape, dtype=np.int64) if x.ndim else np.zeros((0,), np.int64)
+    return np.ascontiguousarray(np.stack([grid[a] for a in axes], axis=-1)) if axes else \
+        np.zeros(x.shape + (0,), np.int64)
+
+
+register("_contrib_index_array", numpy_only=True, attrs={"axes": OptShape()},
+         forward=_index_array_forward,
+         infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(s[0]) + (
+             len(_index_array_axes(attrs, len(s[0]))),)]),
+         infer_dtype=lambda attrs, dtypes: np.int64,
+         gradient=lambda F, a, i, o, og: [F.zeros_like(i[0])],
+         doc="contrib.index_array(data, axes=None): int64 coordinates of every element of "
+             "data (along `axes` only, if given), in a last axis.")
+
+
 register("shape_array", numpy_only=True,
          forward=lambda attrs, x: np.array(x.shape, dtype=np.int64),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else (len(s[0]),)]),

@@ -117,6 +117,16 @@ def ones(shape, dtype="float32", **kwargs):
     return globals()["_ones"](shape=shape, dtype=dtype, **kwargs)
 
 
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Split as NumPy's np.split (see nd.split_v2), as a graph node."""
+    attrs = {"axis": axis, "squeeze_axis": squeeze_axis}
+    if isinstance(indices_or_sections, _Number):
+        attrs["sections"] = int(indices_or_sections)
+    else:
+        attrs["indices"] = (0,) + tuple(int(i) for i in indices_or_sections)
+    return globals()["_split_v2"](ary, **attrs)
+
+
 def eye(N, M=0, k=0, dtype="float32", **kwargs):
     """An N x M (M=0: N) matrix with ones on diagonal k, as a graph node."""
     return globals()["_eye"](N=N, M=M, k=k, dtype=dtype or "float32", **kwargs)
