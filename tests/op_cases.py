@@ -557,3 +557,7 @@ add(Case("_contrib_index_array", inputs(U((2, 3))), wrt=(),
 add(Case("_contrib_index_array", inputs(U((2, 3, 2))), {"axes": (-1, 0)}, wrt=(),
          expected=lambda ins, a: [np.stack([np.indices((2, 3, 2))[2],
                                             np.indices((2, 3, 2))[0]], axis=-1)]))
+add(Case("moments", inputs(U((2, 3, 4))), {"axes": (0, 2)},
+         expected=lambda ins, a: [ins[0].mean(axis=(0, 2)), ins[0].var(axis=(0, 2))]))
+add(Case("moments", inputs(U((2, 3))), {"keepdims": True},
+         expected=lambda ins, a: [ins[0].mean(keepdims=True), ins[0].var(keepdims=True)]))

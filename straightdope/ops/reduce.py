@@ -149,6 +149,40 @@ register("_contrib_allclose", inputs=("a", "b"), numpy_only=True,
              "every |a - b| <= atol + rtol * |b|, else 0 (MXNet's test_utils compare with it).")
 
 
+def _moments_forward(attrs, x):
+    axes = None if attrs["axes"] is None else tuple(attrs["axes"])
+    return (np.mean(x, axis=axes, keepdims=attrs["keepdims"]).astype(x.dtype),
+            np.var(x, axis=axes, keepdims=attrs["keepdims"]).astype(x.dtype))
+
+
+def _moments_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None, None]
+    axes = norm_axes(attrs["axes"], len(s))
+    out = reduced_shape(s, axes, attrs["keepdims"])
+    return in_shapes, [out, out]
+
+
+def _moments_gradient(F, attrs, inputs, outputs, out_grads):
+    """d mean / dx = 1/N; d var / dx = 2 (x - mean) / N (over the reduced axes)."""
+    x, (mean, _), (g_mean, g_var) = inputs[0], outputs, out_grads
+    spread = {"axis": attrs["axes"], "keepdims": attrs["keepdims"]}
+    parts = []
+    if g_mean is not None:
+        parts.append(F._unreduce(g_mean, x, mean=True, **spread))
+    if g_var is not None:
+        centered = x - F._unreduce(mean, x, **spread)
+        parts.append(F._unreduce(g_var, x, mean=True, **spread) * centered * 2.0)
+    return [parts[0] + parts[1] if len(parts) == 2 else parts[0] if parts else None]
+
+
+register("moments", numpy_only=True, attrs={"axes": OptShape(), "keepdims": Bool(False)},
+         forward=_moments_forward, infer_shape=_moments_shape, gradient=_moments_gradient,
+         num_outputs=2, output_names=("mean", "var"),
+         doc="moments(data, axes=None, keepdims=False): the mean and the variance over axes.")
+
+
 register("argmax_channel", numpy_only=True,
          forward=lambda attrs, x: np.argmax(x, axis=-1).astype(x.dtype),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(s[0][:-1])]),
