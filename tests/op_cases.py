@@ -561,3 +561,6 @@ add(Case("moments", inputs(U((2, 3, 4))), {"axes": (0, 2)},
          expected=lambda ins, a: [ins[0].mean(axis=(0, 2)), ins[0].var(axis=(0, 2))]))
 add(Case("moments", inputs(U((2, 3))), {"keepdims": True},
          expected=lambda ins, a: [ins[0].mean(keepdims=True), ins[0].var(keepdims=True)]))
+add(Case("diag", inputs(U((3,))), {"k": -1}, expected=lambda ins, a: [np.diag(ins[0], -1)]))
+add(Case("diag", inputs(U((2, 4, 3))), {"k": 1, "axis1": -1, "axis2": 1},
+         expected=lambda ins, a: [np.diagonal(ins[0], 1, -1, 1)]))

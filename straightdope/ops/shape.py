@@ -1007,6 +1007,61 @@ register("_contrib_index_array", numpy_only=True, attrs={"axes": OptShape()},
              "data (along `axes` only, if given), in a last axis.")
 
 
+DIAG_ATTRS = {"k": Int(0), "axis1": Int(0), "axis2": Int(1)}
+
+
+def _diag_forward(attrs, x):
+    _diag_shape(attrs, [x.shape])       # refuses a diagonal that does not exist
+    if x.ndim == 1:
+        return np.diag(x, attrs["k"])
+    return np.ascontiguousarray(np.diagonal(x, attrs["k"], attrs["axis1"], attrs["axis2"]))
+
+
+def _diag_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    if len(s) == 0:
+        raise OpError("diag: the data must have at least one axis")
+    if len(s) == 1:
+        n = s[0] + abs(attrs["k"])
+        return in_shapes, [(n, n)]
+    a1 = axis_in("diag", attrs["axis1"], s)
+    a2 = axis_in("diag", attrs["axis2"], s)
+    if a1 == a2:
+        raise OpError(f"diag: axis1 and axis2 must differ, got {attrs['axis1']} and "
+                      f"{attrs['axis2']}")
+    k = attrs["k"]
+    length = min(s[a1] + min(k, 0), s[a2] - max(k, 0))
+    if length < 0:
+        raise OpError(f"diag: diagonal {k} does not exist in axes of lengths {s[a1]} and "
+                      f"{s[a2]}")
+    rest = tuple(d for i, d in enumerate(s) if i not in (a1, a2))
+    return in_shapes, [rest + (length,)]
+
+
+def _diag_grad_forward(attrs, og, x):
+    """The output gradient put back where diag read it: the diagonal of a matrix (1-D
+    data: the diagonal of og is its gradient)."""
+    k = attrs["k"]
+    if x.ndim == 1:
+        return np.ascontiguousarray(np.diagonal(og, k))
+    out = np.zeros_like(x, dtype=og.dtype)
+    view = np.moveaxis(out, (attrs["axis1"], attrs["axis2"]), (-2, -1))
+    i = np.arange(og.shape[-1])
+    view[..., i + max(-k, 0), i + max(k, 0)] = og
+    return out
+
+
+register("diag", numpy_only=True, attrs=dict(DIAG_ATTRS), forward=_diag_forward,
+         infer_shape=_diag_shape,
+         gradient=lambda F, a, i, o, og: [F._diag_grad(og[0], i[0], **a)],
+         doc="diag(data, k=0, axis1=0, axis2=1): a 1-D array on diagonal k of a square "
+             "matrix, or diagonal k (of axes axis1, axis2) of N-D data in a last axis.")
+register("_diag_grad", inputs=("out_grad", "data"), numpy_only=True, attrs=dict(DIAG_ATTRS),
+         forward=_diag_grad_forward, infer_shape=like_input(1), doc="Gradient of diag.")
+
+
 register("shape_array", numpy_only=True,
          forward=lambda attrs, x: np.array(x.shape, dtype=np.int64),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else (len(s[0]),)]),
