@@ -564,3 +564,6 @@ add(Case("moments", inputs(U((2, 3))), {"keepdims": True},
 add(Case("diag", inputs(U((3,))), {"k": -1}, expected=lambda ins, a: [np.diag(ins[0], -1)]))
 add(Case("diag", inputs(U((2, 4, 3))), {"k": 1, "axis1": -1, "axis2": 1},
          expected=lambda ins, a: [np.diagonal(ins[0], 1, -1, 1)]))
+add(Case("all_finite", inputs(U((2, 3))), wrt=(), expected=lambda ins, a: [np.array([1.0])]))
+add(Case("multi_all_finite", lambda rng: [rng.uniform(-1, 1, (2, 2)), np.array([1.0, np.inf])],
+         {"num_arrays": 2}, wrt=(), expected=lambda ins, a: [np.array([0.0])]))

@@ -183,6 +183,25 @@ register("moments", numpy_only=True, attrs={"axes": OptShape(), "keepdims": Bool
          doc="moments(data, axes=None, keepdims=False): the mean and the variance over axes.")
 
 
+def _all_finite_forward(attrs, *arrays):
+    """1.0 (float32, shape (1,)) when no array holds an inf or a NaN, else 0.0. With
+    init_output=False MXNet only writes the 0 (leaving its buffer's old value otherwise);
+    a fresh output here starts at 1."""
+    return np.array([float(all(np.isfinite(a).all() for a in arrays))], dtype=np.float32)
+
+
+register("all_finite", numpy_only=True, attrs={"init_output": Bool(True)},
+         forward=_all_finite_forward, infer_shape=lambda attrs, s: (s, [(1,)]),
+         infer_dtype=lambda attrs, dtypes: np.float32,
+         doc="all_finite(data, init_output=True): [1.] if data has no inf or NaN, else [0.].")
+register("multi_all_finite", numpy_only=True, variadic=True,
+         attrs={"num_arrays": Int(1, minimum=1), "init_output": Bool(True)},
+         forward=_all_finite_forward, infer_shape=lambda attrs, s: (s, [(1,)]),
+         infer_dtype=lambda attrs, dtypes: np.float32,
+         doc="multi_all_finite(*arrays, num_arrays, init_output=True): [1.] if no array has "
+             "an inf or a NaN, else [0.].")
+
+
 register("argmax_channel", numpy_only=True,
          forward=lambda attrs, x: np.argmax(x, axis=-1).astype(x.dtype),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(s[0][:-1])]),
