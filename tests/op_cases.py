@@ -567,3 +567,9 @@ add(Case("diag", inputs(U((2, 4, 3))), {"k": 1, "axis1": -1, "axis2": 1},
 add(Case("all_finite", inputs(U((2, 3))), wrt=(), expected=lambda ins, a: [np.array([1.0])]))
 add(Case("multi_all_finite", lambda rng: [rng.uniform(-1, 1, (2, 2)), np.array([1.0, np.inf])],
          {"num_arrays": 2}, wrt=(), expected=lambda ins, a: [np.array([0.0])]))
+add(Case("depth_to_space", inputs(U((2, 8, 2, 3))), {"block_size": 2},
+         expected=lambda ins, a: [ins[0].reshape(2, 2, 2, 2, 2, 3).transpose(
+             0, 3, 4, 1, 5, 2).reshape(2, 2, 4, 6)]))
+add(Case("space_to_depth", inputs(U((2, 1, 4, 6))), {"block_size": 2},
+         expected=lambda ins, a: [ins[0].reshape(2, 1, 2, 2, 3, 2).transpose(
+             0, 3, 5, 1, 2, 4).reshape(2, 4, 2, 3)]))

@@ -1062,6 +1062,56 @@ register("_diag_grad", inputs=("out_grad", "data"), numpy_only=True, attrs=dict(
          forward=_diag_grad_forward, infer_shape=like_input(1), doc="Gradient of diag.")
 
 
+def _block_shape(op, attrs, s):
+    """MXNet's checks of depth_to_space / space_to_depth: 4-D NCHW data without empty
+    axes, a positive block, C (to_space) or H and W (to_depth) divisible by it."""
+    b = attrs["block_size"]
+    if len(s) != 4:
+        raise OpError(f"{op}: needs 4-D (N, C, H, W) data, got shape {tuple(s)}")
+    if b <= 0:
+        raise OpError(f"{op}: block_size must be a positive integer, got {b}")
+    if 0 in s:
+        raise OpError(f"{op}: no axis of the data may be empty, got shape {tuple(s)}")
+    n, c, h, w = s
+    if op == "depth_to_space":
+        if c % (b * b):
+            raise OpError(f"{op}: the channels ({c}) must be a multiple of block_size^2 "
+                          f"({b * b})")
+        return (n, c // (b * b), h * b, w * b)
+    if h % b or w % b:
+        raise OpError(f"{op}: height {h} and width {w} must be multiples of block_size {b}")
+    return (n, c * b * b, h // b, w // b)
+
+
+def _depth_to_space(attrs, x):
+    n, c, h, w = x.shape
+    b = attrs["block_size"]
+    _block_shape("depth_to_space", attrs, x.shape)
+    y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    return np.ascontiguousarray(y).reshape(n, c // (b * b), h * b, w * b)
+
+
+def _space_to_depth(attrs, x):
+    n, c, h, w = x.shape
+    b = attrs["block_size"]
+    _block_shape("space_to_depth", attrs, x.shape)
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return np.ascontiguousarray(y).reshape(n, c * b * b, h // b, w // b)
+
+
+# each rearranges the elements the other way, so each is the other's gradient
+for _name, _fn, _inverse in (("depth_to_space", _depth_to_space, "space_to_depth"),
+                             ("space_to_depth", _space_to_depth, "depth_to_space")):
+    register(_name, numpy_only=True, attrs={"block_size": Int(required=True)}, forward=_fn,
+             infer_shape=lambda attrs, s, _name=_name: (s, [None if s[0] is None else
+                                                            _block_shape(_name, attrs, s[0])]),
+             gradient=lambda F, a, i, o, og, _inverse=_inverse: [
+                 getattr(F, _inverse)(og[0], **a)],
+             doc=f"{_name}(data, block_size): NCHW data's blocks moved "
+                 f"{'from channels into space' if _name == 'depth_to_space' else 'from space into channels'}"
+                 f" (MXNet's element order).")
+
+
 register("shape_array", numpy_only=True,
          forward=lambda attrs, x: np.array(x.shape, dtype=np.int64),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else (len(s[0]),)]),
