@@ -264,3 +264,26 @@ def test_executor_backward_with_every_grad_req_null_does_nothing():
     exe.forward(x=mx.nd.array([1.0, 2.0]))
     exe.backward()                                  # as MXNet: nothing to compute
     assert exe.grad_dict["x"] is None
+
+
+# -------------------------------------------------------------- sample_*, arange
+def test_sample_normal_draws_shape_samples_per_parameter_element():
+    mx.random.seed(7)
+    mu, sigma = mx.nd.array([0.0, 100.0]), mx.nd.array([1.0, 0.01])
+    draws = mx.nd.sample_normal(mu=mu, sigma=sigma, shape=(2000,))
+    assert draws.shape == (2, 2000) and draws.dtype == np.float32
+    np.testing.assert_allclose(draws.asnumpy().mean(axis=1), [0.0, 100.0], atol=0.1)
+    assert mx.nd.sample_normal(mu=mu, sigma=sigma).shape == (2,)
+    assert mx.nd.sample_uniform(low=mu, high=mu + 1, shape=3).shape == (2, 3)
+    with pytest.raises(mx.MXNetError, match="one shape"):
+        mx.nd.sample_normal(mu=mu, sigma=mx.nd.ones((3,)))
+
+
+def test_arange_computes_in_its_dtype_as_mxnet():
+    np.testing.assert_array_equal(mx.nd.arange(1.3, 6, 1.3, dtype="int32").asnumpy(),
+                                  np.arange(1.3, 6, 1.3, dtype=np.int32))
+    np.testing.assert_array_equal(mx.nd.arange(2, 5, repeat=2).asnumpy(),
+                                  [2, 2, 3, 3, 4, 4])
+    x = mx.nd.zeros((2, 3))
+    np.testing.assert_array_equal(mx.nd.contrib.arange_like(x, start=1, step=2).asnumpy(),
+                                  [[1, 3, 5], [7, 9, 11]])

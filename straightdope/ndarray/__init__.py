@@ -441,6 +441,7 @@ def normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwa
 
 
 random_uniform, random_normal = uniform, normal
+sample_uniform, sample_normal = random.sample_uniform, random.sample_normal
 
 
 def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):

@@ -112,6 +112,32 @@ def multinomial(data, shape=(), get_prob=False, dtype="int32", **kwargs):
     return _make(draws, dtype, None)
 
 
+def _sample(draw, params, shape, dtype):
+    """MXNet's sample_* ops: parameters are arrays of one shape; each element draws
+    `shape` samples, so the result has the parameters' shape + `shape`; float32 unless
+    dtype says otherwise."""
+    params = [_np.asarray(_value(p)) for p in params]
+    extra = () if shape is None else _size(shape)
+    base = params[0].shape
+    if any(p.shape != base for p in params):
+        raise OpError(f"sample: the parameters must have one shape, got "
+                      f"{[p.shape for p in params]}")
+    spread = [p.reshape(base + (1,) * len(extra)) for p in params]
+    return _make(draw(*spread, base + extra), dtype, None)
+
+
+@_errors_at_read
+def sample_normal(mu, sigma, shape=None, dtype=None, **kwargs):
+    """Normal samples: `shape` draws for each pair of mu, sigma elements."""
+    return _sample(_np.random.normal, (mu, sigma), shape, dtype)
+
+
+@_errors_at_read
+def sample_uniform(low, high, shape=None, dtype=None, **kwargs):
+    """Uniform samples: `shape` draws for each pair of low, high elements."""
+    return _sample(_np.random.uniform, (low, high), shape, dtype)
+
+
 def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None):
     return normal(loc, scale, shape, dtype, ctx)
 
