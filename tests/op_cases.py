@@ -573,3 +573,6 @@ add(Case("depth_to_space", inputs(U((2, 8, 2, 3))), {"block_size": 2},
 add(Case("space_to_depth", inputs(U((2, 1, 4, 6))), {"block_size": 2},
          expected=lambda ins, a: [ins[0].reshape(2, 1, 2, 2, 3, 2).transpose(
              0, 3, 5, 1, 2, 4).reshape(2, 4, 2, 3)]))
+add(Case("gather_nd", lambda rng: [rng.uniform(-1, 1, (3, 4, 2)),
+                                   np.array([[0, 2, -1], [1, 3, 1]], dtype=np.float64)],
+         expected=lambda ins, a: [ins[0][[0, 2, 2], [1, 3, 1]]]))

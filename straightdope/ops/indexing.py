@@ -10,8 +10,8 @@ NumPy between compiled segments (`numpy_only`).
 """
 import numpy as np
 
-from .registry import (Choice, Int, OpError, alias, axis_in, like_input, refuse_empty_gather,
-                       register)
+from .registry import (Choice, Int, OpError, OpIndexError, alias, axis_in, like_input,
+                       refuse_empty_gather, register)
 
 
 def _indices(attrs, size, indices):
@@ -87,3 +87,46 @@ register("batch_take", inputs=("a", "indices"), forward=_batch_take_forward,
          doc="batch_take(a, indices): a[i, indices[i]] for every row i (indices clipped); "
              "no gradient (use pick for one).")
 alias("choose_element_0index", "batch_take")      # MXNet's older name
+
+
+# gather_nd(data, indices): indices (M, ...) address data's first M axes; the output is
+# indices.shape[1:] + data.shape[M:]. Negative indices count from the end, as in MXNet;
+# one outside an axis is an IndexError.
+def _gather_index(data, indices):
+    idx = indices.astype(np.int64)
+    for k in range(idx.shape[0]):
+        size = data.shape[k]
+        bad = (idx[k] < -size) | (idx[k] >= size)
+        if bad.any():
+            raise OpIndexError(f"gather_nd: index {idx[k][bad].flat[0]} is out of bounds for "
+                               f"axis {k} with size {size}")
+        idx[k] %= max(size, 1)
+    return tuple(idx)
+
+
+def _gather_nd_shape(attrs, in_shapes):
+    data, indices = in_shapes
+    if data is None or indices is None:
+        return in_shapes, [None]
+    if not indices or indices[0] > len(data):
+        raise OpError(f"gather_nd: indices of shape {tuple(indices)} must address at most "
+                      f"the {len(data)} axes of data {tuple(data)} (in their first axis)")
+    return in_shapes, [tuple(indices[1:]) + tuple(data[indices[0]:])]
+
+
+def _gather_nd_grad_forward(attrs, og, data, indices):
+    grad = np.zeros(data.shape, og.dtype)
+    np.add.at(grad, _gather_index(data, indices), og)       # repeated indices add up
+    return grad
+
+
+register("gather_nd", inputs=("data", "indices"), numpy_only=True,
+         forward=lambda attrs, data, indices: np.ascontiguousarray(
+             data[_gather_index(data, indices)]),
+         infer_shape=_gather_nd_shape,
+         gradient=lambda F, a, i, o, og: [F._gather_nd_grad(og[0], i[0], i[1]), None],
+         doc="gather_nd(data, indices): data[indices[0], indices[1], ...], the first axis "
+             "of indices addressing data's leading axes.")
+register("_gather_nd_grad", inputs=("out_grad", "data", "indices"), numpy_only=True,
+         forward=_gather_nd_grad_forward, infer_shape=like_input(1),
+         doc="Gradient of gather_nd: the output gradient added back at the indices.")

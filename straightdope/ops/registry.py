@@ -30,6 +30,11 @@ class OpError(MXNetError, ValueError):
     An MXNetError, as MXNet raises for these, and a ValueError (bad argument values)."""
 
 
+class OpIndexError(OpError, IndexError):
+    """An index out of an array's bounds: also an IndexError, as MXNet's error mapping
+    makes its `IndexError: ...` messages (gather_nd)."""
+
+
 # ---------------------------------------------------------------- attributes
 # MXNet stores attributes as strings in its JSON ("num_hidden": "256",
 # "kernel": "(3, 3)"). Each attribute type parses either a Python value or such
