@@ -576,3 +576,7 @@ add(Case("space_to_depth", inputs(U((2, 1, 4, 6))), {"block_size": 2},
 add(Case("gather_nd", lambda rng: [rng.uniform(-1, 1, (3, 4, 2)),
                                    np.array([[0, 2, -1], [1, 3, 1]], dtype=np.float64)],
          expected=lambda ins, a: [ins[0][[0, 2, 2], [1, 3, 1]]]))
+add(Case("_ravel_multi_index", lambda rng: [np.array([[0, 2, 1], [3, 0, 4]], np.float64)],
+         {"shape": (-1, 5)}, wrt=(), expected=lambda ins, a: [np.array([3.0, 10.0, 9.0])]))
+add(Case("_unravel_index", lambda rng: [np.array([3.0, 10.0, 9.0])], {"shape": (3, 5)}, wrt=(),
+         expected=lambda ins, a: [np.array([[0.0, 2.0, 1.0], [3.0, 0.0, 4.0]])]))

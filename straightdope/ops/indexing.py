@@ -10,8 +10,8 @@ NumPy between compiled segments (`numpy_only`).
 """
 import numpy as np
 
-from .registry import (Choice, Int, OpError, OpIndexError, alias, axis_in, like_input,
-                       refuse_empty_gather, register)
+from .registry import (Choice, Int, OpError, OpIndexError, Shape, alias, axis_in,
+                       like_input, refuse_empty_gather, register)
 
 
 def _indices(attrs, size, indices):
@@ -130,3 +130,50 @@ register("gather_nd", inputs=("data", "indices"), numpy_only=True,
 register("_gather_nd_grad", inputs=("out_grad", "data", "indices"), numpy_only=True,
          forward=_gather_nd_grad_forward, infer_shape=like_input(1),
          doc="Gradient of gather_nd: the output gradient added back at the indices.")
+
+
+# ravel_multi_index / unravel_index with MXNet's arithmetic: the first axis length of
+# `shape` is never used (so it may be -1), values are computed in int64 and given back in
+# the data's dtype; both have a zero gradient.
+def _ravel_forward(attrs, data):
+    flat = np.zeros(data.shape[1:], np.int64)
+    for j, size in enumerate(attrs["shape"]):
+        flat = flat * size + data[j].astype(np.int64)
+    return flat.astype(data.dtype)
+
+
+def _unravel_forward(attrs, data):
+    shape = attrs["shape"]
+    idx = data.astype(np.int64)
+    out = np.empty((len(shape),) + data.shape, np.int64)
+    for j in range(len(shape) - 1, 0, -1):
+        out[j] = idx % shape[j]
+        idx = idx // shape[j]
+    out[0] = idx
+    return out.astype(data.dtype)
+
+
+def _ravel_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is not None and (not s or s[0] != len(attrs["shape"])):
+        raise OpError(f"ravel_multi_index: data of shape {tuple(s)} needs a first axis of "
+                      f"length {len(attrs['shape'])} (one row per axis of shape "
+                      f"{attrs['shape']})")
+    return in_shapes, [None if s is None else tuple(s[1:])]
+
+
+RAVEL_ATTRS = {"shape": Shape(required=True)}
+register("_ravel_multi_index", numpy_only=True, attrs=dict(RAVEL_ATTRS),
+         forward=_ravel_forward, infer_shape=_ravel_shape,
+         gradient=lambda F, a, i, o, og: [F.zeros_like(i[0])],
+         doc="ravel_multi_index(data, shape): the flat indices of the columns of data (one "
+             "row per axis) in an array of `shape`.")
+alias("ravel_multi_index", "_ravel_multi_index")
+register("_unravel_index", numpy_only=True, attrs=dict(RAVEL_ATTRS),
+         forward=_unravel_forward,
+         infer_shape=lambda attrs, s: (s, [None if s[0] is None else
+                                           (len(attrs["shape"]),) + tuple(s[0])]),
+         gradient=lambda F, a, i, o, og: [F.zeros_like(i[0])],
+         doc="unravel_index(data, shape): the coordinates (one row per axis) of flat "
+             "indices in an array of `shape`.")
+alias("unravel_index", "_unravel_index")
