@@ -580,3 +580,9 @@ add(Case("_ravel_multi_index", lambda rng: [np.array([[0, 2, 1], [3, 0, 4]], np.
          {"shape": (-1, 5)}, wrt=(), expected=lambda ins, a: [np.array([3.0, 10.0, 9.0])]))
 add(Case("_unravel_index", lambda rng: [np.array([3.0, 10.0, 9.0])], {"shape": (3, 5)}, wrt=(),
          expected=lambda ins, a: [np.array([[0.0, 2.0, 1.0], [3.0, 0.0, 4.0]])]))
+add(Case("UpSampling", inputs(U((1, 2, 2, 3))), {"scale": 2, "sample_type": "nearest"},
+         expected=lambda ins, a: [ins[0].repeat(2, axis=2).repeat(2, axis=3)]))
+add(Case("UpSampling", inputs(U((1, 1, 4, 2)), U((1, 2, 2, 1))),
+         {"scale": 1, "sample_type": "nearest", "num_args": 2}, wrt=(0, 1),
+         expected=lambda ins, a: [np.concatenate(
+             [ins[0], ins[1].repeat(2, axis=2).repeat(2, axis=3)], axis=1)]))

@@ -656,3 +656,74 @@ register("Dropout", attrs={"p": Float(0.5), "mode": Choice("training", "always")
          output_names=("output", "mask"),
          doc="Dropout(data, p=0.5): while training, zero each element with probability p "
              "and scale the rest by 1/(1-p); identity otherwise.")
+
+
+# ------------------------------------------------------------- UpSampling
+# MXNet's nearest-neighbour UpSampling of NCHW data: the output is the first input's size
+# times `scale`; every input is repeated up to it (input i by out_h // its h) and the
+# results are joined along the channels ('concat') or added ('sum'). The bilinear mode is
+# MXNet's Deconvolution with a bilinear kernel: write that Deconvolution (and
+# init.Bilinear) instead; it is refused here by name.
+UPSAMPLING_ATTRS = {"scale": Int(required=True, minimum=1), "num_filter": Int(0),
+                    "sample_type": Choice("nearest", "bilinear", required=True),
+                    "multi_input_mode": Choice("concat", "sum"), "num_args": Int(1, minimum=1),
+                    "workspace": Int(512)}
+
+
+def _upsampling_shape(attrs, in_shapes):
+    if attrs["sample_type"] == "bilinear":
+        raise OpError("UpSampling: sample_type='bilinear' is not supported here; it is a "
+                      "Deconvolution with a bilinear kernel (init.Bilinear), write that instead")
+    if any(s is None for s in in_shapes):
+        return in_shapes, [None]
+    if any(len(s) != 4 for s in in_shapes):
+        raise OpError(f"UpSampling: needs 4-D (N, C, H, W) inputs, got {in_shapes}")
+    n, _, h, w = in_shapes[0]
+    out_h, out_w = h * attrs["scale"], w * attrs["scale"]
+    for s in in_shapes:
+        if s[0] != n or out_h % s[2] or out_w % s[3] or out_h // s[2] != out_w // s[3]:
+            raise OpError(f"UpSampling: input of shape {tuple(s)} does not scale up to "
+                          f"({out_h}, {out_w}) by one whole factor (inputs {in_shapes})")
+    if attrs["multi_input_mode"] == "sum":
+        if len({s[1] for s in in_shapes}) > 1:
+            raise OpError(f"UpSampling: multi_input_mode='sum' needs inputs with one number "
+                          f"of channels, got {in_shapes}")
+        channels = in_shapes[0][1]
+    else:
+        channels = sum(s[1] for s in in_shapes)
+    return in_shapes, [(n, channels, out_h, out_w)]
+
+
+def _upsampling_forward(attrs, *xs):
+    out_h = xs[0].shape[2] * attrs["scale"]
+    parts = [x.repeat(out_h // x.shape[2], axis=2).repeat(out_h // x.shape[2], axis=3)
+             for x in xs]
+    if attrs["multi_input_mode"] == "sum":
+        return sum(parts[1:], parts[0])
+    return np.concatenate(parts, axis=1)
+
+
+def _upsampling_grad_forward(attrs, og, *xs):
+    """The gradient of input `index`: its channels of og (all of them when summed), each
+    output block added back onto the pixel it repeats."""
+    k, x = attrs["index"], xs[attrs["index"]]
+    if attrs["multi_input_mode"] == "concat":
+        start = sum(y.shape[1] for y in xs[:k])
+        og = og[:, start:start + x.shape[1]]
+    n, c, h, w = x.shape
+    f = og.shape[2] // h
+    return np.ascontiguousarray(og.reshape(n, c, h, f, w, f).sum(axis=(3, 5)))
+
+
+register("UpSampling", variadic=True, numpy_only=True, attrs=dict(UPSAMPLING_ATTRS),
+         forward=_upsampling_forward, infer_shape=_upsampling_shape,
+         gradient=lambda F, a, i, o, og: [
+             F._upsampling_grad(og[0], *i, index=k, multi_input_mode=a["multi_input_mode"])
+             for k in range(len(i))],
+         doc="UpSampling(*data, scale, sample_type='nearest', multi_input_mode='concat'): "
+             "NCHW inputs repeated up to the first one's size times scale, then joined.")
+register("_upsampling_grad", variadic=True, numpy_only=True,
+         attrs={"index": Int(0), "multi_input_mode": Choice("concat", "sum")},
+         forward=_upsampling_grad_forward,
+         infer_shape=lambda attrs, s: (s, [s[1 + attrs["index"]]]),
+         doc="Gradient of UpSampling for input `index`.")
