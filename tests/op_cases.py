@@ -586,3 +586,19 @@ add(Case("UpSampling", inputs(U((1, 1, 4, 2)), U((1, 2, 2, 1))),
          {"scale": 1, "sample_type": "nearest", "num_args": 2}, wrt=(0, 1),
          expected=lambda ins, a: [np.concatenate(
              [ins[0], ins[1].repeat(2, axis=2).repeat(2, axis=3)], axis=1)]))
+
+
+def _lrn_reference(x, nsize=3, alpha=0.3, beta=0.75, knorm=2.0):
+    squares = np.pad(x * x, [(0, 0), (nsize // 2, nsize // 2), (0, 0), (0, 0)])
+    window = sum(squares[:, k:k + x.shape[1]] for k in range(nsize))
+    norm = knorm + alpha / nsize * window
+    return [x * norm ** -beta, norm]
+
+
+add(Case("LRN", inputs(U((2, 5, 2, 2))), {"nsize": 3, "alpha": 0.3},
+         expected=lambda ins, a: _lrn_reference(ins[0])))
+add(Case("SoftmaxActivation", inputs(U((2, 3, 2))),
+         expected=lambda ins, a: [np.exp(ins[0]) / np.exp(ins[0]).sum(axis=(1, 2),
+                                                                      keepdims=True)]))
+add(Case("SoftmaxActivation", inputs(U((2, 3, 2))), {"mode": "channel"},
+         expected=lambda ins, a: [np.exp(ins[0]) / np.exp(ins[0]).sum(axis=1, keepdims=True)]))

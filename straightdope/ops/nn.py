@@ -727,3 +727,88 @@ register("_upsampling_grad", variadic=True, numpy_only=True,
          forward=_upsampling_grad_forward,
          infer_shape=lambda attrs, s: (s, [s[1 + attrs["index"]]]),
          doc="Gradient of UpSampling for input `index`.")
+
+
+# ------------------------------------------------------------------- LRN
+# Local response normalisation across channels (MXNet's, AlexNet's):
+#   norm = knorm + alpha / nsize * (sum of x^2 over the nsize channels around c)
+#   out = x * norm^-beta
+# Its second output, tmp_norm, is `norm` (hidden: MXNet lists it, its gradient reads it).
+LRN_ATTRS = {"alpha": Float(1e-4), "beta": Float(0.75), "knorm": Float(2.0),
+             "nsize": Int(required=True, minimum=1)}
+
+
+def _channel_window_sum(x, nsize):
+    """Sum over the nsize channels centred on each channel (zeros beyond the ends)."""
+    half = nsize // 2
+    padded = np.pad(x, [(0, 0), (half, half)] + [(0, 0)] * (x.ndim - 2))
+    total = np.cumsum(padded, axis=1)
+    total = np.concatenate([np.zeros_like(total[:, :1]), total], axis=1)
+    return total[:, nsize:] - total[:, :-nsize]
+
+
+def _lrn_forward(attrs, x):
+    norm = _channel_window_sum(x * x, attrs["nsize"]) * (attrs["alpha"] / attrs["nsize"]) \
+        + attrs["knorm"]
+    return (x * norm ** -attrs["beta"]).astype(x.dtype), norm.astype(x.dtype)
+
+
+def _lrn_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if attrs["nsize"] % 2 == 0:
+        raise OpError(f"LRN: nsize must be odd (a window centred on each channel), got "
+                      f"{attrs['nsize']}")
+    if s is not None and len(s) < 2:
+        raise OpError(f"LRN: needs data with a channel axis (N, C, ...), got shape {tuple(s)}")
+    return in_shapes, [s, s]
+
+
+def _lrn_grad_forward(attrs, og, x, norm):
+    beta, salpha = attrs["beta"], attrs["alpha"] / attrs["nsize"]
+    inner = _channel_window_sum(og * x * norm ** (-beta - 1.0), attrs["nsize"])
+    return (og * norm ** -beta - 2.0 * beta * salpha * inner * x).astype(og.dtype)
+
+
+register("LRN", numpy_only=True, attrs=dict(LRN_ATTRS), forward=_lrn_forward,
+         infer_shape=_lrn_shape,
+         gradient=lambda F, a, i, o, og: [F._lrn_grad(og[0], i[0], o[1], **a)],
+         num_outputs=2, num_visible_outputs=1, output_names=("output", "tmp_norm"),
+         doc="LRN(data, nsize, alpha=1e-4, beta=0.75, knorm=2): data / (knorm + alpha / "
+             "nsize * sum of squares over nsize neighbouring channels) ** beta.")
+register("_lrn_grad", inputs=("out_grad", "data", "tmp_norm"), numpy_only=True,
+         attrs=dict(LRN_ATTRS), forward=_lrn_grad_forward, infer_shape=like_input(1),
+         doc="Gradient of LRN (MXNet's formula, from the saved norm).")
+
+
+# ------------------------------------------------------- SoftmaxActivation
+# MXNet's older softmax: mode='instance' over all of an example's values (the axes after
+# the first), 'channel' over axis 1.
+def _softmax_activation_forward(attrs, x):
+    axes = 1 if attrs["mode"] == "channel" else tuple(range(1, x.ndim))
+    e = np.exp(x - x.max(axis=axes, keepdims=True))
+    return (e / e.sum(axis=axes, keepdims=True)).astype(x.dtype)
+
+
+def _softmax_activation_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is not None and len(s) < 2:
+        raise OpError(f"SoftmaxActivation: needs (N, ...) data with at least 2 axes, got "
+                      f"shape {tuple(s)}")
+    return in_shapes, [s]
+
+
+def _softmax_activation_gradient(F, attrs, inputs, outputs, out_grads):
+    y, og = outputs[0], out_grads[0]
+    if attrs["mode"] == "channel":
+        dot = F.sum(og * y, axis=1, keepdims=True)
+    else:
+        dot = F.sum(og * y, axis=0, exclude=True, keepdims=True)
+    return [y * F.broadcast_sub(og, dot)]
+
+
+register("SoftmaxActivation", numpy_only=True, attrs={"mode": Choice("instance", "channel")},
+         forward=_softmax_activation_forward,
+         infer_shape=_softmax_activation_shape,
+         gradient=_softmax_activation_gradient,
+         doc="SoftmaxActivation(data, mode='instance'|'channel'): softmax over each "
+             "example's values, or over axis 1.")

@@ -171,7 +171,6 @@ class Executor:
     def _watch(self, is_train, callback, monitor_all):
         # The compiled graph fuses ops, so their values do not exist there: the reference
         # interpreter runs the graph again on the same arguments, op by op.
-        from ..gluon.utils import _monitor_input_names
         from ..graph.ir import Graph
         from ..ndarray import NDArray
         feeds = {**self.arg_dict, **self.aux_dict}
@@ -286,6 +285,17 @@ class Executor:
 
     def __repr__(self):
         return f"<Executor {self._symbol.list_outputs()}>"
+
+
+# Ops whose inputs MXNet 1.9 leaves unnamed (no FListInputNames): its monitor calls them
+# input0, input1...
+_UNNAMED_INPUT_OPS = frozenset({"Activation", "SoftmaxActivation"})
+
+
+def _monitor_input_names(node, count):
+    names = () if node.op.name in _UNNAMED_INPUT_OPS else \
+        node.op.input_names(node.attrs, count)
+    return names if len(names) == count else [f"input{i}" for i in range(count)]
 
 
 def _view_or_new(old, shape, allow_up_sizing, name):
