@@ -111,6 +111,8 @@ def _gather_nd_shape(attrs, in_shapes):
     if not indices or indices[0] > len(data):
         raise OpError(f"gather_nd: indices of shape {tuple(indices)} must address at most "
                       f"the {len(data)} axes of data {tuple(data)} (in their first axis)")
+    for axis in range(indices[0]):
+        refuse_empty_gather("gather_nd", data, axis, int(np.prod(indices[1:])))
     return in_shapes, [tuple(indices[1:]) + tuple(data[indices[0]:])]
 
 
