@@ -602,3 +602,7 @@ add(Case("SoftmaxActivation", inputs(U((2, 3, 2))),
                                                                       keepdims=True)]))
 add(Case("SoftmaxActivation", inputs(U((2, 3, 2))), {"mode": "channel"},
          expected=lambda ins, a: [np.exp(ins[0]) / np.exp(ins[0]).sum(axis=1, keepdims=True)]))
+add(Case("_npi_around", inputs(U((3, 4), -300, 300, kinks=tuple(range(-295, 300, 10)))),
+         {"decimals": -1}, expected=lambda ins, a: [np.around(ins[0], -1)]))
+add(Case("_npi_around", inputs(U((3, 4))), {"decimals": 1}, wrt=(),
+         expected=lambda ins, a: [np.around(ins[0], 1)]))

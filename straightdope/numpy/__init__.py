@@ -203,7 +203,16 @@ for _name in ("exp", "log", "sqrt", "square", "abs", "tanh", "sign", "sin", "cos
               "reciprocal", "cbrt", "floor", "ceil", "trunc", "fix", "rint"):
     globals()[_name] = _dispatching(_name)
 absolute = globals()["abs"]
-round = around = globals()["rint"]          # NumPy rounds half to even, like rint
+
+
+def around(a, decimals=0, out=None):
+    """Rounded half to even (as NumPy and rint) at `decimals` places (negative: tens...)."""
+    if out is not None:
+        raise NotImplementedError("np.around: out= is not supported; use the result")
+    return _world(a)._npi_around(a, decimals=int(decimals))
+
+
+round = round_ = around  # noqa: A001
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, ctx=None,

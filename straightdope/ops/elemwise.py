@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from .registry import (Attr, Choice, Float, OpError, alias, is_complete, register,
+from .registry import (Attr, Choice, Float, Int, OpError, alias, is_complete, register,
                        scipy_special, show_shape, unify)
 
 
@@ -345,6 +345,14 @@ register("_contrib_quadratic", attrs={"a": Float(0.0), "b": Float(0.0), "c": Flo
          gradient=lambda F, attrs, i, o, og: [og[0] * (i[0] * (2.0 * attrs["a"]) + attrs["b"])],
          scalar_expr="({a} * {0} * {0} + {b} * {0} + {c})", elementwise=True,
          doc="contrib.quadratic(data, a=0, b=0, c=0): a * data**2 + b * data + c.")
+
+
+# np.around(x, decimals): NumPy's half-to-even rounding to `decimals` places (negative:
+# tens, hundreds...), in the data's dtype; flat, so a zero gradient (as MXNet's)
+register("_npi_around", attrs={"decimals": Int(0)}, numpy_only=True,
+         forward=lambda attrs, x: np.around(x, attrs["decimals"]).astype(x.dtype, copy=False),
+         infer_shape=same_shape, gradient=lambda F, a, i, o, og: [F.zeros_like(i[0])],
+         doc="np.around(data, decimals=0): rounded half to even at `decimals` places.")
 
 
 # -------------------------------------------------------------- binary ops
