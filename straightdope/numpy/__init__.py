@@ -6,6 +6,7 @@ given Symbols it adds a graph node (like `sym`). That is how a 2.0-style
 Its arrays are `np.ndarray`s (multiarray.py): NDArrays that print, compare and
 report their dtype as NumPy does, as in MXNet.
 """
+import builtins as _builtins   # this module defines any, all, sum, max... as NumPy does
 import functools
 
 import numpy as _onp
@@ -28,7 +29,7 @@ pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None
 
 def _world(*args):
     """`sym` if any argument is a Symbol (we are being traced), else `nd`."""
-    return _sym if any(isinstance(a, _Symbol) for a in args) else _nd
+    return _sym if _builtins.any(isinstance(a, _Symbol) for a in args) else _nd
 
 
 def _dispatching(op_name, doc=None):
@@ -49,7 +50,7 @@ def _no_gradient(function, *arrays):
     """A function computed in NumPy (no op in the registry) refuses, inside
     autograd.record(), arrays that need a gradient: it would silently drop it."""
     from .. import autograd
-    if autograd.is_recording() and any(autograd.needs_grad(a) for a in arrays):
+    if autograd.is_recording() and _builtins.any(autograd.needs_grad(a) for a in arrays):
         raise NotImplementedError(
             f"np.{function} has no gradient here (it is computed in NumPy, outside autograd): "
             f"call it outside autograd.record(), or on x.detach()")
@@ -403,6 +404,235 @@ def size(a):
     return a.size
 
 
+def ravel(a, order="C"):
+    """The elements in one axis (a reshape, so gradients flow and it traces)."""
+    _c_order("ravel", order)
+    return _world(a).reshape(a, shape=(-1,))
+
+
+def swapaxes(a, axis1, axis2):
+    return _world(a).swapaxes(a, dim1=axis1, dim2=axis2)
+
+
+def moveaxis(a, source, destination):
+    if isinstance(a, _Symbol):
+        raise NotImplementedError("np.moveaxis on a Symbol (its number of axes is unknown "
+                                  "while tracing): use np.transpose with all the axes")
+    return _nd.moveaxis(a, source, destination)
+
+
+def flip(m, axis=None):
+    """The elements in reverse order along `axis` (every axis when None)."""
+    if axis is None:
+        if isinstance(m, _Symbol):
+            raise NotImplementedError("np.flip(axis=None) on a Symbol: give the axes")
+        axis = tuple(range(m.ndim))
+    if isinstance(axis, (tuple, list)) and not axis:
+        return m
+    return _world(m).flip(m, axis=axis)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def take(a, indices, axis=None, mode="raise", out=None):
+    """Elements (or slices along `axis`) of `a` at `indices`; axis None reads the flattened
+    array. mode 'raise' refuses an index out of range, 'wrap' and 'clip' map it inside."""
+    if out is not None:
+        raise NotImplementedError("np.take: out= is not supported; use the result")
+    F = _world(a, indices)
+    if axis is None:
+        a, axis = ravel(a), 0
+    if not isinstance(indices, (_NDArray, _Symbol)):
+        indices = array(indices, dtype="int64")
+    return F.take(a, indices, axis=axis, mode=mode)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    return _world(a).diag(a, k=offset, axis1=axis1, axis2=axis2)
+
+
+def diag(v, k=0):
+    """A 1-D array on diagonal k of a matrix, or diagonal k of a 2-D array."""
+    return _world(v).diag(v, k=k)
+
+
+def diagflat(v, k=0):
+    return diag(ravel(v), k)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """The sum along diagonal `offset` of axes axis1, axis2."""
+    d = diagonal(a, offset, axis1, axis2)
+    return sum(d, axis=-1, dtype=dtype)
+
+
+def outer(a, b):
+    F = _world(a, b)
+    return F.broadcast_mul(F.reshape(a, shape=(-1, 1)), F.reshape(b, shape=(1, -1)))
+
+
+def vdot(a, b):
+    """The dot product of the flattened arrays."""
+    return sum(ravel(a) * ravel(b))
+
+
+def tensordot(a, b, axes=2):
+    """Sum products over the last `axes` axes of a and the first of b (or the given
+    pairs of axes), as one dot of the arrays transposed and reshaped to 2-D."""
+    if isinstance(a, _Symbol) or isinstance(b, _Symbol):
+        raise NotImplementedError("np.tensordot on Symbols (their shapes are unknown while "
+                                  "tracing): use np.dot, or call it on arrays")
+    if isinstance(axes, (int, _onp.integer)):
+        a_axes = list(range(a.ndim - int(axes), a.ndim))
+        b_axes = list(range(int(axes)))
+    else:
+        a_axes, b_axes = ([x] if isinstance(x, (int, _onp.integer)) else list(x)
+                          for x in axes)
+    a_axes = [x % a.ndim for x in a_axes]
+    b_axes = [x % b.ndim for x in b_axes]
+    if len(a_axes) != len(b_axes) or _builtins.any(a.shape[i] != b.shape[j]
+                                         for i, j in zip(a_axes, b_axes)):
+        raise ValueError(f"np.tensordot: shape-mismatch for sum: axes {a_axes} of "
+                         f"{a.shape} and {b_axes} of {b.shape}")
+    a_keep = [i for i in range(a.ndim) if i not in a_axes]
+    b_keep = [i for i in range(b.ndim) if i not in b_axes]
+    inner = int(_onp.prod([a.shape[i] for i in a_axes]))
+    a2 = _nd.reshape(_nd.transpose(a, axes=tuple(a_keep + a_axes)), shape=(-1, inner)) \
+        if a.ndim else _nd.reshape(a, shape=(1, 1))
+    b2 = _nd.reshape(_nd.transpose(b, axes=tuple(b_axes + b_keep)), shape=(inner, -1)) \
+        if b.ndim else _nd.reshape(b, shape=(1, 1))
+    out_shape = tuple(a.shape[i] for i in a_keep) + tuple(b.shape[i] for i in b_keep)
+    return _nd.reshape(_nd.dot(a2, b2), shape=out_shape)
+
+
+def inner(a, b):
+    """Sum of products over the last axes of a and b."""
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    return tensordot(a, b, ([-1], [-1]))
+
+
+def _truth(function, a, axis, keepdims, test):
+    F = _world(a)
+    counted = F.sum(getattr(F, test)(a, scalar=0.0), axis=axis, keepdims=keepdims)
+    found = F._greater_scalar(counted, scalar=0.0)
+    return F.Cast(found if function == "any" else F._equal_scalar(found, scalar=0.0),
+                  dtype="bool")
+
+
+def any(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    """Whether some element (along `axis`) is nonzero, as a bool array."""
+    return _truth("any", a, axis, keepdims, "_not_equal_scalar")
+
+
+def all(a, axis=None, out=None, keepdims=False):  # noqa: A001
+    """Whether every element (along `axis`) is nonzero, as a bool array."""
+    return _truth("all", a, axis, keepdims, "_equal_scalar")
+
+
+def empty_like(prototype, dtype=None, order="C", subok=False, shape=None):
+    """A new array shaped like `prototype` (zero-filled here: NumPy leaves it unset)."""
+    return full_like(prototype, 0, dtype, order, subok, shape)
+
+
+def full_like(a, fill_value, dtype=None, order="C", subok=False, shape=None):
+    """An array of `fill_value` with a's shape and dtype (or the given ones)."""
+    _c_order("full_like", order)
+    if isinstance(a, _Symbol):
+        filled = _sym.zeros_like(a) + fill_value
+        return filled if dtype is None else filled.astype(dtype)
+    return full(a.shape if shape is None else shape, fill_value,
+                dtype=a.dtype if dtype is None else dtype)
+
+
+def _at_least(ndim, arrays):
+    out = []
+    for a in arrays:
+        a = a if isinstance(a, (_NDArray, _Symbol)) else array(a)
+        shape = {0: (1,) * ndim, 1: (1, -1) if ndim >= 2 else (-1,)}.get(a.ndim)
+        if shape is not None and a.ndim < ndim:
+            a = reshape(a, (1, a.shape[0], 1) if ndim == 3 and a.ndim == 1 else shape)
+        elif a.ndim == 2 and ndim == 3:
+            a = expand_dims(a, -1)
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys):
+    return _at_least(1, arys)
+
+
+def atleast_2d(*arys):
+    return _at_least(2, arys)
+
+
+def atleast_3d(*arys):
+    return _at_least(3, arys)
+
+
+def vstack(tup):
+    return concatenate([atleast_2d(a) for a in tup], axis=0)
+
+
+def row_stack(tup):
+    return vstack(tup)
+
+
+def hstack(tup):
+    arrays = [atleast_1d(a) for a in tup]
+    return concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1)
+
+
+def dstack(tup):
+    return concatenate([atleast_3d(a) for a in tup], axis=2)
+
+
+def column_stack(tup):
+    arrays = [reshape(a, (-1, 1)) if a.ndim < 2 else a for a in tup]
+    return concatenate(arrays, axis=1)
+
+
+def append(arr, values, axis=None):
+    """values joined after arr (both flattened when axis is None)."""
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], axis=0)
+    return concatenate([arr, values], axis=axis)
+
+
+def unravel_index(indices, shape, order="C"):
+    """The coordinates of flat `indices` in an array of `shape`, one array per axis."""
+    _c_order("unravel_index", order)
+    if not isinstance(indices, (_NDArray, _Symbol)):
+        return tuple(_onp.unravel_index(indices, shape))
+    coords = _world(indices)._unravel_index(indices, shape=tuple(shape))
+    return tuple(coords[i] for i in range(len(shape))) if isinstance(coords, _NDArray) \
+        else coords
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, ctx=None,
+             device=None):
+    """base ** (num values evenly spaced from start to stop)."""
+    if axis != 0:
+        raise NotImplementedError("np.logspace: axis must be 0")
+    values = _onp.power(base, _onp.linspace(start, stop, num, endpoint=endpoint))
+    return array(values, dtype, ctx or device)
+
+
+def shares_memory(a, b, max_work=None):
+    """Whether a and b use some of the same memory (views of one array do)."""
+    return bool(_onp.shares_memory(a._data, b._data))
+
+
+def may_share_memory(a, b, max_work=None):
+    return bool(_onp.may_share_memory(a._data, b._data))
+
+
 from . import linalg  # noqa: E402,F401
 
 
@@ -411,7 +641,7 @@ def _as_np(result, args=()):
     (it keeps its identity, which the autograd tape knows it by); an argument given back
     unchanged is re-viewed instead, so the caller's array stays what it was."""
     if type(result) is _NDArray:
-        if any(result is a for a in args):
+        if _builtins.any(result is a for a in args):
             return result.as_np_ndarray()
         result.__class__ = ndarray
         return result
