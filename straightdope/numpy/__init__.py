@@ -536,19 +536,21 @@ def all(a, axis=None, out=None, keepdims=False):  # noqa: A001
     return _truth("all", a, axis, keepdims, "_equal_scalar")
 
 
-def empty_like(prototype, dtype=None, order="C", subok=False, shape=None):
+def empty_like(prototype, dtype=None, order="C", subok=False, shape=None, ctx=None,
+               device=None):
     """A new array shaped like `prototype` (zero-filled here: NumPy leaves it unset)."""
-    return full_like(prototype, 0, dtype, order, subok, shape)
+    return full_like(prototype, 0, dtype, order, subok, shape, ctx, device)
 
 
-def full_like(a, fill_value, dtype=None, order="C", subok=False, shape=None):
+def full_like(a, fill_value, dtype=None, order="C", subok=False, shape=None, ctx=None,
+              device=None):
     """An array of `fill_value` with a's shape and dtype (or the given ones)."""
     _c_order("full_like", order)
     if isinstance(a, _Symbol):
         filled = _sym.zeros_like(a) + fill_value
         return filled if dtype is None else filled.astype(dtype)
     return full(a.shape if shape is None else shape, fill_value,
-                dtype=a.dtype if dtype is None else dtype)
+                dtype=a.dtype if dtype is None else dtype, ctx=ctx, device=device)
 
 
 def _at_least(ndim, arrays):
