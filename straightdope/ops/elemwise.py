@@ -150,10 +150,12 @@ UNARY = {
     "cbrt": (np.cbrt, "np.cbrt({0})", lambda F, x, y, og: og / (F.square(y) * 3.0)),
     "rcbrt": (lambda x: 1.0 / np.cbrt(x), "(1.0 / np.cbrt({0}))",
               lambda F, x, y, og: og * y / (x * -3.0)),
+    # the gradient reads x (ones_like), as MXNet's backward node does, so that it is on
+    # x's graph: a second derivative is then zeros, not "nothing was recorded"
     "degrees": (np.degrees, "({0} * 57.29577951308232)",
-                lambda F, x, y, og: og * 57.29577951308232),
+                lambda F, x, y, og: og * F.ones_like(x) * 57.29577951308232),
     "radians": (np.radians, "({0} * 0.017453292519943295)",
-                lambda F, x, y, og: og * 0.017453292519943295),
+                lambda F, x, y, og: og * F.ones_like(x) * 0.017453292519943295),
     "erf": (lambda x: scipy_special().erf(x), "math.erf({0})",
             lambda F, x, y, og: og * F.exp(-F.square(x)) * float(2.0 / np.sqrt(np.pi))),
     # Rounding: flat almost everywhere, so the gradient is zero (as in MXNet).
