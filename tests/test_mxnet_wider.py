@@ -287,3 +287,16 @@ def test_arange_computes_in_its_dtype_as_mxnet():
     x = mx.nd.zeros((2, 3))
     np.testing.assert_array_equal(mx.nd.contrib.arange_like(x, start=1, step=2).asnumpy(),
                                   [[1, 3, 5], [7, 9, 11]])
+
+
+def test_negative_binomial_samplers_have_their_means():
+    mx.random.seed(3)
+    k, p = 2, 0.2
+    draws = mx.nd.random.negative_binomial(k, p, shape=(20000,)).asnumpy()
+    assert abs(draws.mean() - k * (1 - p) / p) < 0.3           # mean 8
+    mu, alpha = 8.0, 0.5
+    mixed = mx.nd.random.generalized_negative_binomial(mu, alpha, shape=(20000,)).asnumpy()
+    assert abs(mixed.mean() - mu) < 0.3
+    assert abs(mixed.var() - (mu + alpha * mu * mu)) < 3.0      # var 40
+    with pytest.raises(mx.MXNetError, match="alpha"):
+        mx.nd.random.generalized_negative_binomial(1.0, -1.0, shape=(2,))

@@ -101,6 +101,26 @@ def poisson(lam=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     return _make(_np.random.poisson(_value(lam), _size(shape, out)), dtype, ctx, out)
 
 
+@_errors_at_read
+def negative_binomial(k=1, p=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
+    """Failures before the k-th success of trials that succeed with probability p."""
+    return _make(_np.random.negative_binomial(_value(k), _value(p), _size(shape, out)), dtype,
+                 ctx, out)
+
+
+@_errors_at_read
+def generalized_negative_binomial(mu=1, alpha=1, shape=(1,), dtype=None, ctx=None, out=None,
+                                  **kwargs):
+    """Negative binomial of mean mu and dispersion alpha, drawn as MXNet does: a Poisson
+    whose rate is Gamma(1 / alpha, mu * alpha) (Poisson(mu) when alpha is 0)."""
+    mu, alpha, size = _value(mu), _value(alpha), _size(shape, out)
+    if _np.any(_np.asarray(alpha) < 0) or _np.any(_np.asarray(mu) < 0):
+        raise ValueError(f"mu and alpha must be >= 0, got mu={mu}, alpha={alpha}")
+    rate = mu if _np.all(_np.asarray(alpha) == 0) else _np.random.gamma(
+        1.0 / _np.asarray(alpha, float), _np.asarray(mu, float) * alpha, size)
+    return _make(_np.random.poisson(rate, size), dtype, ctx, out)
+
+
 def multinomial(data, shape=(), get_prob=False, dtype="int32", **kwargs):
     """Draw category indices from the probabilities in the last axis of `data`."""
     probs = _value(data)
