@@ -259,11 +259,17 @@ def test_executor_monitor_names_and_values_as_mxnet():
 
 def test_executor_backward_with_every_grad_req_null_does_nothing():
     exe = mx.sym.square(mx.sym.var("x")).simple_bind(mx.cpu(), x=(2,), grad_req="null")
-    with pytest.raises(mx.MXNetError, match="forward"):
-        exe.backward()
     exe.forward(x=mx.nd.array([1.0, 2.0]))
     exe.backward()                                  # as MXNet: nothing to compute
     assert exe.grad_dict["x"] is None
+
+
+def test_executor_backward_before_forward_runs_the_forward_first():
+    x = mx.sym.var("x")
+    exe = mx.sym.tile(x * x, reps=(2,)).bind(mx.cpu(), args={"x": mx.nd.array([1.0, 3.0])},
+                                             args_grad={"x": mx.nd.zeros((2,))})
+    exe.backward(mx.nd.ones((4,)))                  # MXNet's tests do this right after bind
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), [4.0, 12.0])
 
 
 # -------------------------------------------------------------- sample_*, arange
