@@ -171,27 +171,25 @@ class Executor:
     def _watch(self, is_train, callback, monitor_all):
         # The compiled graph fuses ops, so their values do not exist there: the reference
         # interpreter runs the graph again on the same arguments, op by op.
-        from ..graph.ir import Graph
         from ..ndarray import NDArray
         feeds = {**self.arg_dict, **self.aux_dict}
-        graph = Graph.from_symbol(self._symbol)
         values = {}
-        for node in graph.nodes:
+        for node in topological(self._symbol.entries):
             if node.is_var:
-                values[(node.id, 0)] = feeds[node.name]._data
+                values[(node, 0)] = feeds[node.name]._data
                 continue
-            inputs = [values[tuple(e)] for e in node.inputs]
+            inputs = [values[entry] for entry in node.inputs]
             if monitor_all:
                 names = _monitor_input_names(node, len(inputs))
                 for (source, _), name, array in zip(node.inputs, names, inputs):
-                    if graph.nodes[source].is_var:
-                        callback(graph.nodes[source].name, NDArray(array))
+                    if source.is_var:
+                        callback(source.name, NDArray(array))
                     callback(f"{node.name}_{name}", NDArray(array))
             results = node.op.run(node.attrs, inputs, is_train)
             names = node.op.output_names if len(node.op.output_names) == len(results) \
                 else [f"output{k}" for k in range(len(results))]
             for k, (name, result) in enumerate(zip(names, results)):
-                values[(node.id, k)] = result
+                values[(node, k)] = result
                 callback(f"{node.name}_{name}", NDArray(result))
 
     def backward(self, out_grads=None, is_train=True):
