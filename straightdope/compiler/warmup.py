@@ -16,11 +16,16 @@ inference and for a training step with a backend that compiles nothing (`_Tracer
 run the compiler's passes on every graph, and read off what the generated code would
 ask Numba for:
 
-* the steps tier: `Executable(graph, tier="steps", compile=False).job()`'s kernel items;
+* the steps tier: `Executable(graph, tier="steps", compile=False).job()`'s kernels and
+  fused loops;
 * the graph tier (small graphs, loop bodies): the kernels its `@njit` function calls.
   Numba types an integer written in that source as the constant itself (a kernel called
   with `0` and with `1` there is compiled twice), so those arguments are `Literal`s;
+  and for a small network's own graphs, that whole-graph function itself;
 * the optimizers' update loops, as `Trainer.step` calls them.
+
+Neither a loop's nor a whole-graph function's source names a size (sizes are run-time
+values), so networks made of the same layers at other sizes or depths load them too.
 
 Worker processes (one per core) compile the distinct items into the cache; a manifest
 next to them records what this version of straightdope needs, so that checking
@@ -271,18 +276,16 @@ def _executables(graph, is_train) -> list:
 
 def kernel_items(plan, whole=False) -> list:
     """(("kernel", module, function), example arguments) for every kernel call of one
-    plan (an `Executable` made with compile=False); for a graph that runs as steps
-    (convolutions, large graphs: `backend.choose_tier`), its fused loops too, as
-    (("module", source, "loop"), arguments): then such a network's first call loads
-    everything it runs from the caches instead of running the reference tier. `whole`:
-    a whole-graph plan's own function too, (("module", source, "run_graph"), arguments):
-    the source does not depend on the sizes (they are `meta`), so a network of the same
-    layers at other sizes (seed 002's MLP, the benchmarks' MLP-2) loads it compiled."""
-    from .backend import choose_tier
+    plan (an `Executable` made with compile=False); for a steps-tier plan, its fused
+    loops too, as (("module", source, "loop"), arguments): then a network that runs as
+    steps (convolutions, large graphs: `backend.choose_tier`) loads everything it runs
+    from the caches in its first call, and so does a deeper network made of the same
+    layers (a loop's text names no sizes: MLP-32 calls the MLP's loops). `whole`: a
+    whole-graph plan's own function too, (("module", source, "run_graph"), arguments):
+    its source names no sizes either (they are `meta`), so a network of the same layers
+    at other sizes (seed 002's MLP, the benchmarks' MLP-2) loads it compiled."""
     if plan.tier == "steps":
-        loops = choose_tier(plan.graph) == "steps"
-        return [(what, args) for what, args in plan.job()
-                if what[0] == "kernel" or loops and what[2] == "loop"]
+        return plan.job()
     source = plan.stages["source"]
     calls = _graph_tier_calls(source, plan._inputs())
     if whole:
