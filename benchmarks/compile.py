@@ -18,9 +18,11 @@ student's step: `autograd.record()`, the net, an imperative SoftmaxCrossEntropyL
 an earlier case is reused. "warm" kernels: Numba's caches of the library's own kernels
 (conv, GEMM, pool, ...) were filled by an earlier run, as on any machine after the first
 use; "cold": NUMBA_CACHE_DIR is a new empty folder too, so the kernels compile as well;
-"--setup": each graph cache starts as a copy of what `python -m straightdope.warmup`
-(the README's setup step) leaves in an empty cache dir: the kernels, the fused loops
-and whole-graph functions of the book's networks, the VM; no graph of the case's own.
+"--setup": each case's cache dir is what `python -m straightdope.warmup` (the README's
+setup step) left in it: the kernels, the fused loops and whole-graph functions of the
+book's networks, the VM; no graph of the case's own. (Restored from a copy before each
+case, at the path the setup step ran with: Numba's cache files of generated code are
+kept per folder of the source, here the cache dir.)
 "cached" reruns the case in three other new processes with the same graph cache (the
 median; the figure for a notebook restarted on the same machine). One thread
 everywhere; Python's bytecode cache on (PYTHONDONTWRITEBYTECODE is dropped), as on a
@@ -207,6 +209,17 @@ def run_case(case, kind, mode, cache_dir, numba_dir=None, library=None):
                      f"{tail[:160]}"}
 
 
+def setup_state() -> str:
+    """--setup: the cache dir the setup step filled, as it left it (restored from a copy
+    made the first time); its path, for a case."""
+    folder, copy = os.path.join(WARM, "cache"), os.path.join(WARM, "after-setup")
+    if not os.path.isdir(copy):
+        shutil.copytree(folder, copy, symlinks=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(copy, folder, symlinks=True)
+    return folder
+
+
 def stop_worker(pid):
     """End the background compile process a tiered case left behind (its graph cache is
     thrown away): the next case must not share the cores with it."""
@@ -218,7 +231,7 @@ def stop_worker(pid):
 
 
 WARM = tempfile.mkdtemp(prefix="sd-warm-kernels-")     # filled by warm_up()
-SETUP = False            # --setup: WARM is what the setup step leaves, copied whole
+SETUP = False            # --setup: WARM/cache is what the setup step leaves in it
 
 
 def warm_up(mode, libraries, rows):
@@ -226,13 +239,18 @@ def warm_up(mode, libraries, rows):
     kernel (and kernel variant) the cases call: their compile is paid once per machine
     and is not what the table measures, except with --cold-kernels. With --setup, run
     the setup step (`python -m straightdope.warmup`) into WARM instead."""
+    if SETUP and os.path.isdir(os.path.join(WARM, "after-setup")):
+        return                               # --keep-setup: done by an earlier run
     for library in libraries:
         if SETUP:
-            env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=WARM)
+            env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=os.path.join(WARM, "cache"))
             if library:
                 env["PYTHONPATH"] = library
+            start = time.perf_counter()
             subprocess.run([sys.executable, "-m", "straightdope.warmup"], env=env,
                            cwd=library or None, capture_output=True, timeout=TIMEOUT)
+            print(f"setup step ({library or 'this checkout'}): "
+                  f"{time.perf_counter() - start:.0f} s wall", flush=True)
             continue
         for case, kind in rows:
             if not case.startswith("chain"):
@@ -242,11 +260,7 @@ def warm_up(mode, libraries, rows):
 def seed_kernels(folder):
     """Give a fresh graph cache the kernels' compiled code (not the generated graphs'):
     newer versions keep Numba's files of both in <cache dir>/numba, older ones keep the
-    kernels' in the package's __pycache__ (then there is nothing to copy). With --setup,
-    everything the setup step wrote."""
-    if SETUP:
-        shutil.copytree(WARM, folder, dirs_exist_ok=True)
-        return
+    kernels' in the package's __pycache__ (then there is nothing to copy)."""
     source = os.path.join(WARM, "numba")
     for root, _, files in os.walk(source):
         target = os.path.join(folder, "numba", os.path.relpath(root, source))
@@ -276,7 +290,9 @@ def measure(case, kind, runs, cold_kernels, cached, mode, library=None):
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as nb:
             numba_dir = nb if cold_kernels else None
-            if not cold_kernels:
+            if SETUP:
+                folder = setup_state()
+            elif not cold_kernels:
                 seed_kernels(folder)
             last = run_case(case, kind, mode, folder, numba_dir, library)
             if "error" in last:
@@ -304,7 +320,10 @@ def main(argv=None):
     parser.add_argument("--cold-kernels", action="store_true",
                         help="Numba's caches empty too (a fresh machine)")
     parser.add_argument("--setup", action="store_true",
-                        help="each graph cache a copy of what the setup step leaves")
+                        help="each case's cache dir as the setup step leaves it")
+    parser.add_argument("--keep-setup", metavar="DIR",
+                        help="with --setup: run the setup step into DIR once and keep it "
+                             "(a later run with the same DIR skips it)")
     parser.add_argument("--mode", default="sync",
                         help="hybridize(compile=...) when the library has it (sync|tiered)")
     parser.add_argument("--json", help="save the figures to this file")
@@ -313,9 +332,13 @@ def main(argv=None):
     parser.add_argument("--wall", action="store_true",
                         help="wall-clock seconds instead of the process's CPU seconds")
     args = parser.parse_args(argv)
-    global CPU, SETUP
+    global CPU, SETUP, WARM
     CPU = not args.wall
     SETUP = args.setup
+    if SETUP and args.keep_setup:
+        os.makedirs(args.keep_setup, exist_ok=True)
+        os.rmdir(WARM)                       # the empty default, not used
+        WARM = os.path.abspath(args.keep_setup)
     if args.against:
         return compare(args)
     rows = [(c, k) for c, k in ROWS if any(o in f"{c} {k}" for o in args.only.split(","))]
@@ -350,7 +373,8 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"kernels": kernels, "mode": args.mode, "results": results}, f, indent=1)
-    shutil.rmtree(WARM, ignore_errors=True)
+    if not args.keep_setup:
+        shutil.rmtree(WARM, ignore_errors=True)
 
 
 def compare(args):
@@ -387,7 +411,8 @@ def compare(args):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"kernels": kernels, "results": results}, f, indent=1)
-    shutil.rmtree(WARM, ignore_errors=True)
+    if not args.keep_setup:
+        shutil.rmtree(WARM, ignore_errors=True)
 
 
 if __name__ == "__main__":
