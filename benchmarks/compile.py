@@ -4,17 +4,25 @@
     python -m benchmarks.compile --quick         # one run per case, no big cases
     python -m benchmarks.compile --only resnet18 # cases whose name contains this
     python -m benchmarks.compile --cold-kernels  # Numba's own caches empty too
+    python -m benchmarks.compile --setup         # after the setup step (issue 24's state)
     python -m benchmarks.compile --json out.json # also save the figures
     python -m benchmarks.compile --against /tmp/main   # side by side with another checkout
 
 What a new user pays (CPU seconds of the call's process, see CPU below; --wall for
 wall-clock): a new process imports straightdope, builds the network, calls
 it once imperatively (deferred shapes resolved: not timed), hybridizes it and calls it
-again: that call (trace + compile + run) is the figure. The graph cache
+again: that call (trace + compile + run) is the figure; for a training step, a
+student's step: `autograd.record()`, the net, an imperative SoftmaxCrossEntropyLoss,
+`backward()` and `trainer.step` (SGD). The graph cache
 (STRAIGHTDOPE_CACHE_DIR) is a new empty folder for every case, so nothing compiled for
 an earlier case is reused. "warm" kernels: Numba's caches of the library's own kernels
 (conv, GEMM, pool, ...) were filled by an earlier run, as on any machine after the first
-use; "cold": NUMBA_CACHE_DIR is a new empty folder too, so the kernels compile as well.
+use; "cold": NUMBA_CACHE_DIR is a new empty folder too, so the kernels compile as well;
+"--setup": each case's cache dir is what `python -m straightdope.warmup` (the README's
+setup step) left in it: the kernels, the fused loops and whole-graph functions of the
+book's networks, the VM; no graph of the case's own. (Restored from a copy before each
+case, at the path the setup step ran with: Numba's cache files of generated code are
+kept per folder of the source, here the cache dir.)
 "cached" reruns the case in three other new processes with the same graph cache (the
 median; the figure for a notebook restarted on the same machine). One thread
 everywhere; Python's bytecode cache on (PYTHONDONTWRITEBYTECODE is dropped), as on a
@@ -131,6 +139,10 @@ options = {}
 if "compile" in inspect.signature(net.hybridize).parameters:
     options["compile"] = mode
 net.hybridize(**options)
+if kind != "forward":
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    labels = nd.array(np.arange(shape[0]) % 10, dtype=np.float32)
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
 usage = resource.getrusage(resource.RUSAGE_SELF)
 rss_before = usage.ru_maxrss
 t1 = time.perf_counter()
@@ -138,9 +150,9 @@ if kind == "forward":
     y = net(x)
 else:
     with autograd.record():
-        y = net(x)
-        loss = (y * y).mean()
+        loss = loss_fn(net(x), labels)
     loss.backward()
+    trainer.step(shape[0])
 first = time.perf_counter() - t1
 after = resource.getrusage(resource.RUSAGE_SELF)
 cpu = after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime
@@ -155,6 +167,9 @@ timings = getattr(fwd, "timings", None) or {}
 info["cache"] = timings.get("cache")
 stats = op.stats() if hasattr(op, "stats") else {}
 info["tier"] = {part: stats[part]["tier"] for part in ("forward", "backward") if part in stats}
+tiers = sys.modules.get("straightdope.compiler.tiers")
+compiler = getattr(tiers, "_COMPILER", None)
+info["worker"] = compiler.process.pid if compiler is not None else None
 print("RESULT " + json.dumps(info))
 """
 
@@ -186,20 +201,57 @@ def run_case(case, kind, mode, cache_dir, numba_dir=None, library=None):
         return {"error": f"no result after {TIMEOUT} s"}
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[7:])
+            result = json.loads(line[7:])
+            stop_worker(result.get("worker"))
+            return result
     tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
     return {"error": f"exit {done.returncode} after {time.perf_counter() - start:.0f} s: "
                      f"{tail[:160]}"}
 
 
+def setup_state() -> str:
+    """--setup: the cache dir the setup step filled, as it left it (restored from a copy
+    made the first time); its path, for a case."""
+    folder, copy = os.path.join(WARM, "cache"), os.path.join(WARM, "after-setup")
+    if not os.path.isdir(copy):
+        shutil.copytree(folder, copy, symlinks=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(copy, folder, symlinks=True)
+    return folder
+
+
+def stop_worker(pid):
+    """End the background compile process a tiered case left behind (its graph cache is
+    thrown away): the next case must not share the cores with it."""
+    if pid:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+
+
 WARM = tempfile.mkdtemp(prefix="sd-warm-kernels-")     # filled by warm_up()
+SETUP = False            # --setup: WARM/cache is what the setup step leaves in it
 
 
 def warm_up(mode, libraries, rows):
     """Run every case of the table once into WARM, so that Numba's caches hold every
     kernel (and kernel variant) the cases call: their compile is paid once per machine
-    and is not what the table measures, except with --cold-kernels."""
+    and is not what the table measures, except with --cold-kernels. With --setup, run
+    the setup step (`python -m straightdope.warmup`) into WARM instead."""
+    if SETUP and os.path.isdir(os.path.join(WARM, "after-setup")):
+        return                               # --keep-setup: done by an earlier run
     for library in libraries:
+        if SETUP:
+            env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=os.path.join(WARM, "cache"))
+            if library:
+                env["PYTHONPATH"] = library
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "straightdope.warmup"], env=env,
+                           cwd=library or None, capture_output=True, timeout=TIMEOUT)
+            print(f"setup step ({library or 'this checkout'}): "
+                  f"{time.perf_counter() - start:.0f} s wall", flush=True)
+            continue
         for case, kind in rows:
             if not case.startswith("chain"):
                 run_case(case, kind, mode, WARM, library=library)
@@ -238,7 +290,9 @@ def measure(case, kind, runs, cold_kernels, cached, mode, library=None):
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as nb:
             numba_dir = nb if cold_kernels else None
-            if not cold_kernels:
+            if SETUP:
+                folder = setup_state()
+            elif not cold_kernels:
                 seed_kernels(folder)
             last = run_case(case, kind, mode, folder, numba_dir, library)
             if "error" in last:
@@ -265,6 +319,11 @@ def main(argv=None):
     parser.add_argument("--runs", type=int, default=3, help="runs of the cheap cases")
     parser.add_argument("--cold-kernels", action="store_true",
                         help="Numba's caches empty too (a fresh machine)")
+    parser.add_argument("--setup", action="store_true",
+                        help="each case's cache dir as the setup step leaves it")
+    parser.add_argument("--keep-setup", metavar="DIR",
+                        help="with --setup: run the setup step into DIR once and keep it "
+                             "(a later run with the same DIR skips it)")
     parser.add_argument("--mode", default="sync",
                         help="hybridize(compile=...) when the library has it (sync|tiered)")
     parser.add_argument("--json", help="save the figures to this file")
@@ -273,8 +332,13 @@ def main(argv=None):
     parser.add_argument("--wall", action="store_true",
                         help="wall-clock seconds instead of the process's CPU seconds")
     args = parser.parse_args(argv)
-    global CPU
+    global CPU, SETUP, WARM
     CPU = not args.wall
+    SETUP = args.setup
+    if SETUP and args.keep_setup:
+        os.makedirs(args.keep_setup, exist_ok=True)
+        os.rmdir(WARM)                       # the empty default, not used
+        WARM = os.path.abspath(args.keep_setup)
     if args.against:
         return compare(args)
     rows = [(c, k) for c, k in ROWS if any(o in f"{c} {k}" for o in args.only.split(","))]
@@ -282,7 +346,8 @@ def main(argv=None):
         rows = [(c, k) for c, k in rows if c not in EXPENSIVE]
     if not args.cold_kernels:
         warm_up(args.mode, [None], rows)
-    kernels = "cold (empty NUMBA_CACHE_DIR)" if args.cold_kernels else "warm"
+    kernels = "cold (empty NUMBA_CACHE_DIR)" if args.cold_kernels else \
+        "as the setup step leaves them" if SETUP else "warm"
     unit = "CPU" if CPU else "wall-clock"
     print(f"first hybridized call, {unit} s; fresh process, empty graph cache, one thread, "
           f"Numba kernel caches {kernels}, compile={args.mode}; median of up to {args.runs} "
@@ -308,7 +373,8 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"kernels": kernels, "mode": args.mode, "results": results}, f, indent=1)
-    shutil.rmtree(WARM, ignore_errors=True)
+    if not args.keep_setup:
+        shutil.rmtree(WARM, ignore_errors=True)
 
 
 def compare(args):
@@ -318,7 +384,7 @@ def compare(args):
     rows = [(c, k) for c, k in ROWS if any(o in f"{c} {k}" for o in args.only.split(","))]
     if args.quick:
         rows = [(c, k) for c, k in rows if c not in EXPENSIVE]
-    kernels = "cold" if args.cold_kernels else "warm"
+    kernels = "cold" if args.cold_kernels else "after the setup step" if SETUP else "warm"
     if not args.cold_kernels:
         warm_up(args.mode, [args.against, here], rows)
     unit = "CPU" if CPU else "wall-clock"
@@ -345,7 +411,8 @@ def compare(args):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"kernels": kernels, "results": results}, f, indent=1)
-    shutil.rmtree(WARM, ignore_errors=True)
+    if not args.keep_setup:
+        shutil.rmtree(WARM, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,11 @@ from straightdope.gluon import nn
 
 ROOT = Path(__file__).resolve().parents[1]
 
+
+def numba_internals_used() -> bool:
+    from straightdope.compiler import numba_internals
+    return numba_internals.USED
+
 # A small net whose constant (and so its generated code) is new in every run.
 PROGRAM = """
 import json, sys, time
@@ -383,3 +388,46 @@ def test_a_full_cache_dir_keeps_the_reference_tier_and_says_what_to_do(tmp_path)
     warned, result = [json.loads(line) for line in done.stdout.strip().splitlines()[-2:]]
     assert result["tier"] == "reference" and result["same"]
     assert len(warned) == 1 and "is full" in warned[0] and "STRAIGHTDOPE_CACHE_DIR" in warned[0]
+
+
+# A kernel called from Python (as an optimizer's update and an imperative loss call
+# theirs), in a fresh process: compiled into the cache by the first run, loaded by the
+# next; Numba's full start-up (CPUContext.refresh) counted.
+KERNEL_FROM_PYTHON = textwrap.dedent("""
+    import json
+    import numpy as np
+    from numba.core.cpu import CPUContext
+    refreshes = []
+    full_refresh = CPUContext.refresh
+    def counted(self):
+        refreshes.append(1)
+        return full_refresh(self)
+    CPUContext.refresh = counted
+    from straightdope.compiler import numba_internals
+    from straightdope.compiler.kernels import update
+    w = np.linspace(-1, 1, 7, dtype=np.float32)
+    g = np.linspace(2, 3, 7, dtype=np.float32)
+    want = (1 - 0.1 * 0.01) * w - 0.1 * (0.5 * g)
+    update.sgd(w, g, 0.1, 0.01, 0.5, -1.0)
+    print(json.dumps({"refreshes": len(refreshes), "fast_loads": numba_internals.FAST_LOADS,
+                      "close": bool(np.allclose(w, want, rtol=1e-6))}))
+""")
+
+
+@pytest.mark.skipif(not numba_internals_used(), reason="this Numba is not the tested one")
+def test_a_kernel_first_called_from_python_loads_from_the_cache_without_numbas_start_up(
+        tmp_path):
+    """The first training step's imperative loss and optimizer call kernels from Python;
+    found in the cache, they load the fast way (numba_internals.load_first), not through
+    Numba's half-second start-up."""
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+
+    def run():
+        done = subprocess.run([sys.executable, "-c", KERNEL_FROM_PYTHON], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    first = run()
+    assert first["close"] and first["refreshes"] > 0 and first["fast_loads"] == 0  # compiled
+    second = run()
+    assert second["close"] and second["refreshes"] == 0 and second["fast_loads"] == 1

@@ -163,6 +163,28 @@ def test_what_it_cannot_run_is_refused_by_name():
         vm.VMExecutable(graph)
 
 
+def test_a_convnet_is_refused_before_any_pass_runs(monkeypatch):
+    """A tiered first call asks the VM first: for a convolution it must say no at once,
+    not after the passes the compiled tier then runs again (lowering, fusion, memory)."""
+    from straightdope.compiler import backend
+    ran = []
+    monkeypatch.setattr(backend, "PIPELINE", tuple(
+        (stage, key, lambda ex, stages, run=run, stage=stage: ran.append(stage) or run(ex, stages))
+        for stage, key, run in backend.PIPELINE))
+    x = sym.var("x")
+    from straightdope.graph import Graph
+    net = sym.relu(sym.Pooling(sym.Convolution(x, sym.var("w"), kernel=(3, 3), num_filter=2,
+                                               no_bias=True), kernel=(2, 2), pool_type="max"))
+    graph = annotate(Graph.from_symbol(net), {"x": (1, 1, 6, 6), "w": (2, 1, 3, 3)},
+                     {"x": "float32", "w": "float32"})
+    with pytest.raises(vm.NotForTheVM, match="Convolution|Pooling"):
+        vm.VMExecutable(graph)
+    assert ran == []
+    dense = annotate(Graph.from_symbol(sym.relu(x) * 2.0), {"x": (3, 4)}, {"x": "float32"})
+    vm.VMExecutable(dense)                 # the passes still run for a graph it takes
+    assert ran[:4] == ["traced", "shapes", "fused", "memory"]
+
+
 def test_outputs_are_fresh_and_inputs_may_change_between_calls():
     """Each call's outputs are new arrays; a new input array (another address) is read."""
     from straightdope.graph import Graph

@@ -84,6 +84,46 @@ def test_the_graph_tier_calls_are_typed_as_numba_types_them():
     assert isinstance(warmup.example(["literal", 1]), warmup.Literal)
 
 
+def mlp(*widths):
+    from straightdope.gluon import nn
+    net = nn.HybridSequential()
+    for width in widths:
+        net.add(nn.Dense(width, activation="relu"))
+    net.add(nn.Dense(10))
+    return net
+
+
+def whole_graph_sources(net, shape) -> list:
+    """The whole-graph functions' sources of `net`'s inference and training graphs."""
+    from straightdope import autograd, init, nd
+    from straightdope.compiler.backend import Executable, choose_tier
+    tracer = warmup._Tracer()
+    net.initialize(init.Xavier())
+    net.hybridize(executor=tracer)
+    x = nd.array(np.ones(shape, np.float32))
+    net(x)
+    with autograd.record():
+        y = net(x)
+        loss = (y * y).mean()
+    loss.backward()
+    return [Executable(graph, is_train, tier="graph", compile=False).stages["source"]
+            for graph, is_train in tracer.graphs if choose_tier(graph) == "graph"]
+
+
+def test_the_plan_holds_the_small_networks_whole_graph_functions_other_sizes_share():
+    """Sizes are run-time values of a whole-graph function (`meta`), so the warm-up's
+    MLP (512-256-128-10) compiles the very functions of any MLP of two hidden ReLU
+    layers; a third layer is another function."""
+    graphs = {item[0][1] for item in warmup.plan(["mlp"]) if item[0][0] == "graph"}
+    assert len(graphs) >= 3           # inference, a training step's forward and backward
+    other_sizes = whole_graph_sources(mlp(300, 40), (5, 70))
+    assert len(other_sizes) == 3 and set(other_sizes) <= graphs
+    assert not set(whole_graph_sources(mlp(300, 40, 20), (5, 70))) & graphs
+    item = next(i for i in warmup.plan(["mlp"]) if i[0][0] == "graph")
+    assert warmup.job_item(item) == ("module", item[0][1], "run_graph")
+    assert warmup.label(item).startswith("graph ")
+
+
 def test_kernels_that_share_code_are_compiled_in_one_batch():
     items = [[["pool", "pool2d"], []], [["conv", "conv2d"], []], [["util", "flat"], []],
              [["conv", "conv2d_grad_data"], []], [["pool", "pool2d_grad"], []]]
@@ -215,3 +255,49 @@ def test_after_the_setup_a_convnet_runs_compiled_steps_from_its_first_call(tmp_p
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == {
         "forward": "steps", "backward": "steps", "same": True}
+
+
+SMALL_NET_FIRST_CALL = r"""
+import json
+import numpy as np
+from numba.core.cpu import CPUContext
+refreshes = []
+full_refresh = CPUContext.refresh
+def counted(self):
+    refreshes.append(1)
+    return full_refresh(self)
+CPUContext.refresh = counted
+from straightdope import autograd, nd
+from straightdope.gluon import nn
+net = nn.HybridSequential()
+net.add(nn.Dense(300, activation="relu"), nn.Dense(40, activation="relu"), nn.Dense(10))
+net.initialize()
+x = nd.array(np.linspace(-1, 1, 5 * 70, dtype=np.float32).reshape(5, 70))
+want = net(x).asnumpy()
+net.hybridize(compile="sync")
+with autograd.record():
+    got = net(x)
+    (got * got).mean().backward()
+plan = net._cached_op.last_plan
+print(json.dumps({"refreshes": len(refreshes),
+                  "tiers": [plan.forward.current.tier, plan.backward.current.tier],
+                  "cache": [plan.forward.current.timings["cache"],
+                            plan.backward.current.timings["cache"]],
+                  "same": bool(np.allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-6))}))
+"""
+
+
+@pytest.mark.slow
+def test_after_the_setup_a_small_net_of_other_sizes_compiles_nothing(tmp_path):
+    """The setup step compiles the whole-graph functions of the small networks: an MLP
+    of the same layers at other sizes loads them in its first synchronous training step,
+    and Numba's compiler (its full start-up, before any compile) never runs."""
+    folder = tmp_path / "cache"
+    done = run(folder, "--only", "mlp")
+    assert done.returncode == 0, done.stderr
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", SMALL_NET_FIRST_CALL], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "refreshes": 0, "tiers": ["graph", "graph"], "cache": ["disk", "disk"], "same": True}

@@ -6,7 +6,8 @@ three things the compile cache needs are not in it:
 * where Numba keeps the cache files of *our* functions (a folder only you can write:
   `_TrustedLocator`, docs/security.md);
 * whether a signature is in that cache already (`is_cached`), without loading it;
-* loading a cached function without Numba's half-second start-up (`fast_load`).
+* loading a cached function without Numba's half-second start-up (`fast_load`), also
+  when Python calls a kernel with new argument types (`load_first`).
 
 They reach into `numba.core` (names in `EXPECTED`), which changes between releases
 without notice. So they are used only with a Numba in `SUPPORTED` (the range
@@ -54,6 +55,7 @@ EXPECTED = (
     "numba.core.runtime.rtsys",
     "numba.core.runtime.nrtdynmod.compile_nrt_functions",
     "numba.core.runtime.nrtdynmod.create_nrt_module",
+    "numba.core.dispatcher.Dispatcher._compile_for_args",
 )
 FAST_LOADS = 0             # functions fast_load loaded in this process (tests read it)
 USED_FAST = True           # False once fast_load failed on an entry that reads fine
@@ -319,6 +321,28 @@ def fast_load(func, sig) -> bool:
     FAST_LOADS += loaded
     return loaded
 
+
+def load_first(func):
+    """Have the dispatcher `func`, called from Python with argument types it has no
+    machine code for yet, fast-load that code from the cache before it compiles.
+
+    Numba's dispatcher (C code) calls `func._compile_for_args(*args)` then, which refreshes
+    Numba fully even when it only loads the cache: the half second `fast_load` avoids.
+    Kernels called from Python (an imperative loss's loops, an optimizer's update, a
+    steps-tier kernel not preloaded) go through here. Not cached: Numba's own way."""
+    compile_for_args = func._compile_for_args
+
+    def load_or_compile(*args, **kws):
+        if not kws and USED and USED_FAST:
+            try:
+                sig = tuple(func.typeof_pyval(a) for a in args)
+            except Exception:            # noqa: BLE001 - Numba's way says what is wrong
+                sig = None
+            if sig is not None and sig not in func.overloads and fast_load(func, sig):
+                return func.overloads[sig].entry_point
+        return compile_for_args(*args, **kws)
+    func._compile_for_args = load_or_compile     # the C dispatcher looks it up by name
+    return func
 
 
 def _damaged(func, sig) -> bool:

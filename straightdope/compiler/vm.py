@@ -129,11 +129,28 @@ class Program:
         return self.where[tuple(entry)]
 
 
+# ops with a kernel of their own that the VM runs (`_kernel`); FullyConnected and the
+# like are lowered to these (lower.py)
+KERNEL_OPS = ("dot", "sum", "mean", "max", "min", "_sum_to_like")
+
+
+def _no_instruction(name) -> bool:
+    """Is `name` an op with a kernel of its own that stays one after lowering, and that
+    the VM has no instruction for (a convolution, pooling, BatchNorm, ...)?"""
+    from .kernels import EMITTERS
+    from .lower import REWRITES
+    return name in EMITTERS and name not in KERNEL_OPS and (
+        name not in REWRITES or name == "Convolution")   # lowered to itself + a bias add
+
+
 def why_not(graph) -> str | None:
-    """Why the VM cannot run this (annotated) graph, or None when it can."""
+    """Why the VM cannot run this (annotated) graph, or None when it can (so far as the
+    traced graph tells: `write_program` finds the rest)."""
     for node in graph.nodes:
         if any(np.dtype(d) != np.float32 for d in node.dtypes):
             return f"{node.op.name if node.op else node.name}: dtype {node.dtypes} (float32 only)"
+        if node.op is not None and _no_instruction(node.op.name):
+            return f"op {node.op.name}"
     return None
 
 
@@ -282,6 +299,9 @@ class VMExecutable:
         host = sorted({n.op.name for n in graph.nodes if runs_on_host(graph, n)})
         if host:
             raise NotForTheVM(f"ops that run on the host or as loops: {host}")
+        reason = why_not(graph)          # before the passes: a convnet's first call
+        if reason is not None:           # then plans its graphs once, not twice
+            raise NotForTheVM(reason)
         start = time.perf_counter()
         self.graph, self.is_train = graph, is_train
         self.stages = {}

@@ -16,11 +16,16 @@ inference and for a training step with a backend that compiles nothing (`_Tracer
 run the compiler's passes on every graph, and read off what the generated code would
 ask Numba for:
 
-* the steps tier: `Executable(graph, tier="steps", compile=False).job()`'s kernel items;
+* the steps tier: `Executable(graph, tier="steps", compile=False).job()`'s kernels and
+  fused loops;
 * the graph tier (small graphs, loop bodies): the kernels its `@njit` function calls.
   Numba types an integer written in that source as the constant itself (a kernel called
   with `0` and with `1` there is compiled twice), so those arguments are `Literal`s;
+  and for a small network's own graphs, that whole-graph function itself;
 * the optimizers' update loops, as `Trainer.step` calls them.
+
+Neither a loop's nor a whole-graph function's source names a size (sizes are run-time
+values), so networks made of the same layers at other sizes or depths load them too.
 
 Worker processes (one per core) compile the distinct items into the cache; a manifest
 next to them records what this version of straightdope needs, so that checking
@@ -269,18 +274,23 @@ def _executables(graph, is_train) -> list:
     return plans
 
 
-def kernel_items(plan) -> list:
+def kernel_items(plan, whole=False) -> list:
     """(("kernel", module, function), example arguments) for every kernel call of one
-    plan (an `Executable` made with compile=False); for a graph that runs as steps
-    (convolutions, large graphs: `backend.choose_tier`), its fused loops too, as
-    (("module", source, "loop"), arguments): then such a network's first call loads
-    everything it runs from the caches instead of running the reference tier."""
-    from .backend import choose_tier
+    plan (an `Executable` made with compile=False); for a steps-tier plan, its fused
+    loops too, as (("module", source, "loop"), arguments): then a network that runs as
+    steps (convolutions, large graphs: `backend.choose_tier`) loads everything it runs
+    from the caches in its first call, and so does a deeper network made of the same
+    layers (a loop's text names no sizes: MLP-32 calls the MLP's loops). `whole`: a
+    whole-graph plan's own function too, (("module", source, "run_graph"), arguments):
+    its source names no sizes either (they are `meta`), so a network of the same layers
+    at other sizes (seed 002's MLP, the benchmarks' MLP-2) loads it compiled."""
     if plan.tier == "steps":
-        loops = choose_tier(plan.graph) == "steps"
-        return [(what, args) for what, args in plan.job()
-                if what[0] == "kernel" or loops and what[2] == "loop"]
-    return _graph_tier_calls(plan.stages["source"], plan._inputs())
+        return plan.job()
+    source = plan.stages["source"]
+    calls = _graph_tier_calls(source, plan._inputs())
+    if whole:
+        calls.append((("module", source, "run_graph"), plan._examples(source)))
+    return calls
 
 
 def _graph_tier_calls(source: str, inputs: list) -> list:
@@ -323,13 +333,14 @@ def plan(only=None) -> list:
     unknown = [n for n in names if n not in NETWORKS]
     if unknown:
         raise ValueError(f"unknown network(s) {unknown}: choose from {list(NETWORKS)}")
+    from .loops import needs_loops
     items = {}
     for name in names:
         graphs, updates = traced(name)
-        found = [item for graph, is_train in graphs
-                 for p in _executables(graph, is_train) for item in kernel_items(p)]
+        found = [item for graph, is_train in graphs for p in _executables(graph, is_train)
+                 for item in kernel_items(p, whole=not needs_loops(graph))]
         for what, args in found + updates:
-            name = ["loop", what[1]] if what[0] == "module" else list(what[1:])
+            name = [_KINDS[what[2]], what[1]] if what[0] == "module" else list(what[1:])
             item = [name, [describe(a) for a in args]]
             items.setdefault(json.dumps(item), item)
     from .vm import signatures
@@ -408,16 +419,22 @@ def needed(only=None) -> list:
     return items
 
 
+# a generated module's function -> the first word of its plan item (and back)
+_KINDS = {"loop": "loop", "run_graph": "graph"}
+_FUNCTIONS = {kind: function for function, kind in _KINDS.items()}
+
+
 def job_item(item) -> tuple:
-    """The job item (`tiers.resolve`) of a plan item: a kernel, or a fused loop's source."""
-    if item[0][0] == "loop":
-        return ("module", item[0][1], "loop")
+    """The job item (`tiers.resolve`) of a plan item: a kernel, or the source of a fused
+    loop or of a whole-graph function."""
+    if item[0][0] in _FUNCTIONS:
+        return ("module", item[0][1], _FUNCTIONS[item[0][0]])
     return ("kernel", *item[0])
 
 
 def label(item) -> str:
-    if item[0][0] == "loop":
-        return f"loop {cache._digest(item[0][1])[:8]}"
+    if item[0][0] in _FUNCTIONS:
+        return f"{item[0][0]} {cache._digest(item[0][1])[:8]}"
     return ".".join(item[0])
 
 

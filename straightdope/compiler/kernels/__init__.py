@@ -14,7 +14,11 @@ ops are written by `codegen.emit_fused` from their `scalar_expr` instead (their
 `numba_kernel` is the string "fused").
 """
 from ..fuse import FUSIBLE_EXTRA, VIEW_OPS
-from . import blas, conv, index, layout, norm, pool, random, reduce, softmax, util  # noqa: F401
+from numba.core.registry import CPUDispatcher
+
+from ..numba_internals import load_first
+from . import (blas, conv, index, layout, norm, pool, random, reduce, softmax,  # noqa: F401
+               update, util)
 
 MODULES = (blas, conv, index, layout, norm, pool, random, reduce, softmax)
 # ops that never reach codegen: the lowering pass rewrites them (see lower.py)
@@ -26,6 +30,12 @@ DIMS = {}          # op name -> rule(cg, node, k) giving an output's symbolic di
 for _module in MODULES:
     EMITTERS.update(_module.EMITTERS)
     DIMS.update(getattr(_module, "DIMS", {}))
+# Kernels called from Python (steps-tier runs, imperative losses, optimizer updates) load
+# from the cache without Numba's start-up when first called with new types (load_first).
+for _module in MODULES + (update, util):
+    for _kernel in vars(_module).values():
+        if isinstance(_kernel, CPUDispatcher) and _kernel.py_func.__module__ == _module.__name__:
+            load_first(_kernel)
 
 
 def install():
