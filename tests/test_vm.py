@@ -279,3 +279,18 @@ def test_without_the_vm_compiled_the_first_call_stays_on_the_reference_tier(tmp_
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["reference", "False"]
+
+
+@pytest.mark.parametrize("shape", [(3, 0), (0, 4), (0, 0)])
+def test_an_empty_array_runs_on_the_vm_and_gives_an_empty_result(shape):
+    """A fused loop over zero elements (MXNet's tests hybridize zero-size arrays): its
+    block width was min(inner, CHUNK) = 0, a range step of 0 that raised."""
+    x = sym.var("x")
+    op = CachedOp(sym.Group([sym.relu(x * 2.0 + 1.0)]), [], backend=StrictVMBackend())
+    data = nd.array(np.ones(shape, np.float32))
+    data.attach_grad()
+    with autograd.record():
+        (out,) = op([], {"x": data})
+    out.backward(nd.ones(shape))
+    assert out.shape == shape and out.asnumpy().size == 0
+    assert data.grad.shape == shape

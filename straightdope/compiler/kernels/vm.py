@@ -237,6 +237,8 @@ def _loop(code, pc, consts, m):
     outer, inner, n_in, n_ops, n_out = code[pc + 1:pc + 6]
     operands, ops = pc + 6, pc + 6 + 4 * n_in
     outputs = ops + 5 * n_ops
+    if outer == 0 or inner == 0:    # an empty domain: nothing to compute or write
+        return outputs + 3 * n_out
     width = min(inner, CHUNK)
     height = max(1, CHUNK // max(width, 1))
     scratch = np.empty((n_in + n_ops) * CHUNK, np.float32)
