@@ -113,10 +113,16 @@ slides: venv sysdeps $(CJK_FONTS)
 test: venv sysdeps $(CJK_FONTS)
 	STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra --durations=15 --timeout=1800 $(PYTEST_ARGS)
 
-# The same suite with MXNet's threaded engine selected (docs/engine.md); CI runs both.
+# The library's tests again with MXNet's threaded engine selected (docs/engine.md); CI
+# runs it after `make test`. The book, its browser checks and the slow tests run their
+# notebooks and programs in processes of their own, so they stay with `make test`.
+THREADED_ARGS ?= -m "not slow and not browser" --ignore=tests/test_book_part12.py \
+	--ignore=tests/test_book_part34.py --ignore=tests/test_book_html.py \
+	--ignore=tests/test_book_slides.py --ignore=tests/test_book_jupyterlab.py \
+	--ignore=tests/test_classroom.py --ignore=tests/test_assignments.py
 test-threaded: venv sysdeps $(CJK_FONTS)
-	MXNET_ENGINE_TYPE=ThreadedEngine STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra \
-		--durations=15 --timeout=1800 $(PYTEST_ARGS)
+	MXNET_ENGINE_TYPE=ThreadedEngine $(VPY) -m pytest -q -ra -p no:cacheprovider \
+		--durations=15 --timeout=1800 $(THREADED_ARGS) $(PYTEST_ARGS)
 
 lab: venv
 	$(VENV)/bin/jupyter lab book/ $(if $(filter 0,$(shell id -u)),--ServerApp.allow_root=True)
