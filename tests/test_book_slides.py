@@ -250,8 +250,11 @@ def test_every_slide_fits_the_screen_with_boxes_and_no_solutions(
         page.goto(f"{slides_url}/{name}.slides.html", wait_until="networkidle",
                   timeout=60_000)
         page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
-        # Decks that cut long slides say when they are done (fit_slides.js).
-        page.evaluate("window.slidesFitted || null")
+        # fit_slides.js cuts long slides once Reveal is ready and says when it is done;
+        # the promise is set just after isReady() turns true, so wait for it to exist
+        # (measuring in between saw zh/31's slides uncut).
+        page.wait_for_function("window.slidesFitted !== undefined", timeout=30_000)
+        page.evaluate("window.slidesFitted")
         # every slide in one round trip (measured as Reveal shows it: one at a time)
         measured = page.evaluate(
             "(measure => Reveal.getSlides().map(s => Reveal.getIndices(s)).map(i => {"
