@@ -113,8 +113,8 @@ slides: venv sysdeps $(CJK_FONTS)
 test: venv sysdeps $(CJK_FONTS)
 	STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra --durations=15 --timeout=1800 $(PYTEST_ARGS)
 
-# The library's tests again with MXNet's threaded engine selected (docs/engine.md); CI
-# runs it after `make test`. The book, its browser checks and the slow tests run their
+# The library's tests again with MXNet's threaded engine selected (docs/engine.md; not in
+# CI yet: two of MXNet's sampler tests fail under it, see docs/engine.md). The book, its browser checks and the slow tests run their
 # notebooks and programs in processes of their own, so they stay with `make test`.
 THREADED_ARGS ?= -m "not slow and not browser" --ignore=tests/test_book_part12.py \
 	--ignore=tests/test_book_part34.py --ignore=tests/test_book_html.py \
