@@ -241,19 +241,25 @@ print(json.dumps({"forward": stats["forward"]["tier"], "backward": stats["backwa
 """
 
 
+def _after_setup(tmp_path, network, program):
+    """Run the setup step for `network` into a new cache, then `program` in a fresh
+    process on that cache; return the JSON of its last line."""
+    folder = tmp_path / "cache"
+    done = run(folder, "--only", network)
+    assert done.returncode == 0, done.stderr
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", program], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 @pytest.mark.slow
 def test_after_the_setup_a_convnet_runs_compiled_steps_from_its_first_call(tmp_path):
     """The setup step compiles the fused loops of the networks that run as steps
     (convolutions): their first tiered call, forward and backward, loads all of it from
     the cache and runs compiled code, instead of the NumPy reference tier."""
-    folder = tmp_path / "cache"
-    done = run(folder, "--only", "lenet")
-    assert done.returncode == 0, done.stderr
-    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder), PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-c", LENET_FIRST_CALL], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.splitlines()[-1]) == {
+    assert _after_setup(tmp_path, "lenet", LENET_FIRST_CALL) == {
         "forward": "steps", "backward": "steps", "same": True}
 
 
@@ -292,12 +298,5 @@ def test_after_the_setup_a_small_net_of_other_sizes_compiles_nothing(tmp_path):
     """The setup step compiles the whole-graph functions of the small networks: an MLP
     of the same layers at other sizes loads them in its first synchronous training step,
     and Numba's compiler (its full start-up, before any compile) never runs."""
-    folder = tmp_path / "cache"
-    done = run(folder, "--only", "mlp")
-    assert done.returncode == 0, done.stderr
-    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder), PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-c", SMALL_NET_FIRST_CALL], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.splitlines()[-1]) == {
+    assert _after_setup(tmp_path, "mlp", SMALL_NET_FIRST_CALL) == {
         "refreshes": 0, "tiers": ["graph", "graph"], "cache": ["disk", "disk"], "same": True}
