@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -208,6 +209,61 @@ def test_outputs_are_fresh_and_inputs_may_change_between_calls():
     np.testing.assert_array_equal(b, 6.0)
 
 
+def _vm_only_setup(env):
+    """The setup step, for the VM only (the kernels it calls come along: one function)."""
+    subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        from straightdope.compiler import vm, tiers
+        vm.compile_all(); tiers.mark_ready(tiers.vm_key())""")], env=env, check=True,
+        timeout=600)
+
+
+@pytest.mark.slow
+def test_a_short_run_on_the_vm_starts_no_compile_yet_leaves_its_graph_compiled(tmp_path):
+    """The VM answers at once, so a short run's calls pay neither for looking the graph
+    up nor for starting the compile process (first contact: seed 002 times the first
+    1,000 calls); at exit the graph goes to the compile process, and the next run loads
+    its compiled code once the VM has run a while."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache), PYTHONPATH=REPO)
+    env.pop("STRAIGHTDOPE_COMPILE", None)
+    _vm_only_setup(env)
+    program = textwrap.dedent("""
+        import json, sys, time
+        from straightdope import nd
+        from straightdope.compiler import tiers
+        from straightdope.gluon import nn
+        net = nn.HybridSequential()
+        net.add(nn.Dense(6, activation="relu"), nn.Dense(3))
+        net.initialize()
+        x = nd.ones((2, 5))
+        net.hybridize()
+        for _ in range(LONG and 10**6 or 20):
+            net(x)
+            if net._cached_op.stats()["forward"]["tier"] != "vm":
+                break
+        print(json.dumps({"tier": net._cached_op.stats()["forward"]["tier"],
+                          "process": tiers._COMPILER is not None,
+                          "pending": net._cached_op.stats()["forward"]["pending"]}))
+        """)
+    short = program.replace("LONG", "False")
+    done = subprocess.run([sys.executable, "-c", short], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"tier": "vm", "process": False,
+                                                        "pending": True}
+    ready = cache / "ready"
+    deadline = time.monotonic() + 300          # the compile process outlives the program
+    while len(list(ready.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(list(ready.iterdir())) == 2, "the graph was not compiled after the exit"
+    done = subprocess.run([sys.executable, "-c", program.replace("LONG", "True")], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # compiled by the first run: loaded from the cache, nothing handed to a process
+    assert json.loads(done.stdout.splitlines()[-1]) == {"tier": "graph", "process": False,
+                                                        "pending": False}
+
+
 @pytest.mark.slow
 def test_a_tiered_net_runs_the_vm_from_its_first_call(tmp_path):
     """After the setup step compiled the VM, a fresh process's first hybridized call
@@ -216,11 +272,7 @@ def test_a_tiered_net_runs_the_vm_from_its_first_call(tmp_path):
     cache = tmp_path / "cache"
     env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache), PYTHONPATH=REPO)
     env.pop("STRAIGHTDOPE_COMPILE", None)
-    # the setup step, for the VM only (the kernels it calls come along: it is one function)
-    subprocess.run([sys.executable, "-c", textwrap.dedent("""
-        from straightdope.compiler import vm, tiers
-        vm.compile_all(); tiers.mark_ready(tiers.vm_key())""")], env=env, check=True,
-        timeout=600)
+    _vm_only_setup(env)
     program = textwrap.dedent("""
         import json
         import numpy as np

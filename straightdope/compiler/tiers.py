@@ -11,9 +11,12 @@ runs an interpreter first and swaps in compiled code when it is done.
    milliseconds) and runs it: compiled code from the first call. A graph the VM cannot
    run (a convolution, a loop) runs on the *reference* tier instead, the NumPy
    interpreter of `graph/interpret.py`; so does every graph on a new machine, where the
-   VM is not compiled yet (and Numba is not even imported). Either way the graph goes
-   to a background process, unless the disk cache says some process compiled this very
-   graph before (same ops, shapes, dtypes, library and Numba versions: `job_key`).
+   VM is not compiled yet (and Numba is not even imported). A graph on the reference
+   tier goes to a background process at once, unless the disk cache says some process
+   compiled this very graph before (same ops, shapes, dtypes, library and Numba
+   versions: `job_key`). A graph on the VM, already compiled code, waits until the VM
+   has run it `LOAD_AFTER_VM_SECONDS` before either (or until `wait()`, or the exit):
+   a student's first thousand calls pay for neither.
 2. **A compile process** (one per Python process, on another core, at low priority)
    runs the compiler's passes and Numba on that graph, writes the machine code into the
    disk cache (`cache.py`) and marks the graph as done (`ready/<key>`); on a new machine
@@ -23,7 +26,8 @@ runs an interpreter first and swaps in compiled code when it is done.
 3. **A loader thread** in the parent loads the compiled code from the cache when the
    process reports it done (for a graph compiled by an earlier run: once the VM has run
    `LOAD_AFTER_VM_SECONDS`), and switches `active` to it; calls keep running on the VM
-   or the reference tier meanwhile instead of waiting.
+   or the reference tier meanwhile instead of waiting. At exit, the graphs the VM ran
+   without deciding yet go to the compile process, for the program's next run.
 
 The compiled tiers give the same numbers bit for bit; the VM and the reference tier the
 same up to rounding (another order of sums, NumPy's maths functions). `switches` records when the tier changed,
@@ -46,6 +50,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -59,8 +64,8 @@ from . import fingerprint
 ORPHAN_SECONDS = 300.0
 # At exit, the parent waits at most this long to hand its queued jobs to the process.
 HANDOVER_SECONDS = 5.0
-# A graph compiled by an earlier run starts on the VM too, and its compiled code is
-# loaded once the VM has run this long (about what loading costs: ski rental).
+# A graph starts on the VM when it can; once the VM has run it this long (about what
+# loading costs: ski rental), its compiled code is loaded, or compiled if no run has.
 LOAD_AFTER_VM_SECONDS = 0.1
 SETUP_COMMAND = "python -m straightdope.warmup"
 
@@ -198,6 +203,27 @@ _BOOT = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
          "from straightdope.compiler.tiers import _main; _main(int(sys.argv[2]))")
 
 
+def _spawn():
+    """Start a compile process: (its Popen, the read end of its answers pipe)."""
+    paths = [str(_ROOT)] + [p for p in sys.path if p and p != str(_ROOT)]
+    answers_read, answers_write = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-c", _BOOT, json.dumps(paths), str(answers_write)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(answers_write,), text=True, start_new_session=True)
+    except BaseException:
+        os.close(answers_read)
+        raise
+    finally:
+        os.close(answers_write)
+    return process, answers_read
+
+
+def _job_line(number: int, description: dict, key: str) -> str:
+    return json.dumps({"id": number, "key": key, "graph": description}) + "\n"
+
+
 class BackgroundCompiler:
     """One Python process that compiles graphs one after the other into the caches.
     Jobs go in on its stdin (written by a thread here: the pipe holds only 64 KB);
@@ -205,15 +231,7 @@ class BackgroundCompiler:
     another thread here."""
 
     def __init__(self):
-        paths = [str(_ROOT)] + [p for p in sys.path if p and p != str(_ROOT)]
-        answers_read, answers_write = os.pipe()
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-c", _BOOT, json.dumps(paths), str(answers_write)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=(answers_write,), text=True, start_new_session=True)
-        finally:
-            os.close(answers_write)
+        self.process, answers_read = _spawn()
         self._answers = os.fdopen(answers_read, "r")
         self._tickets: dict = {}            # number -> Ticket, the jobs not answered yet
         self._ids = itertools.count()
@@ -232,7 +250,7 @@ class BackgroundCompiler:
         with self._lock:
             number = next(self._ids)
             self._tickets[number] = ticket
-        self._outbox.put(json.dumps({"id": number, "key": key, "graph": description}) + "\n")
+        self._outbox.put(_job_line(number, description, key))
         return ticket
 
     def _write(self):
@@ -330,41 +348,71 @@ def submit(description: dict, key: str) -> Ticket:
 
 @atexit.register
 def _stop():
-    """At exit the compile process is left to finish what it was given (see ORPHAN_SECONDS):
-    the next run of the program then finds the graphs compiled."""
+    """At exit the compile process is left to finish what it was given (see ORPHAN_SECONDS),
+    and given the graphs the VM ran without deciding yet: the next run of the program
+    then finds them compiled. (No new thread here: Python 3.12 refuses them at exit.)"""
     _LOADS.put(None)
-    if _COMPILER is not None and _COMPILER.process.poll() is None:
+    jobs = []
+    for executable in list(_UNDECIDED):
+        try:
+            description = describe(executable.graph, executable.is_train)
+        except Exception:                    # noqa: BLE001 - exiting: the next run tries
+            continue
+        key = job_key(description)
+        if not is_ready(key):
+            jobs.append((description, key))
+    alive = _COMPILER is not None and _COMPILER.process.poll() is None
+    if alive:
+        for description, key in jobs:
+            _COMPILER.submit(description, key)
         _COMPILER.close(HANDOVER_SECONDS)
+    elif jobs and _can_start_process() is None:
+        try:
+            process, answers = _spawn()
+            os.close(answers)                # nobody waits for the answers: the cache is it
+            process.stdin.write("".join(_job_line(n, d, k) for n, (d, k) in enumerate(jobs)))
+            process.stdin.close()
+        except (OSError, ValueError):        # exiting anyway: the next run compiles it
+            pass
 
 
 # ------------------------------------------------------------ the loader thread
 _LOADS: queue.SimpleQueue = queue.SimpleQueue()
 _LOADER: threading.Thread | None = None
+# VM-run executables that have not decided yet whether to load or compile (`_decide`):
+# at exit they hand their graphs to the compile process, for the program's next run.
+_UNDECIDED: weakref.WeakSet = weakref.WeakSet()
 
 
 def _load_switches():
     while True:
-        executable = _LOADS.get()
-        if executable is None:
+        job = _LOADS.get()
+        if job is None:
             return
+        executable, method = job
         try:
-            executable._switch()
+            getattr(executable, method)()
         except Exception as err:             # noqa: BLE001 - reported, never raised here
-            # loading what the process compiled failed: stay on the reference tier, no
-            # longer pending, and say why (stats(), executable.error)
+            # loading what the process compiled failed: stay on the VM or the reference
+            # tier, no longer pending, and say why (stats(), executable.error)
             executable.error = f"{type(err).__name__}: {err}"
             executable.ticket = None
 
 
-def _load_later(executable):
-    """Have the loader thread switch `executable` to its compiled code."""
+def _later(executable, method: str):
+    """Have the loader thread call `executable.<method>()` (`_switch` or `_decide`)."""
     global _LOADER
     with _COMPILER_LOCK:
         if _LOADER is None or not _LOADER.is_alive():
             _LOADER = threading.Thread(target=_load_switches, daemon=True,
                                        name="straightdope-loader")
             _LOADER.start()
-    _LOADS.put(executable)
+    _LOADS.put((executable, method))
+
+
+def _load_later(executable):
+    """Have the loader thread switch `executable` to its compiled code."""
+    _later(executable, "_switch")
 
 
 # ------------------------------------------------------------ the tiered executable
@@ -377,30 +425,48 @@ class TieredExecutable:
     def __init__(self, graph, is_train=False, static_alloc=False):
         self.graph, self.is_train, self.static_alloc = graph, is_train, static_alloc
         self.calls, self.switches, self.ticket, self.error = 0, [], None, None
-        self._planned = None
+        self._planned, self.key, self._vm_seconds_left = None, None, None
         self._lock = threading.Lock()        # the loader and wait() may switch at once
+        self.active = self._vm() if _vm_loaded() else None
+        if self.active is not None:
+            # Compiled code at once. Whether the graph's own compiled code is in the cache,
+            # and compiling it if not, waits until the VM has run LOAD_AFTER_VM_SECONDS:
+            # a short run pays for neither, and the first call stays a few milliseconds.
+            self._vm_seconds_left = LOAD_AFTER_VM_SECONDS
+            _UNDECIDED.add(self)
+            return
         description = describe(graph, is_train)
         self.key = job_key(description)
-        ready = is_ready(self.key)
-        self.active = self._vm() if _vm_loaded() else None
-        self._vm_seconds_left = None
-        if self.active is not None:          # compiled code at once, the graph's later
-            if ready:        # load it once the VM has run about as long as loading takes
-                self.ticket = Ticket()
-                self.ticket.finish()
-                self._vm_seconds_left = LOAD_AFTER_VM_SECONDS
-                return
-            self.ticket = submit(description, self.key)
-            self.ticket.then(lambda ticket: _load_later(self) if ticket.error is None or
-                             ticket.here else None)
-            return
-        if ready or _compiler_loaded() and self._all_cached():
+        if is_ready(self.key) or _compiler_loaded() and self._all_cached():
             self.active = self._compiled()   # in the caches: loading takes milliseconds
             return
         self.active = ReferenceExecutable(graph, is_train)
-        self.ticket = submit(description, self.key)
+        self._submit(description, self.key)
+
+    def _submit(self, description: dict, key: str):
+        """Have the compile process build the graph; the loader switches when it is done."""
+        self.ticket = submit(description, key)
         self.ticket.then(lambda ticket: _load_later(self) if ticket.error is None or
                          ticket.here else None)
+
+    def _decide(self):
+        """After the VM's first LOAD_AFTER_VM_SECONDS (or at wait(), or at exit): load
+        the graph's compiled code if some run compiled it before, else compile it."""
+        with self._lock:
+            if self.key is not None:         # decided already (another thread, wait())
+                return
+            description = describe(self.graph, self.is_train)
+            key = job_key(description)
+            ready = is_ready(key)
+            if ready:
+                self.ticket = Ticket()
+                self.ticket.finish()
+            else:
+                self._submit(description, key)
+            self.key, self._vm_seconds_left = key, None
+            _UNDECIDED.discard(self)
+        if ready:
+            _load_later(self)
 
     def _vm(self):
         """The graph as a VM program (compiler/vm.py), or None if the VM cannot run it."""
@@ -455,12 +521,12 @@ class TieredExecutable:
 
     @property
     def pending(self) -> bool:
-        """Is the compiled tier still being built?"""
-        return self.ticket is not None
+        """Is the compiled tier still to come?"""
+        return self.ticket is not None or self.key is None
 
     def run(self, inputs: list) -> list:
         if self._vm_seconds_left is not None:
-            return self._run_then_load(inputs)
+            return self._run_then_decide(inputs)
         ticket = self.ticket
         if ticket is not None and ticket.done() and ticket.error is not None \
                 and not ticket.here:
@@ -468,9 +534,9 @@ class TieredExecutable:
         self.calls += 1
         return self.active.run(inputs)
 
-    def _run_then_load(self, inputs):
-        """Run the VM; once it has run LOAD_AFTER_VM_SECONDS, have the loader thread load
-        the graph's compiled code from the cache (a short program never pays for it)."""
+    def _run_then_decide(self, inputs):
+        """Run the VM; once it has run LOAD_AFTER_VM_SECONDS, have the loader thread
+        decide what comes next (`_decide`)."""
         start = time.perf_counter()
         self.calls += 1
         out = self.active.run(inputs)
@@ -479,11 +545,13 @@ class TieredExecutable:
             left -= time.perf_counter() - start
             self._vm_seconds_left = left if left > 0 else None
             if left <= 0:
-                _load_later(self)
+                _later(self, "_decide")
         return out
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the compiled code runs (or the compile failed); False on timeout."""
+        if self.key is None:
+            self._decide()
         ticket = self.ticket
         if ticket is not None and not ticket.wait(timeout):
             return False
@@ -503,7 +571,7 @@ class TieredExecutable:
                               f"happens.", RuntimeWarning, stacklevel=4)
                 return
             compiled = self._compiled()      # from the caches, or here if it asked us to
-            self.active, self.ticket, self._vm_seconds_left = compiled, None, None
+            self.active, self.ticket = compiled, None
             self.switches.append((self.calls, self.tier, time.perf_counter()
                                   - ticket._start))
 
