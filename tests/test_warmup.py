@@ -128,8 +128,26 @@ def test_kernels_that_share_code_are_compiled_in_one_batch():
     items = [[["pool", "pool2d"], []], [["conv", "conv2d"], []], [["util", "flat"], []],
              [["conv", "conv2d_grad_data"], []], [["pool", "pool2d_grad"], []]]
     batches = warmup.batches(items)
-    assert sorted(sorted(b) for b in batches) == [[0, 4], [1, 3], [2]]
-    assert batches[0] == [1, 3]                  # the convolutions cost most: first
+    assert sorted(sorted(b.items) for b in batches) == [[0, 4], [1, 3], [2]]
+    assert batches[0].items == [1, 3]            # the convolutions cost most: first
+    assert all(b.needs == set() for b in batches)
+
+
+def test_a_function_that_calls_other_items_waits_for_them_in_a_batch_of_its_own():
+    """The VM calls the matrix product and the reductions: it is compiled after them
+    (loading them from the cache), not together with everything it calls."""
+    items = [[["vm", "run_program"], []], [["blas", "matmul"], []],
+             [["conv", "conv2d"], []], [["blas", "matmul"], [["int"]]]]
+    batches = warmup.batches(items)
+    vm_batch = next(b for b in batches if 0 in b.items)
+    assert vm_batch.items == [0] and {1, 3} <= vm_batch.needs
+    assert next(b for b in batches if 1 in b.items).items == [1, 3]   # one function
+    vm_first = [vm_batch] + [b for b in batches if b is not vm_batch]
+    assert 0 not in warmup._next_batch(vm_first, {}, anyone_busy=True).items
+    waiting = [vm_batch]
+    assert warmup._next_batch(waiting, {1: None}, anyone_busy=True) is None   # it waits
+    assert warmup._next_batch(waiting, {1: None, 3: "failed"}, anyone_busy=True) is vm_batch
+    assert warmup._next_batch([vm_batch], {}, anyone_busy=False) is vm_batch  # or goes on
 
 
 def test_a_cache_dir_it_cannot_write_is_named_with_what_to_do(monkeypatch, tmp_path):

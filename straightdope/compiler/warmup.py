@@ -41,6 +41,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -495,43 +496,74 @@ def _callees(func) -> list:
     return [f for f in found if isinstance(f, CPUDispatcher)]
 
 
-def _reach(func) -> set:
-    """`func` and every kernel it calls, directly or not."""
+def _reach(func, stop=frozenset()) -> set:
+    """`func` and every kernel it calls, directly or not (not looking inside `stop`)."""
     seen, todo = set(), [func]
     while todo:
         f = todo.pop()
         if f not in seen:
             seen.add(f)
-            todo += _callees(f)
+            if f is func or f not in stop:
+                todo += _callees(f)
     return seen
 
 
+class Batch(NamedTuple):
+    items: list       # item numbers, compiled one after the other by one worker
+    needs: set        # items of other batches it calls: compiled (or failed) before it starts
+
+
 def batches(items) -> list:
-    """The items in batches, each compiled by one worker, one item after the other: items
-    whose kernels share code (the three convolutions call the same im2col and Winograd
-    kernels, which Numba compiles into each) go together, so that the shared code is
-    compiled once, and no two workers write one function's cache entries at once.
-    Costliest batch first (its cost: the bytecode Numba compiles for its items), so that
-    no long compile starts last."""
+    """The items in `Batch`es, each compiled by one worker, costliest first (its cost:
+    the bytecode Numba compiles for it), so that no long compile starts last.
+
+    * Items that share code which is not an item of its own (the convolutions call the
+      same im2col and Winograd kernels, which Numba compiles into each) go together
+      (code inlined into its callers does not count: it is compiled into each anyway),
+      so that the shared code is compiled once; so do the signatures of one function,
+      so that no two workers write one function's cache entries at once.
+    * An item that calls other items (a whole-graph function, the VM) *needs* them:
+      compiled first, they are loaded from the cache when it compiles, not compiled
+      again inside it. Without this, one worker would compile nearly everything."""
     from .tiers import resolve
-    reach = [_reach(resolve(job_item(item))) for item in items]
+    own = [resolve(job_item(item)) for item in items]
+    planned = set(own)
+    reach = [_reach(f, stop=planned) for f in own]
     group = list(range(len(items)))           # union-find over the items
 
     def find(k):
         while group[k] != k:
             k = group[k]
         return k
-    for a in range(len(items)):
+    inlined = {f for r in reach for f in r if f.targetoptions.get("inline") == "always"}
+    for a in range(len(items)):          # (inlined code is compiled into each caller anyway)
         for b in range(a):
-            if reach[a] & reach[b]:
+            if own[a] is own[b] or (reach[a] & reach[b]) - planned - inlined:
                 group[find(a)] = find(b)
     together = {}
     for k in range(len(items)):
         together.setdefault(find(k), []).append(k)
+    by_function = {}
+    for k, f in enumerate(own):
+        by_function.setdefault(f, set()).add(k)
+
+    def needs(batch):
+        called = {j for k in batch for f in reach[k] - {own[k]} for j in by_function.get(f, ())}
+        return called - set(batch)
 
     def cost(batch):
-        return sum(len(f.py_func.__code__.co_code) for k in batch for f in reach[k])
-    return sorted(together.values(), key=cost, reverse=True)
+        return sum(len(f.py_func.__code__.co_code)
+                   for f in {own[k] for k in batch} | {f for k in batch for f in reach[k] - planned})
+    return [Batch(b, needs(b)) for b in sorted(together.values(), key=cost, reverse=True)]
+
+
+def _next_batch(order: list, finished, anyone_busy: bool):
+    """The first batch of `order` whose needs are finished (taken out of `order`); if
+    none is and no worker is busy, the first anyway (it compiles what it calls)."""
+    for n, batch in enumerate(order):
+        if batch.needs <= finished.keys():
+            return order.pop(n)
+    return None if anyone_busy else order.pop(0)
 
 
 class _Worker:
@@ -575,7 +607,9 @@ def compile_items(items, jobs, progress) -> dict:
             for w in workers:
                 if w.item is None and w.process.poll() is None:
                     if not w.batch and order:
-                        w.batch = order.pop(0)
+                        busy = any(v.item is not None for v in workers)
+                        batch = _next_batch(order, results, busy)
+                        w.batch = list(batch.items) if batch else []
                     if w.batch:
                         k = w.batch.pop(0)
                         w.send(k, items[k])
@@ -591,7 +625,7 @@ def compile_items(items, jobs, progress) -> dict:
                     selector.unregister(w.process.stdout)
                     results[w.item[0]] = f"the worker ended (exit code {w.process.wait()})"
                     if w.batch:                # another worker compiles the rest
-                        order.append(w.batch)
+                        order.append(Batch(w.batch, set()))
                     w.batch = []
                 else:
                     _, _, results[w.item[0]] = json.loads(line)
