@@ -425,18 +425,19 @@ class TieredExecutable:
     def __init__(self, graph, is_train=False, static_alloc=False):
         self.graph, self.is_train, self.static_alloc = graph, is_train, static_alloc
         self.calls, self.switches, self.ticket, self.error = 0, [], None, None
-        self._planned, self.key, self._vm_seconds_left = None, None, None
+        self._planned, self._key, self._vm_seconds_left = None, None, None
+        self.decided = True                  # loaded, or handed to the compile process
         self._lock = threading.Lock()        # the loader and wait() may switch at once
         self.active = self._vm() if _vm_loaded() else None
         if self.active is not None:
             # Compiled code at once. Whether the graph's own compiled code is in the cache,
             # and compiling it if not, waits until the VM has run LOAD_AFTER_VM_SECONDS:
             # a short run pays for neither, and the first call stays a few milliseconds.
-            self._vm_seconds_left = LOAD_AFTER_VM_SECONDS
+            self._vm_seconds_left, self.decided = LOAD_AFTER_VM_SECONDS, False
             _UNDECIDED.add(self)
             return
         description = describe(graph, is_train)
-        self.key = job_key(description)
+        self._key = job_key(description)
         if is_ready(self.key) or _compiler_loaded() and self._all_cached():
             self.active = self._compiled()   # in the caches: loading takes milliseconds
             return
@@ -453,20 +454,27 @@ class TieredExecutable:
         """After the VM's first LOAD_AFTER_VM_SECONDS (or at wait(), or at exit): load
         the graph's compiled code if some run compiled it before, else compile it."""
         with self._lock:
-            if self.key is not None:         # decided already (another thread, wait())
+            if self.decided:                 # by another thread, or wait()
                 return
             description = describe(self.graph, self.is_train)
-            key = job_key(description)
+            key = self._key = job_key(description)
             ready = is_ready(key)
             if ready:
                 self.ticket = Ticket()
                 self.ticket.finish()
             else:
                 self._submit(description, key)
-            self.key, self._vm_seconds_left = key, None
+            self.decided, self._vm_seconds_left = True, None
             _UNDECIDED.discard(self)
         if ready:
             _load_later(self)
+
+    @property
+    def key(self) -> str:
+        """The graph's name in the cache (`job_key`): its `ready/` marker."""
+        if self._key is None:
+            self._key = job_key(describe(self.graph, self.is_train))
+        return self._key
 
     def _vm(self):
         """The graph as a VM program (compiler/vm.py), or None if the VM cannot run it."""
@@ -522,7 +530,7 @@ class TieredExecutable:
     @property
     def pending(self) -> bool:
         """Is the compiled tier still to come?"""
-        return self.ticket is not None or self.key is None
+        return self.ticket is not None or not self.decided
 
     def run(self, inputs: list) -> list:
         if self._vm_seconds_left is not None:
@@ -550,7 +558,7 @@ class TieredExecutable:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the compiled code runs (or the compile failed); False on timeout."""
-        if self.key is None:
+        if not self.decided:
             self._decide()
         ticket = self.ticket
         if ticket is not None and not ticket.wait(timeout):
