@@ -209,12 +209,17 @@ def test_outputs_are_fresh_and_inputs_may_change_between_calls():
     np.testing.assert_array_equal(b, 6.0)
 
 
-def _vm_only_setup(env):
-    """The setup step, for the VM only (the kernels it calls come along: one function)."""
+def _cache_after_vm_setup(tmp_path):
+    """(cache dir, environment) after the setup step for the VM only (the kernels it
+    calls come along: it is one function), for fresh processes in the default mode."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache), PYTHONPATH=REPO)
+    env.pop("STRAIGHTDOPE_COMPILE", None)
     subprocess.run([sys.executable, "-c", textwrap.dedent("""
         from straightdope.compiler import vm, tiers
         vm.compile_all(); tiers.mark_ready(tiers.vm_key())""")], env=env, check=True,
         timeout=600)
+    return cache, env
 
 
 @pytest.mark.slow
@@ -223,10 +228,7 @@ def test_a_short_run_on_the_vm_starts_no_compile_yet_leaves_its_graph_compiled(t
     up nor for starting the compile process (first contact: seed 002 times the first
     1,000 calls); at exit the graph goes to the compile process, and the next run loads
     its compiled code once the VM has run a while."""
-    cache = tmp_path / "cache"
-    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache), PYTHONPATH=REPO)
-    env.pop("STRAIGHTDOPE_COMPILE", None)
-    _vm_only_setup(env)
+    cache, env = _cache_after_vm_setup(tmp_path)
     program = textwrap.dedent("""
         import json, sys, time
         from straightdope import nd
@@ -269,10 +271,7 @@ def test_a_tiered_net_runs_the_vm_from_its_first_call(tmp_path):
     """After the setup step compiled the VM, a fresh process's first hybridized call
     runs the VM, and the graph's compiled code takes over once the background process
     has built it (the answers agree throughout)."""
-    cache = tmp_path / "cache"
-    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(cache), PYTHONPATH=REPO)
-    env.pop("STRAIGHTDOPE_COMPILE", None)
-    _vm_only_setup(env)
+    cache, env = _cache_after_vm_setup(tmp_path)
     program = textwrap.dedent("""
         import json
         import numpy as np
