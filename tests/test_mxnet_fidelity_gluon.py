@@ -839,6 +839,26 @@ def test_an_op_hook_sees_every_op_output_and_with_monitor_all_its_inputs_by_name
         "net_dense0_fwd_output", "net_relu0_fwd_input0", "net_relu0_fwd_output"]
 
 
+def test_a_hybridized_blocks_op_hook_names_inputs_as_the_executors_monitor_does():
+    """MXNet's test_op_all_names_monitor: SoftmaxActivation's input is unnamed (input0),
+    for a block's op hook as for a bound executor's monitor."""
+    class Soft(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.SoftmaxActivation(x, name="softmax")
+    net = Soft()
+    net.hybridize()
+    seen = []
+    net.register_op_hook(lambda name, op, array: seen.append(name), monitor_all=True)
+    net(nd.ones((2, 3)))
+    executor = mx.sym.SoftmaxActivation(mx.sym.var("data"), name="softmax").bind(
+        mx.cpu(), {"data": nd.ones((2, 3))})
+    monitored = []
+    executor.set_monitor_callback(lambda name, array: monitored.append(name), monitor_all=True)
+    executor.forward()
+    assert monitored == ["data", "softmax_input0", "softmax_output"]   # MXNet's expectation
+    assert seen == ["soft0_softmax_input0", "soft0_softmax_output"]    # under the block's prefix
+
+
 def test_one_dimensional_pooling_is_one_pooling_op_in_the_graph():
     graph = mx.gluon.nn.MaxPool1D(3, 2)(mx.sym.var("data"))
     ops = [node["op"] for node in json.loads(graph.tojson())["nodes"] if node["op"] != "null"]

@@ -185,17 +185,6 @@ def summary(block, *inputs):
             h.detach()
 
 
-# Ops whose inputs MXNet 1.9 leaves unnamed (no FListInputNames): its monitor calls them
-# input0, input1...
-_UNNAMED_INPUT_OPS = frozenset({"Activation"})
-
-
-def _monitor_input_names(node, count):
-    names = () if node.op.name in _UNNAMED_INPUT_OPS else \
-        node.op.input_names(node.attrs, count)
-    return names if len(names) == count else [f"input{i}" for i in range(count)]
-
-
 def watch_ops(graph, cached_op_args, arrays, callback, monitor_all):
     """A hybridized block's op hook (register_op_hook), called op by op. The compiled graph
     fuses ops, so their values do not exist there: the reference interpreter runs the
@@ -204,6 +193,7 @@ def watch_ops(graph, cached_op_args, arrays, callback, monitor_all):
     `dense0_fwd_weight`."""
     from .. import autograd
     from ..graph.ir import Graph
+    from ..symbol.executor import monitor_input_names
     feeds = {name: array for (_, name, _), array in zip(cached_op_args, arrays)}
     values = {}
     for node in Graph.from_symbol(graph).nodes:
@@ -212,7 +202,7 @@ def watch_ops(graph, cached_op_args, arrays, callback, monitor_all):
             continue
         inputs = [values[tuple(e)] for e in node.inputs]
         if monitor_all:
-            for name, array in zip(_monitor_input_names(node, len(inputs)), inputs):
+            for name, array in zip(monitor_input_names(node, len(inputs)), inputs):
                 callback(f"{node.name}_{name}", node.op.name, NDArray(array))
         results = node.op.run(node.attrs, inputs, autograd.is_training())
         names = node.op.output_names if len(node.op.output_names) == len(results) \

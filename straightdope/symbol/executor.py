@@ -180,7 +180,7 @@ class Executor:
                 continue
             inputs = [values[entry] for entry in node.inputs]
             if monitor_all:
-                names = _monitor_input_names(node, len(inputs))
+                names = monitor_input_names(node, len(inputs))
                 for (source, _), name, array in zip(node.inputs, names, inputs):
                     if source.is_var:
                         callback(source.name, NDArray(array))
@@ -292,7 +292,8 @@ class Executor:
 _UNNAMED_INPUT_OPS = frozenset({"Activation", "SoftmaxActivation"})
 
 
-def _monitor_input_names(node, count):
+def monitor_input_names(node, count):
+    """The names a monitor gives a node's inputs, as MXNet's does."""
     names = () if node.op.name in _UNNAMED_INPUT_OPS else \
         node.op.input_names(node.attrs, count)
     return names if len(names) == count else [f"input{i}" for i in range(count)]
