@@ -2,6 +2,7 @@
 Block/Parameter rules), each checked against numbers worked out by hand or with NumPy."""
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -904,3 +905,57 @@ def test_softmax_cross_entropy_gives_one_value_per_sample_with_or_without_sample
         np.testing.assert_allclose(unweighted(pred, label).asnumpy(), want, rtol=1e-5)
         np.testing.assert_allclose(weighted(pred, label, weight).asnumpy(),
                                    want * weight.asnumpy()[:, 0], rtol=1e-5)
+
+
+# ===================================================================== download
+class _Response:
+    """What requests.get returns, as MXNet's test_gluon_utils builds it."""
+    def __init__(self, status_code, content):
+        self.status_code, self._content = status_code, content
+
+    def iter_content(self, chunk_size):
+        for start in range(0, len(self._content), chunk_size):
+            yield self._content[start:start + chunk_size]
+
+
+def test_download_goes_through_requests_and_leaves_one_file(monkeypatch, tmp_path):
+    """MXNet's test_download_successful and test_download_ssl_verify (requests.get mocked)."""
+    requests = pytest.importorskip("requests")
+    calls = []
+    monkeypatch.setattr(requests, "get", lambda url, **kw: calls.append((url, kw)) or
+                        _Response(200, b"MOCK CONTENT" * 100))
+    target = tmp_path / "README.md"
+    assert mx.gluon.utils.download("https://example.org/README.md", path=str(target)) == \
+        str(target)
+    assert target.read_bytes() == b"MOCK CONTENT" * 100
+    assert [p.name for p in tmp_path.iterdir()] == ["README.md"]       # no temp file left
+    with pytest.warns(UserWarning, match="^Unverified HTTPS request"):
+        mx.gluon.utils.download("https://example.org/index.html", path=str(tmp_path),
+                                verify_ssl=False)
+    assert calls[-1][1]["verify"] is False
+
+
+def test_download_retries_then_names_the_url_and_where_the_file_goes(monkeypatch, tmp_path):
+    """MXNet's test_download_retries: a connection error on every try raises."""
+    requests = pytest.importorskip("requests")
+    tries = []
+
+    def refuse(url, **kw):
+        tries.append(url)
+        raise requests.exceptions.ConnectionError("refused")
+    monkeypatch.setattr(requests, "get", refuse)
+    with pytest.raises(OSError, match="could not download http://doesnotexist.notfound"):
+        mx.gluon.utils.download("http://doesnotexist.notfound", path=str(tmp_path), retries=3)
+    assert len(tries) == 3
+    monkeypatch.setattr(requests, "get", lambda url, **kw: _Response(404, b""))
+    with pytest.raises(OSError, match="HTTP 404"):
+        mx.gluon.utils.download("https://example.org/missing", path=str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_without_requests_uses_the_standard_library(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "requests", None)          # import requests fails
+    source = tmp_path / "source.bin"
+    source.write_bytes(bytes(range(256)) * 10)
+    got = mx.gluon.utils.download(source.as_uri(), path=str(tmp_path / "copy.bin"))
+    assert open(got, "rb").read() == source.read_bytes()

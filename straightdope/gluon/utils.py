@@ -6,7 +6,9 @@ import hashlib
 import math
 import os
 import shutil
+import ssl
 import urllib.request
+import warnings
 import weakref
 from collections import OrderedDict
 
@@ -81,10 +83,36 @@ def check_sha1(filename, sha1_hash):
     return sha1.hexdigest() == sha1_hash
 
 
+def _fetch(url, fname, verify_ssl):
+    """Copy `url` into the file `fname`, atomically: with `requests` when it is installed
+    (as MXNet does), else with the standard library."""
+    if not verify_ssl:
+        warnings.warn("Unverified HTTPS request is being made (verify_ssl=False). Adding "
+                      "certificate verification is strongly advised.")
+    try:
+        import requests
+    except ImportError:
+        context = ssl.create_default_context()
+        if not verify_ssl:
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        with urllib.request.urlopen(url, context=context) as response:
+            atomic_write(fname, lambda f: shutil.copyfileobj(response, f))
+        return
+    response = requests.get(url, stream=True, verify=verify_ssl)
+    if response.status_code != 200:
+        raise OSError(f"the server answered HTTP {response.status_code}")
+
+    def write(f):
+        for chunk in response.iter_content(chunk_size=1 << 20):
+            f.write(chunk)
+    atomic_write(fname, write)
+
+
 def download(url, path=None, overwrite=False, sha1_hash=None, retries=1, verify_ssl=True):
     """Fetch `url` to `path` (a file or a folder), atomically, and check its SHA-1.
 
-    Returns the file name. An existing file with the right hash is not fetched again.
+    Returns the file name. An existing file with the right hash is not fetched again;
+    a failed try is repeated up to `retries` times in all.
     """
     fname = url.split("/")[-1] or "download"
     if path is not None:
@@ -96,8 +124,7 @@ def download(url, path=None, overwrite=False, sha1_hash=None, retries=1, verify_
     last_error = None
     for _ in range(max(1, retries)):
         try:
-            with urllib.request.urlopen(url) as response:
-                atomic_write(fname, lambda f: shutil.copyfileobj(response, f))
+            _fetch(url, fname, verify_ssl)
             break
         except OSError as err:
             last_error = err
