@@ -67,9 +67,7 @@ net.hybridize()
 hybridize_seconds = time.perf_counter() - start
 hybridized = timed(net, x)
 stats = net._cached_op.stats()["forward"]
-from straightdope.compiler import tiers
-worker = tiers._COMPILER.process.pid if tiers._COMPILER is not None else None
-print("RESULT " + json.dumps({"worker": worker, "hybridize": hybridize_seconds,
+print("RESULT " + json.dumps({"hybridize": hybridize_seconds,
     "imperative": sum(imperative), "imperative_999": sum(imperative[1:]),
     "hybridized": sum(hybridized), "hybridized_999": sum(hybridized[1:]),
     "first_call": hybridized[0], "longest_later": max(hybridized[1:]),
@@ -90,19 +88,25 @@ def run_student(cache_dir) -> dict:
     raise RuntimeError(f"the student program failed: {done.stderr[-2000:]}")
 
 
-def wait_for_background(result, seconds=600):
-    """Wait until the compile process the student program left behind has ended (it
-    finishes the program's graph, then exits): the next scenario must not share the
-    machine with it."""
-    pid = result.get("worker")
+def wait_for_background(cache_dir, seconds=600):
+    """Wait until no compile process the student program left behind works on
+    `cache_dir` any more (it finishes the program's graph, then exits; after the setup
+    step a program that ran the VM starts it only as it exits, so its pid is nowhere
+    to be read): the next scenario must not share the machine with it."""
+    marker = f"STRAIGHTDOPE_CACHE_DIR={cache_dir}".encode() + b"\0"
     deadline = time.monotonic() + seconds
-    while pid is not None and time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return
-        if state in ("Z", "X"):              # ended (not yet reaped by init)
-            return
+
+    def compiling():
+        for environ in Path("/proc").glob("[0-9]*/environ"):
+            try:
+                if marker in environ.read_bytes():
+                    stat = (environ.parent / "stat").read_text()
+                    if stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                        return True
+            except OSError:
+                continue
+        return False
+    while compiling() and time.monotonic() < deadline:
         time.sleep(0.2)
 
 
@@ -124,12 +128,13 @@ def scenario_rows(runs):
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as new, tempfile.TemporaryDirectory() as ready:
             rows["new machine, no setup"].append(run_student(Path(new) / "cache"))
-            wait_for_background(rows["new machine, no setup"][-1])
+            wait_for_background(Path(new) / "cache")
             setup_seconds.append(set_up(Path(ready) / "cache"))
             rows["after setup, empty graph cache"].append(run_student(Path(ready) / "cache"))
-            wait_for_background(rows["after setup, empty graph cache"][-1])
+            wait_for_background(Path(ready) / "cache")
             rows["run again (graph compiled by the first run)"].append(
                 run_student(Path(ready) / "cache"))
+            wait_for_background(Path(ready) / "cache")
     print(f"setup step (python -m straightdope.warmup, empty caches): "
           f"{statistics.median(setup_seconds):.1f} s (median of {runs})")
     print("\nseed 002's benchmark in a fresh process, default compile mode; medians of "
