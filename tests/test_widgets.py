@@ -413,9 +413,14 @@ def test_trace_inspector_marks_the_switch_to_compiled_code(monkeypatch, first):
     inspector = TraceInspector(net, nd.ones((2, 3)))   # imperative call, hybridized call
     early = inspector.calls[-1]
     assert (early.tier, early.pending, early.switched_from) == (first, True, "")
+    # the VM is compiled code already: the graph goes to the compile process only once
+    # the VM has run a while, or when asked (wait)
+    assert len(tickets) == (0 if first == "vm" else 1)
+    forward = net._cached_op.last_plan.forward
+    assert not forward.wait(timeout=0) and len(tickets) == 1
     for ticket in tickets:                       # "the compile is done": compiled here
         ticket.finish()
-    assert net._cached_op.last_plan.forward.wait(timeout=600)
+    assert forward.wait(timeout=600)
     later = inspector.call()
     assert (later.tier, later.pending, later.switched_from) == ("graph", False, first)
     assert f"switched from the {first} tier to the graph tier" in inspector.hybridized_html.value
@@ -434,9 +439,11 @@ def test_benchmark_marks_the_calls_on_the_vm_and_the_switch(monkeypatch):
         if mode == "hybridized":
             hybridized += 1
             if hybridized == 2:
+                forward = net._cached_op.last_plan.forward
+                assert not forward.wait(timeout=0)        # hands the graph over
                 for ticket in tickets:
                     ticket.finish()
-                assert net._cached_op.last_plan.forward.wait(timeout=600)
+                assert forward.wait(timeout=600)
         if mode == "done":
             data = value
     result = summarize(data)
