@@ -114,10 +114,14 @@ def test_nt_products_computed_swapped_agree_with_numpy_inside_and_outside_the_ru
             assert np.isnan(c_buf[:2]).all() and np.isnan(c_buf[2 + m * n:]).all()
 
 
-def test_the_rule_swaps_float32_nt_products_of_a_batch_of_8_to_64_against_a_wide_result():
+def test_the_rule_swaps_float32_nt_products_of_a_batch_of_8_to_64_against_a_wide_result(
+        monkeypatch):
     """swapped_is_faster: the region where the swapped form measured clearly faster
-    (benchmarks/gemm.py), nothing else; W2/W4's first layer (batch 64, 512 -> 256) is in."""
+    (benchmarks/gemm.py) on OpenBLAS's AVX-512 kernels, nothing else; W2/W4's first layer
+    (batch 64, 512 -> 256) is in. On its other kernels (AVX2) nothing is swapped."""
+    from straightdope.compiler.kernels import blas
     from straightdope.compiler.kernels.blas import swapped_is_faster
+    monkeypatch.setattr(blas.SWAP_SLOT, "value", 1)      # the compiled code reads the slot
     inside = [(64, 256, 512), (8, 192, 256), (16, 1024, 256), (32, 256, 1024),
               (56, 224, 300), (64, 4096, 4096)]
     outside = [(1, 256, 512),             # batch 1: np.dot, bit-identical to NumPy's gemv
@@ -133,3 +137,15 @@ def test_the_rule_swaps_float32_nt_products_of_a_batch_of_8_to_64_against_a_wide
         assert not swapped_is_faster(m, n, k, 8), (m, n, k)      # float64: never
     for m, n, k in outside:
         assert not swapped_is_faster(m, n, k, 4), (m, n, k)
+    blas.SWAP_SLOT.value = 0                             # AVX2 kernels: never
+    assert not any(swapped_is_faster(m, n, k, 4) for m, n, k in inside)
+
+
+def test_the_swap_follows_the_kernels_openblas_runs():
+    """The slot says whether the kernels NumPy's OpenBLAS chose at load are AVX-512 ones
+    (the environment's OPENBLAS_CORETYPE, if any, chose them: tests never set it)."""
+    from straightdope.compiler.kernels import blas
+    core = blas._openblas_core()
+    if not core:
+        pytest.skip("NumPy's BLAS does not name its kernels")
+    assert blas.SWAP_SLOT.value == (core in blas.SWAP_CORES)

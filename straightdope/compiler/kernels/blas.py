@@ -29,6 +29,11 @@ from 8 to 64 in steps of 8, n >= max(192, 4m) and k >= 256, and lost or tied
 elsewhere: small n or k, m >= 96, m just below a multiple of 16 (47, 62, 63:
 0.92-1.0), m = 2 or 4 (mostly), and float64 (no consistent gain). That region, a
 fixed rule, is `swapped_is_faster`; `python -m benchmarks.gemm` re-checks it.
+It holds for OpenBLAS's AVX-512 kernels only (`SWAP_CORES`): with its Haswell kernels
+(AVX2, also what it runs on AMD Zen) the swapped form *lost* on a 2-core EPYC, 1.25-1.8x
+for the LSTM's step product (m 16-64, n = 1024, k = 256), and won at most 15% elsewhere,
+so there it is off. Which kernels run is read at run time (`SWAP_SLOT`, a slot as
+below), so cached machine code follows `OPENBLAS_CORETYPE`.
 """
 import ctypes
 
@@ -65,21 +70,53 @@ def _numpy_gemm(dtype):
     return 0
 
 
+def _openblas_core() -> str:
+    """The kernels NumPy's OpenBLAS chose for this CPU ('Haswell', 'SkylakeX'...), or ''."""
+    try:
+        from numpy._core import _multiarray_umath
+        lib = ctypes.CDLL(_multiarray_umath.__file__)
+    except (ImportError, OSError):
+        return ""
+    for name in ("scipy_openblas_get_corename64_", "openblas_get_corename64_",
+                 "openblas_get_corename"):
+        if hasattr(lib, name):
+            function = getattr(lib, name)
+            function.restype = ctypes.c_char_p
+            return (function() or b"").decode(errors="replace")
+    return ""
+
+
+# OpenBLAS kernels whose NT product of a small batch is slower than its swapped form.
+SWAP_CORES = frozenset({"SkylakeX", "Cooperlake", "SapphireRapids"})
+
 GEMM_SLOTS = {dtype: ctypes.c_int64(_numpy_gemm(dtype)) for dtype in _GEMM_NAMES}
-for _dtype, _slot in GEMM_SLOTS.items():
-    llvm.add_symbol(f"straightdope_gemm_{_dtype}", ctypes.addressof(_slot))
+SWAP_SLOT = ctypes.c_int64(_openblas_core() in SWAP_CORES)   # 1: swapped_is_faster may say so
+for _name, _slot in [*((f"gemm_{d}", s) for d, s in GEMM_SLOTS.items()),
+                     ("gemm_swap", SWAP_SLOT)]:
+    llvm.add_symbol(f"straightdope_{_name}", ctypes.addressof(_slot))
+
+
+def _load_slot(builder, name):
+    slot = builder.module.globals.get(name)
+    if slot is None:
+        slot = ir.GlobalVariable(builder.module, ir.IntType(64), name)
+    return builder.load(slot)
 
 
 @intrinsic
 def _gemm_address(typingctx, c):
     """The value of the gemm slot for c's dtype (0: use np.dot)."""
     def codegen(context, builder, sig, args):
-        name = f"straightdope_gemm_{c.dtype}"
-        slot = builder.module.globals.get(name)
-        if slot is None:
-            slot = ir.GlobalVariable(builder.module, ir.IntType(64), name)
-        return builder.load(slot)
+        return _load_slot(builder, f"straightdope_gemm_{c.dtype}")
     return types.int64(c), codegen
+
+
+@intrinsic
+def _swap_allowed(typingctx):
+    """The value of SWAP_SLOT (1 on OpenBLAS's AVX-512 kernels)."""
+    def codegen(context, builder, sig, args):
+        return _load_slot(builder, "straightdope_gemm_swap")
+    return types.int64(), codegen
 
 
 @intrinsic
@@ -116,14 +153,18 @@ if numba.config.DISABLE_JIT:
         """Plain Python (NUMBA_DISABLE_JIT=1) cannot run intrinsics: np.dot it is."""
         return 0
 
+    def _swap_allowed():
+        return SWAP_SLOT.value
+
 
 @njit(**JIT)
 def swapped_is_faster(m, n, k, itemsize):
-    """Whether matmul computes the NT product C = A B^T (m, n) as (B A^T)^T: float32,
-    a batch m of 8 to 64 in steps of 8, C at least 4 times wider than tall (and 192
-    wide), k at least 256. Measured, see the module docstring; no timing at run time."""
-    return (itemsize == 4 and 8 <= m <= 64 and m % 8 == 0 and n >= max(192, 4 * m)
-            and k >= 256)
+    """Whether matmul computes the NT product C = A B^T (m, n) as (B A^T)^T: on
+    OpenBLAS's AVX-512 kernels (SWAP_SLOT), float32, a batch m of 8 to 64 in steps of 8,
+    C at least 4 times wider than tall (and 192 wide), k at least 256. Measured, see the
+    module docstring; no timing at run time."""
+    return (_swap_allowed() != 0 and itemsize == 4 and 8 <= m <= 64 and m % 8 == 0
+            and n >= max(192, 4 * m) and k >= 256)
 
 
 @njit(**JIT)
