@@ -523,13 +523,8 @@ def _predict_dtype(op, attrs, raw):
             return None
         if type(a) is _Pending:
             a.observed = True
-    if op.infer_dtype is not None:
-        return np.dtype(op.infer_dtype(attrs, [a.dtype for a in raw]))
-    if op.name in ("Cast", "one_hot"):
-        return np.dtype(attrs["dtype"])
-    if op.name == "norm" and attrs.get("out_dtype") is not None:
-        return np.dtype(attrs["out_dtype"])
-    return dtype
+    out = op.out_dtype(attrs, [a.dtype for a in raw])
+    return dtype if out is None else np.dtype(out)
 
 
 def _filled(placeholder):

@@ -138,7 +138,8 @@ def _fc_grad(F, attrs, inputs, outputs, out_grads):
     return grads
 
 
-register("FullyConnected", inputs=("data", "weight", "bias"), attrs=dict(FC_ATTRS),
+register("FullyConnected", inputs=("data", "weight", "bias"),
+         dtype_rule="strict", attrs=dict(FC_ATTRS),
          optional_inputs=_fc_inputs, forward=_fc_forward, infer_shape=_fc_shape,
          gradient=_fc_grad,
          doc="FullyConnected(data, weight, bias, num_hidden): data . weight^T + bias "
@@ -306,7 +307,8 @@ def _gradient_via(data_op, weight_op):
     return gradient
 
 
-register("Convolution", inputs=("data", "weight", "bias"), attrs=dict(CONV_ATTRS),
+register("Convolution", inputs=("data", "weight", "bias"),
+         dtype_rule="strict", attrs=dict(CONV_ATTRS),
          optional_inputs=_conv_inputs, forward=_conv_forward, infer_shape=_conv_shape,
          gradient=_gradient_via("_conv_grad_data", "_conv_grad_weight"),
          doc="Convolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
@@ -381,7 +383,8 @@ def _deconv_grad_weight_forward(attrs, og, x, w):
     return _conv_grad_weight_forward(_as_conv(attrs, x.shape[1]), x, og, w)
 
 
-register("Deconvolution", inputs=("data", "weight", "bias"), attrs=dict(DECONV_ATTRS),
+register("Deconvolution", inputs=("data", "weight", "bias"),
+         dtype_rule="strict", attrs=dict(DECONV_ATTRS),
          optional_inputs=_conv_inputs, forward=_deconv_forward, infer_shape=_deconv_shape,
          gradient=_gradient_via("_deconv_grad_data", "_deconv_grad_weight"),
          doc="Deconvolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
@@ -570,6 +573,7 @@ def _bn_grad(F, attrs, inputs, outputs, out_grads, is_train=False):
 
 
 register("BatchNorm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+         dtype_rule="strict",
          attrs=dict(BN_ATTRS), forward=_bn_forward, infer_shape=_bn_shape, gradient=_bn_grad,
          num_outputs=3, num_visible_outputs=1, aux_inputs=("moving_mean", "moving_var"),
          aux_writeback={1: 3, 2: 4}, needs_train_flag=True,
@@ -625,7 +629,8 @@ def _ln_grad_forward(attrs, og, x, gamma):
     return dx.astype(x.dtype, copy=False), dgamma.astype(x.dtype), dbeta.astype(x.dtype)
 
 
-register("LayerNorm", inputs=("data", "gamma", "beta"), attrs=dict(LN_ATTRS),
+register("LayerNorm", inputs=("data", "gamma", "beta"),
+         dtype_rule="strict", attrs=dict(LN_ATTRS),
          forward=_ln_forward, infer_shape=_ln_shape,
          gradient=lambda F, a, i, o, og: list(F._layernorm_grad(og[0], i[0], i[1], **a)),
          doc="LayerNorm(data, gamma, beta, axis=-1): normalise along one axis per sample.")

@@ -454,7 +454,7 @@ def _one_hot_forward(attrs, indices):
     return out
 
 
-register("one_hot", inputs=("indices",),
+register("one_hot", inputs=("indices",), dtype_rule="attr",
          attrs={"depth": Int(required=True), "on_value": Float(1.0), "off_value": Float(0.0),
                 "dtype": Choice("float32", "float64", "int32", "int64")},
          forward=_one_hot_forward,
@@ -610,6 +610,7 @@ register("norm", attrs={"ord": Int(2), "axis": OptShape(None), "keepdims": Bool(
                         "out_dtype": Attr("str", None, choices=("float32", "float64",
                                                                 "float16", "int32", "int64"))},
          forward=_norm_forward, infer_shape=_norm_shape, gradient=_norm_grad,
+         infer_dtype=lambda attrs, dtypes: attrs["out_dtype"] or dtypes[0],
          doc="norm(data, ord=2, axis=None, keepdims=False): ord=1 sums absolute values, "
              "ord=2 is the square root of the sum of squares (the Frobenius norm when axis "
              "names two axes).")

@@ -19,6 +19,8 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from ..base import MXNetError
 
 OPS: dict[str, "Op"] = {}
@@ -195,8 +197,15 @@ class Op:
     numba_kernel: Any = None               # filled in by straightdope.compiler.kernels
     numpy_only: bool = False               # no Numba kernel: compiled graphs run its NumPy
                                            # forward between compiled segments
-    infer_dtype: Callable | None = None    # (attrs, input dtypes) -> output dtype, for an op
-                                           # whose output dtype is not its first input's
+    dtype_rule: str = "data"               # which dtype the outputs have (see `out_dtype`):
+                                           # "data": its data inputs' (index inputs aside);
+                                           # "strict": the same, and imperative calls refuse
+                                           # mixed data dtypes too (layers with parameters);
+                                           # "attr": its `dtype` attribute's (Cast, one_hot)
+    infer_dtype: Callable | None = None    # (attrs, input dtypes) -> output dtype (a list: one
+                                           # per output), for any other rule (argmax, norm)
+    index_inputs: tuple | None = None      # inputs that do not decide the dtype; None: those
+                                           # named in INDEX_INPUTS or LABEL_INPUTS
 
     def __post_init__(self):
         if self.num_visible_outputs is None:
@@ -204,6 +213,11 @@ class Op:
         if self.infer_shape_partial is None:      # e.g. same_shape carries its partial form
             self.infer_shape_partial = getattr(self.infer_shape, "partial", None)
         self._input_set = frozenset(self.inputs)
+        if self.dtype_rule not in DTYPE_RULES:
+            raise ValueError(f"{self.name}: dtype_rule must be one of {DTYPE_RULES}")
+        self.index_inputs = frozenset(self.inputs) & (INDEX_INPUTS | LABEL_INPUTS) \
+            if self.index_inputs is None else frozenset(self.index_inputs)
+        self.strict_dtype = self.dtype_rule == "strict"    # read on imperative mode's hot path
         self._attr_cache: dict = {}     # parsed attributes by call spelling (parsing is slow)
 
     def output_count(self, attrs: dict) -> int:
@@ -270,6 +284,28 @@ class Op:
             result = self.forward(attrs, *arrays)
         return result if isinstance(result, tuple) else (result,)
 
+    def out_dtype(self, attrs: dict, dtypes: list, where: str | None = None):
+        """The dtype this op's outputs have, given its inputs' (None: not known yet): the
+        one rule `sym.infer_type`, the compiler (`graph.annotate`) and the threaded engine
+        use. Index inputs (labels, indices, a condition) do not decide it. `where`: check
+        that the data inputs agree, and name `where` in the error if they do not."""
+        if self.infer_dtype is not None:
+            # (not `None in dtypes`: NumPy finds np.dtype("float64") == None true)
+            known = all(d is not None for d in dtypes)
+            return self.infer_dtype(attrs, dtypes) if known else None
+        if self.dtype_rule == "attr" or not dtypes:
+            return attrs.get("dtype", "float32")
+        names = self.input_names(attrs, len(dtypes))
+        found = None
+        for name, dt in zip(names, dtypes):
+            if dt is None or name in self.index_inputs:
+                continue
+            if found is None:
+                found = dt
+            elif where is not None and dt != found:
+                raise mixed_dtypes(where, names, dtypes)
+        return found if found is not None or where is None else dtypes[0]
+
     def shapes(self, attrs: dict, in_shapes: list) -> tuple[list, list]:
         """Shape inference with a clear error that names the op and the shapes."""
         try:
@@ -297,6 +333,24 @@ class Op:
             if str(err).startswith(self.name + ":"):
                 raise
             raise OpError(f"{self.name}: {err}") from None
+
+
+# ------------------------------------------------------------------- dtypes
+DTYPE_RULES = ("data", "strict", "attr")
+# Inputs that hold positions, a condition or only a shape: they do not decide an op's
+# dtype, and a variable of unknown dtype there does not take it (Symbol.infer_type).
+INDEX_INPUTS = frozenset({"condition", "index", "indices", "like", "shape_like"})
+# Labels do not decide it either, but an untyped label takes it (MXNet's softmax_label).
+LABEL_INPUTS = frozenset({"label"})
+
+
+def mixed_dtypes(where: str, names, dtypes) -> OpError:
+    """The one error for data inputs of different dtypes, imperative or hybridized."""
+    listed = ", ".join(f"{n}: {np.dtype(dt).name}" for n, dt in zip(names, dtypes))
+    return OpError(f"{where}: its inputs have different dtypes ({listed}). Each op computes "
+                   f"in one dtype, imperatively as when hybridized: convert the data first, "
+                   f"e.g. x.astype('float32') (transforms.ToTensor() does it for images), or "
+                   f"cast the network with net.cast(dtype).")
 
 
 # ------------------------------------------------------------- partial shapes

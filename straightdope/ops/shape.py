@@ -586,13 +586,13 @@ register("_eye", inputs=(), attrs={"N": Int(required=True, minimum=0), "M": Int(
 
 
 # ------------------------------------------------------------------ casting
-register("Cast", attrs={"dtype": Choice(*DTYPES)},
+register("Cast", attrs={"dtype": Choice(*DTYPES)}, dtype_rule="attr",
          forward=lambda attrs, x: x.astype(attrs["dtype"]),
          infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [F._cast_like(og[0], i[0])],
          doc="Cast(data, dtype): convert the element type.")
 alias("cast", "Cast")
-register("_cast_like", inputs=("data", "like"),
+register("_cast_like", inputs=("data", "like"), infer_dtype=lambda attrs, dtypes: dtypes[1],
          forward=lambda attrs, x, like: x.astype(like.dtype),
          infer_shape=like_input(0),
          doc="Cast data to the element type of `like` (Cast's gradient).")
@@ -642,7 +642,9 @@ def _embedding_grad_forward(attrs, og, data, weight):
 # would read outside it)
 EMBED_ATTRS = {"input_dim": Int(required=True, minimum=1), "output_dim": Int(required=True),
                "dtype": Choice(*DTYPES), "sparse_grad": Bool(False)}
+# the indices (data) do not decide the dtype, the table (weight) does
 register("Embedding", inputs=("data", "weight"), attrs=dict(EMBED_ATTRS),
+         index_inputs=("data",),
          forward=_embedding_forward, infer_shape=_embedding_shape,
          gradient=lambda F, a, i, o, og: [None, F._embedding_grad(og[0], i[0], i[1], **a)],
          doc="Embedding(data, weight, input_dim, output_dim): rows of weight picked by index.")
@@ -1112,12 +1114,12 @@ for _name, _fn, _inverse in (("depth_to_space", _depth_to_space, "space_to_depth
                  f" (MXNet's element order).")
 
 
-register("shape_array", numpy_only=True,
+register("shape_array", numpy_only=True, infer_dtype=lambda attrs, dtypes: np.int64,
          forward=lambda attrs, x: np.array(x.shape, dtype=np.int64),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else (len(s[0]),)]),
          gradient=lambda F, a, i, o, og: [None],
          doc="shape_array(data): the shape as an int64 array.")
-register("size_array", numpy_only=True,
+register("size_array", numpy_only=True, infer_dtype=lambda attrs, dtypes: np.int64,
          forward=lambda attrs, x: np.array([x.size], dtype=np.int64),
          infer_shape=lambda attrs, s: (s, [(1,)]),
          gradient=lambda F, a, i, o, og: [None],
