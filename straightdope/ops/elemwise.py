@@ -189,11 +189,11 @@ for _name, (_fn, _expr, _rule) in UNARY.items():
              gradient=_unary_gradient(_rule) if _rule else None,
              scalar_expr=_expr, elementwise=True, doc=f"Elementwise {_name}.")
 
-register("_copy", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
+register("_copy", placement="view", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [og[0]], scalar_expr="{0}", elementwise=True,
          doc="Identity (a copy).")
 alias("identity", "_copy")
-register("BlockGrad", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
+register("BlockGrad", placement="view", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [None], scalar_expr="{0}", elementwise=True,
          doc="Identity whose gradient is zero (stop_gradient).")
 alias("stop_gradient", "BlockGrad")
@@ -238,6 +238,7 @@ def _activation_gradient(F, attrs, inputs, outputs, out_grads):
 register("Activation", attrs={"act_type": Choice(*ACT_TYPES, required=True)},
          forward=_activation_forward, infer_shape=same_shape, gradient=_activation_gradient,
          scalar_expr=lambda attrs: UNARY[attrs["act_type"]][1], elementwise=True,
+         key_attrs=("act_type",),
          doc="Activation(data, act_type='relu'|'sigmoid'|'tanh'|'softrelu'|'softsign').")
 
 # LeakyReLU(act_type): leaky / elu / gelu, with slope.
@@ -271,6 +272,7 @@ register("LeakyReLU", attrs={"act_type": Choice(*LEAKY_TYPES), "slope": Float(0.
          forward=_leaky_forward, infer_shape=same_shape,
          gradient=lambda F, attrs, i, o, og: [F._leaky_relu_grad(og[0], i[0], **attrs)],
          scalar_expr=lambda attrs: _LEAKY_EXPR[attrs["act_type"]], elementwise=True,
+         key_attrs=("act_type",),
          doc="LeakyReLU(data, act_type='leaky'|'elu'|'gelu'|'selu', slope=0.25).")
 
 
@@ -313,6 +315,7 @@ register("clip", attrs={"a_min": Attr("float", required=True), "a_max": Attr("fl
              og[0] * F._greater_equal_scalar(i[0], scalar=attrs["a_min"])
              * F._lesser_equal_scalar(i[0], scalar=attrs["a_max"])],
          scalar_expr="min(max({0}, {a_min}), {a_max})", elementwise=True,
+         key_attrs=("a_min", "a_max"),
          doc="clip(data, a_min, a_max).")
 
 
@@ -351,7 +354,7 @@ register("_contrib_quadratic", attrs={"a": Float(0.0), "b": Float(0.0), "c": Flo
 
 # np.around(x, decimals): NumPy's half-to-even rounding to `decimals` places (negative:
 # tens, hundreds...), in the data's dtype; flat, so a zero gradient (as MXNet's)
-register("_npi_around", attrs={"decimals": Int(0)}, numpy_only=True,
+register("_npi_around", attrs={"decimals": Int(0)}, placement="host",
          forward=lambda attrs, x: np.around(x, attrs["decimals"]).astype(x.dtype, copy=False),
          infer_shape=same_shape, gradient=lambda F, a, i, o, og: [F.zeros_like(i[0])],
          doc="np.around(data, decimals=0): rounded half to even at `decimals` places.")
@@ -602,7 +605,8 @@ def _add_n_shape(attrs, in_shapes):
 _add_n_shape.partial = all_one_shape
 
 
-register("add_n", variadic=True, forward=lambda attrs, *xs: sum(xs[1:], xs[0].copy()),
+register("add_n", placement="fused",
+         variadic=True, forward=lambda attrs, *xs: sum(xs[1:], xs[0].copy()),
          infer_shape=_add_n_shape, gradient=lambda F, a, i, o, og: [og[0]] * len(i),
          elementwise=True, doc="add_n(*arrays): the sum of same-shaped arrays.")
 alias("ElementWiseSum", "add_n")

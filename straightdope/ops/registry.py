@@ -6,7 +6,11 @@ Each op is declared once, here in `ops/`, with
   * a NumPy forward          (what `nd.relu(x)` runs, and the reference executor),
   * a gradient written with `F` ops, so the *same* rule builds imperative
     gradients (`F` is `nd`) and the compiled backward graph (`F` is `sym`),
-  * optionally a scalar expression, which the compiler fuses into loops.
+  * its dtype rule (`dtype_rule`, `infer_dtype`, `index_inputs`: `Op.out_dtype`),
+  * where a compiled graph runs it (`placement`, one of PLACEMENTS) and, for an
+    elementwise op, its scalar expression, which the compiler fuses into loops.
+
+The compiler's passes read these facts here; none keeps its own list of op names.
 
 `straightdope.nd`, `straightdope.sym` and `straightdope.np` are *generated* from
 this table (see `ndarray/register.py` and `symbol/register.py`). That is why
@@ -194,9 +198,11 @@ class Op:
     is_random: bool = False
     output_names: tuple[str, ...] = ("output",)
     doc: str = ""
-    numba_kernel: Any = None               # filled in by straightdope.compiler.kernels
-    numpy_only: bool = False               # no Numba kernel: compiled graphs run its NumPy
-                                           # forward between compiled segments
+    placement: str | None = None           # where a compiled graph runs it: one of PLACEMENTS
+                                           # (None: "fused" if it has a scalar_expr)
+    kernel_ndim: int | None = None         # its kernel covers data (first input) of this many
+                                           # dims only; other data runs on the host
+    key_attrs: tuple[str, ...] = ()        # attributes a graph's node label shows
     dtype_rule: str = "data"               # which dtype the outputs have (see `out_dtype`):
                                            # "data": its data inputs' (index inputs aside);
                                            # "strict": the same, and imperative calls refuse
@@ -213,6 +219,12 @@ class Op:
         if self.infer_shape_partial is None:      # e.g. same_shape carries its partial form
             self.infer_shape_partial = getattr(self.infer_shape, "partial", None)
         self._input_set = frozenset(self.inputs)
+        if self.placement is None and self.scalar_expr is not None:
+            self.placement = "fused"
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"op {self.name}: declare where compiled graphs run it, "
+                             f"placement= one of {PLACEMENTS} (see PLACEMENTS), got "
+                             f"{self.placement!r}")
         if self.dtype_rule not in DTYPE_RULES:
             raise ValueError(f"{self.name}: dtype_rule must be one of {DTYPE_RULES}")
         self.index_inputs = frozenset(self.inputs) & (INDEX_INPUTS | LABEL_INPUTS) \
@@ -333,6 +345,20 @@ class Op:
             if str(err).startswith(self.name + ":"):
                 raise
             raise OpError(f"{self.name}: {err}") from None
+
+
+# ---------------------------------------------------------------- placement
+# Where a compiled graph (compiler/) runs an op. Each op declares one; the compiler's
+# passes read it, and tests/test_compiler_ops.py checks each op case's plan against it.
+PLACEMENTS = (
+    "fused",     # elementwise: one element is its `scalar_expr` (a few built-in forms in
+                 # codegen.scalar_expr); chains of them become one loop (fuse.py)
+    "kernel",    # one call of a Numba kernel; its emitter is in compiler/kernels/ (EMITTERS)
+    "view",      # only reinterprets its input's buffer: no code (memory.py)
+    "lowered",   # rewritten into other ops before fusion (compiler/lower.py REWRITES)
+    "host",      # its NumPy forward runs between compiled segments (compiler/loops.py)
+    "loop",      # a loop node: its body compiled once, run once per step (loops.py)
+)
 
 
 # ------------------------------------------------------------------- dtypes
