@@ -172,6 +172,15 @@ UNARY = {
 }
 
 
+# The ONNX operators that compute the same (the registry's `onnx`: onnx/ translates them)
+ONNX = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "softrelu": "Softplus",
+        "softsign": "Softsign", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs",
+        "negative": "Neg", "sign": "Sign", "sin": "Sin", "cos": "Cos", "erf": "Erf",
+        "broadcast_add": "Add", "broadcast_sub": "Sub", "broadcast_mul": "Mul",
+        "broadcast_div": "Div", "broadcast_power": "Pow", "broadcast_maximum": "Max",
+        "broadcast_minimum": "Min"}
+
+
 def _unary_gradient(rule):
     def gradient(F, attrs, inputs, outputs, out_grads):
         return [rule(F, inputs[0], outputs[0], out_grads[0])]
@@ -186,15 +195,17 @@ def _unary_forward(fn):
 
 for _name, (_fn, _expr, _rule) in UNARY.items():
     register(_name, forward=_unary_forward(_fn), infer_shape=same_shape,
-             gradient=_unary_gradient(_rule) if _rule else None,
+             gradient=_unary_gradient(_rule) if _rule else None, onnx=ONNX.get(_name),
              scalar_expr=_expr, elementwise=True, doc=f"Elementwise {_name}.")
 
 register("_copy", placement="view", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [og[0]], scalar_expr="{0}", elementwise=True,
+         onnx="Identity",
          doc="Identity (a copy).")
 alias("identity", "_copy")
 register("BlockGrad", placement="view", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [None], scalar_expr="{0}", elementwise=True,
+         onnx="Identity",
          doc="Identity whose gradient is zero (stop_gradient).")
 alias("stop_gradient", "BlockGrad")
 # make_loss(x): x is the loss. Its gradient is ones whatever comes from above (MXNet's rule:
@@ -424,7 +435,8 @@ def _binary_gradient(ga, gb):
 for _name, (_fn, _expr, _ga, _gb) in BINARY.items():
     register(_name, inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
              infer_shape=broadcast_shapes, gradient=_binary_gradient(_ga, _gb),
-             scalar_expr=_expr, elementwise=True, doc=f"{_name}(lhs, rhs) with broadcasting.")
+             scalar_expr=_expr, elementwise=True, onnx=ONNX.get(_name),
+             doc=f"{_name}(lhs, rhs) with broadcasting.")
 for _name, (_fn, _sym) in COMPARE.items():
     register(f"broadcast_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
              infer_shape=broadcast_shapes, gradient=lambda F, a, i, o, og: [None, None],
@@ -465,7 +477,7 @@ for _name in ("add", "sub", "mul", "div", "hypot"):
     _fn, _expr, _ga, _gb = BINARY[f"broadcast_{_name}"]
     register(f"elemwise_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
              infer_shape=same_shapes, gradient=_binary_gradient(_ga, _gb),
-             scalar_expr=_expr, elementwise=True,
+             scalar_expr=_expr, elementwise=True, onnx=ONNX.get(f"broadcast_{_name}"),
              doc=f"elemwise_{_name}(lhs, rhs): both of one shape, which each tells the other.")
 register("_identity_with_attr_like_rhs", inputs=("lhs", "rhs"),
          forward=lambda attrs, lhs, rhs: lhs.copy(), infer_shape=same_shapes,

@@ -203,6 +203,9 @@ class Op:
     kernel_ndim: int | None = None         # its kernel covers data (first input) of this many
                                            # dims only; other data runs on the host
     key_attrs: tuple[str, ...] = ()        # attributes a graph's node label shows
+    onnx: str | None = None                # the ONNX operator that computes it from the same
+                                           # inputs, without attributes (onnx/ exports it so,
+                                           # and imports a one-input one back)
     dtype_rule: str = "data"               # which dtype the outputs have (see `out_dtype`):
                                            # "data": its data inputs' (index inputs aside);
                                            # "strict": the same, and imperative calls refuse
