@@ -103,6 +103,12 @@ def _rounded_from_float64(fn):
     return rounded
 
 
+def _mish_slope(F, x):
+    """d mish / dx = tanh(sp) + x * sigmoid(x) * (1 - tanh(sp)^2), sp = softrelu(x)."""
+    t = F.tanh(F.softrelu(x))
+    return t + x * F.sigmoid(x) * (1.0 - t * t)
+
+
 # name: (numpy forward, scalar expression, gradient(F, x, y, og))
 UNARY = {
     "negative": (np.negative, "(-{0})", lambda F, x, y, og: -og),
@@ -158,6 +164,9 @@ UNARY = {
                 lambda F, x, y, og: og * F.ones_like(x) * 0.017453292519943295),
     "erf": (lambda x: scipy_special().erf(x), "math.erf({0})",
             lambda F, x, y, og: og * F.exp(-F.square(x)) * float(2.0 / np.sqrt(np.pi))),
+    # mish (MXNet 2.0's op, ONNX's Mish): x * tanh(softrelu(x)), a smooth relu
+    "mish": (lambda x: x * np.tanh(np.logaddexp(0, x)),
+             "({0} * np.tanh(np.logaddexp(0.0, {0})))", lambda F, x, y, og: og * _mish_slope(F, x)),
     # Rounding: flat almost everywhere, so the gradient is zero (as in MXNet).
     # MXNet's round goes half away from zero; rint (and NumPy's round) half to even.
     "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5),
@@ -176,6 +185,7 @@ UNARY = {
 ONNX = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "softrelu": "Softplus",
         "softsign": "Softsign", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs",
         "negative": "Neg", "sign": "Sign", "sin": "Sin", "cos": "Cos", "erf": "Erf",
+        "mish": "Mish",
         "broadcast_add": "Add", "broadcast_sub": "Sub", "broadcast_mul": "Mul",
         "broadcast_div": "Div", "broadcast_power": "Pow", "broadcast_maximum": "Max",
         "broadcast_minimum": "Min"}
