@@ -256,7 +256,7 @@ def _activation_gradient(F, attrs, inputs, outputs, out_grads):
 
 
 # act_type is required, as in MXNet (so it is always written into a graph's JSON)
-register("Activation", attrs={"act_type": Choice(*ACT_TYPES, required=True)},
+register("Activation", attrs={"act_type": Choice(*ACT_TYPES, required=True)}, unnamed_inputs=True,
          forward=_activation_forward, infer_shape=same_shape, gradient=_activation_gradient,
          scalar_expr=lambda attrs: UNARY[attrs["act_type"]][1], elementwise=True,
          key_attrs=("act_type",),

@@ -826,6 +826,7 @@ def _softmax_activation_gradient(F, attrs, inputs, outputs, out_grads):
 
 
 register("SoftmaxActivation", placement="host", attrs={"mode": Choice("instance", "channel")},
+         unnamed_inputs=True,
          forward=_softmax_activation_forward,
          infer_shape=_softmax_activation_shape,
          gradient=_softmax_activation_gradient,

@@ -203,6 +203,8 @@ class Op:
     kernel_ndim: int | None = None         # its kernel covers data (first input) of this many
                                            # dims only; other data runs on the host
     key_attrs: tuple[str, ...] = ()        # attributes a graph's node label shows
+    unnamed_inputs: bool = False           # MXNet 1.9 leaves its inputs unnamed (no
+                                           # FListInputNames): see monitor_input_names
     onnx: str | None = None                # the ONNX operator that computes it from the same
                                            # inputs, without attributes (onnx/ exports it so,
                                            # and imports a one-input one back)
@@ -260,6 +262,12 @@ class Op:
         if self.optional_inputs is not None:
             return tuple(self.optional_inputs(attrs))
         return self.inputs
+
+    def monitor_input_names(self, attrs: dict, count: int) -> list:
+        """The names MXNet's monitor gives this op's inputs: input0, input1, ... where it
+        has none (`unnamed_inputs`) or they do not match the count."""
+        names = () if self.unnamed_inputs else self.input_names(attrs, count)
+        return list(names) if len(names) == count else [f"input{i}" for i in range(count)]
 
     def parse_attrs(self, given: dict) -> dict:
         """Validate user/JSON attributes and fill defaults; unknown names are an error."""
