@@ -196,6 +196,8 @@ class Op:
                                            # hidden outputs (None): the loops' saved values,
                                            # which only a backward pass reads
     is_random: bool = False
+    checks_values: bool = False            # its forward refuses bad values (CTC's lengths)
+                                           # with an OpError (engine.py runs it at the call)
     output_names: tuple[str, ...] = ("output",)
     doc: str = ""
     placement: str | None = None           # where a compiled graph runs it: one of PLACEMENTS
