@@ -218,7 +218,7 @@ class Op:
     infer_dtype: Callable | None = None    # (attrs, input dtypes) -> output dtype (a list: one
                                            # per output), for any other rule (argmax, norm)
     index_inputs: tuple | None = None      # inputs that do not decide the dtype; None: those
-                                           # named in INDEX_INPUTS or LABEL_INPUTS
+                                           # named in INDEX_INPUTS
 
     def __post_init__(self):
         if self.num_visible_outputs is None:
@@ -234,7 +234,7 @@ class Op:
                              f"{self.placement!r}")
         if self.dtype_rule not in DTYPE_RULES:
             raise ValueError(f"{self.name}: dtype_rule must be one of {DTYPE_RULES}")
-        self.index_inputs = frozenset(self.inputs) & (INDEX_INPUTS | LABEL_INPUTS) \
+        self.index_inputs = frozenset(self.inputs) & INDEX_INPUTS \
             if self.index_inputs is None else frozenset(self.index_inputs)
         self.strict_dtype = self.dtype_rule == "strict"    # read on imperative mode's hot path
         self._attr_cache: dict = {}     # parsed attributes by call spelling (parsing is slow)
@@ -312,14 +312,19 @@ class Op:
     def out_dtype(self, attrs: dict, dtypes: list, where: str | None = None):
         """The dtype this op's outputs have, given its inputs' (None: not known yet): the
         one rule `sym.infer_type`, the compiler (`graph.annotate`) and the threaded engine
-        use. Index inputs (labels, indices, a condition) do not decide it. `where`: check
-        that the data inputs agree, and name `where` in the error if they do not."""
+        use. `where`: check that the data inputs agree, naming `where` if they do not."""
         if self.infer_dtype is not None:
             # (not `None in dtypes`: NumPy finds np.dtype("float64") == None true)
             known = all(d is not None for d in dtypes)
             return self.infer_dtype(attrs, dtypes) if known else None
         if self.dtype_rule == "attr" or not dtypes:
             return attrs.get("dtype", "float32")
+        found = self.data_dtype(attrs, dtypes, where)
+        return found if found is not None or where is None else dtypes[0]
+
+    def data_dtype(self, attrs: dict, dtypes: list, where: str | None = None):
+        """The dtype of its data inputs, the one it computes in (None: none known yet).
+        Index inputs (labels, indices, a condition) do not decide it."""
         names = self.input_names(attrs, len(dtypes))
         found = None
         for name, dt in zip(names, dtypes):
@@ -329,7 +334,7 @@ class Op:
                 found = dt
             elif where is not None and dt != found:
                 raise mixed_dtypes(where, names, dtypes)
-        return found if found is not None or where is None else dtypes[0]
+        return found
 
     def shapes(self, attrs: dict, in_shapes: list) -> tuple[list, list]:
         """Shape inference with a clear error that names the op and the shapes."""
@@ -376,11 +381,9 @@ PLACEMENTS = (
 
 # ------------------------------------------------------------------- dtypes
 DTYPE_RULES = ("data", "strict", "attr")
-# Inputs that hold positions, a condition or only a shape: they do not decide an op's
-# dtype, and a variable of unknown dtype there does not take it (Symbol.infer_type).
-INDEX_INPUTS = frozenset({"condition", "index", "indices", "like", "shape_like"})
-# Labels do not decide it either, but an untyped label takes it (MXNet's softmax_label).
-LABEL_INPUTS = frozenset({"label"})
+# Inputs that hold labels, positions, a condition or only a shape: they do not decide an
+# op's dtype (an op may name others: Embedding's indices, `index_inputs`).
+INDEX_INPUTS = frozenset({"condition", "index", "indices", "label", "like", "shape_like"})
 
 
 def mixed_dtypes(where: str, names, dtypes) -> OpError:

@@ -18,7 +18,7 @@ import numpy as np
 from .. import name as _name
 from ..base import MXNetError, NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
-from ..ops.registry import LABEL_INPUTS
+from ..ops.registry import INDEX_INPUTS
 from ..ops.elemwise import FUNCTION_ONLY, OPERATORS
 from ..attribute import current_attrs
 from ..util import is_np_shape
@@ -366,22 +366,20 @@ class Symbol:
                 types[(id(node), 0)] = known.get(node.name) or (
                     np.dtype(declared).type if declared else None)
                 continue
-            op = node.op
-            out = op.out_dtype(node.attrs, [types.get((id(c), k)) for c, k in node.inputs])
-            if isinstance(out, list):                   # one per output (a loop)
-                outs = [None if t is None else np.dtype(t).type for t in out]
-                out = None
-            else:
-                out = None if out is None else np.dtype(out).type
-                outs = [out] * node.num_outputs()
-            if out is not None and op.dtype_rule != "attr":   # untyped inputs take it
+            op, entries = node.op, [(id(c), k) for c, k in node.inputs]
+            # variables of unknown dtype take the one the op computes in (labels too, as
+            # MXNet's softmax_label; not the indices an op names itself: Embedding's)
+            data = op.data_dtype(node.attrs, [types.get(e) for e in entries])
+            if data is not None and op.dtype_rule != "attr":
                 names_in = op.input_names(node.attrs, len(node.inputs))
                 for input_name, (child, k) in zip(names_in, node.inputs):
                     if types.get((id(child), k)) is None and child.is_var and \
-                            input_name not in op.index_inputs - LABEL_INPUTS:
-                        types[(id(child), k)] = out
+                            input_name not in op.index_inputs - INDEX_INPUTS:
+                        types[(id(child), k)] = np.dtype(data).type
+            out = op.out_dtype(node.attrs, [types.get(e) for e in entries])
+            outs = out if isinstance(out, list) else [out] * node.num_outputs()  # (a loop)
             for k, t in enumerate(outs):
-                types[(id(node), k)] = t
+                types[(id(node), k)] = None if t is None else np.dtype(t).type
         by_name = {n.name: types[(id(n), 0)] for n in self.walk() if n.is_var}
         return ([by_name[n] for n in self.list_arguments()],
                 [types[(id(n), k)] for n, k in self._outputs],
