@@ -502,15 +502,11 @@ def _must_run_now(op, inputs):
     (creation ops), ops writing into an input (BatchNorm's running statistics), loops
     and branches (their bodies call ops themselves), ops drawing random numbers (NumPy's
     one generator must be used in program order), ops without shape inference, and the
-    ops checking their inputs' values (_CHECKS_VALUES)."""
+    ops checking their inputs' values (`op.checks_values`: the error names the call on
+    both engines)."""
     return (not inputs or op.aux_writeback or op.is_random or op.infer_shape is None
-            or op.name in _CHECKS_VALUES
+            or op.checks_values
             or any(spec.kind == "subgraphs" for spec in op.attrs.values()))
-
-
-# Ops whose forward refuses bad *values* (CTC's lengths) with an OpError: they run now,
-# so the error names the call on both engines (the book's tests catch it there).
-_CHECKS_VALUES = frozenset({"CTCLoss"})
 
 
 def _predict_dtype(op, attrs, raw):
@@ -523,13 +519,8 @@ def _predict_dtype(op, attrs, raw):
             return None
         if type(a) is _Pending:
             a.observed = True
-    if op.infer_dtype is not None:
-        return np.dtype(op.infer_dtype(attrs, [a.dtype for a in raw]))
-    if op.name in ("Cast", "one_hot"):
-        return np.dtype(attrs["dtype"])
-    if op.name == "norm" and attrs.get("out_dtype") is not None:
-        return np.dtype(attrs["out_dtype"])
-    return dtype
+    out = op.out_dtype(attrs, [a.dtype for a in raw])
+    return dtype if out is None else np.dtype(out)
 
 
 def _filled(placeholder):

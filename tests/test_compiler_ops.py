@@ -21,10 +21,11 @@ import straightdope as mx  # noqa: F401
 from straightdope import autograd, nd, sym
 from straightdope.cached_op import CachedOp
 from straightdope.compiler import NumbaBackend
-from straightdope.compiler.kernels import missing
-from straightdope.compiler.loops import HOST_OPS, IMAGE_ONLY_OPS
+from straightdope.compiler.kernels import EMITTERS
+from straightdope.compiler.lower import REWRITES
 from straightdope.graph import ReferenceBackend
 from straightdope.ops import OPS
+from straightdope.ops.registry import PLACEMENTS
 
 FAMILIES = {
     "elementwise": lambda c: OPS[c.op].scalar_expr is not None or c.op in (
@@ -146,33 +147,106 @@ def _imperative(case, names, arrays, heads, train):
     return [o.asnumpy() for o in outs], {names[j]: xs[j].grad.asnumpy() for j in case.wrt}
 
 
-def test_every_registry_op_has_a_numba_implementation():
-    assert missing() == []
+class _Planner(ReferenceBackend):
+    """Plans every graph as the Numba backend would, without compiling it (compile=False:
+    the passes up to the generated source run, Numba does not), and runs it with the
+    reference backend."""
+
+    def __init__(self):
+        self.plans = []
+
+    def compile(self, graph, is_train=False, **flags):
+        self.plans.append(NumbaBackend().for_shapes(graph, is_train, compile=False))
+        return super().compile(graph, is_train, **flags)
+
+
+def _declared(graph, node) -> str:
+    """The op's placement; "host" for data its kernel does not cover (`kernel_ndim`)."""
+    op = node.op
+    ndim = len(graph.shape_of(tuple(node.inputs[0]))) if node.inputs else None
+    return "host" if op.kernel_ndim not in (None, ndim) else op.placement
+
+
+def test_every_op_declares_a_placement_its_compiler_pass_knows():
+    """kernel: an emitter in compiler/kernels; lowered: a rule in lower.py; fused: a
+    scalar expression, or one of the few forms codegen writes itself."""
     for op in OPS.values():
-        assert op.numba_kernel is not None, op.name
+        assert op.placement in PLACEMENTS, op.name
+        assert (op.placement == "kernel") == (op.name in EMITTERS), op.name
+        if op.placement == "lowered":
+            assert op.name in REWRITES, op.name
+
+
+@pytest.mark.parametrize("key", sorted({(family(c), c.train) for c in CASES}),
+                         ids=lambda k: f"{k[0]}-{'train' if k[1] else 'predict'}")
+def test_each_op_case_is_planned_where_its_placement_says(key):
+    """Every op case, forward and backward graphs, planned as compiled graphs are (up to
+    the generated source): each op node runs where its registry entry says, lowered ops
+    never reach the plan, and every op of the cases is in a plan or lowered away."""
+    name, train = key
+    planner = _Planner()
+    _run([c for c in CASES if family(c) == name and c.train == train], planner,
+         np.float32, train)
+    planned = set()
+    for exe in planner.plans:
+        for graph, node, how in exe.placements():
+            assert how == _declared(graph, node), \
+                f"{node.op.name} ('{node.name}') runs as {how}, declared {node.op.placement}"
+            planned.add(node.op.name)
+    cases = {OPS[c.op].name for c in CASES if family(c) == name and c.train == train}
+    lowered = {n for n in cases if OPS[n].placement == "lowered"}
+    assert not lowered & planned
+    assert cases - lowered - planned <= REWRITTEN, cases - lowered - planned
+
+
+def test_loops_and_branches_are_planned_where_their_placement_says():
+    """foreach compiles its body once and runs it per step ("loop", the body's ops
+    planned too); while_loop and cond run on the host (the NumPy forward, which
+    interprets the body): their registry entries say so, and so does the plan."""
+    x, s = sym.var("x"), sym.var("s")
+    outs, state = sym.contrib.foreach(lambda x_t, h: (sym.tanh(x_t + h),) * 2, x, s)
+    looped, _ = sym.contrib.while_loop(lambda i: i < 3, lambda i: ([i * 2.0], [i + 1]),
+                                       [s], max_iterations=4)
+    branch = sym.contrib.cond(s.sum() > 0, lambda: s * 3.0, lambda: s * s)
+    group = sym.Group([outs, state, looped[0], branch])
+    planner = _Planner()
+    op = CachedOp(group, [], backend=planner)
+    op([], {"x": nd.ones((4, 3)), "s": nd.ones((3,))})
+    (exe,) = planner.plans
+    how = {node.op.name: how for _, node, how in exe.placements()}
+    assert how["_foreach"] == OPS["_foreach"].placement == "loop"
+    assert how["tanh"] == "fused"                       # the loop body, planned too
+    assert how["_while_loop"] == OPS["_while_loop"].placement == "host"
+    assert how["_cond"] == OPS["_cond"].placement == "host"
+
+
+# Ops the lowering pass rewrites for some attributes or shapes only, into a view or into
+# other ops (Cast to the same dtype, Dropout at inference, add_n of one array, ...)
+REWRITTEN = {name for name in REWRITES if OPS[name].placement != "lowered"}
 
 
 def _runs_on_host(name: str, ndim: int) -> bool:
-    """What the compiler declares: its NumPy forward runs between compiled segments."""
-    return name in HOST_OPS or name in IMAGE_ONLY_OPS and ndim != 4
+    """What the registry declares: its NumPy forward runs between compiled segments."""
+    op = OPS[name]
+    return op.placement == "host" or op.kernel_ndim not in (None, ndim)
 
 
 @pytest.mark.parametrize("key", sorted({(family(c), c.train) for c in CASES}),
                          ids=lambda k: f"{k[0]}-{'train' if k[1] else 'predict'}")
 def test_each_op_runs_where_the_compiler_says_it_does(key):
-    """Compiled graphs run an op's NumPy forward exactly where loops.HOST_OPS says so
-    (the registry's `numba_kernel` text comes from there): a kernel, fused or viewed op
-    whose NumPy forward still runs, or a host op that never does, fails."""
+    """Compiled graphs run an op's NumPy forward exactly where its registry placement
+    says so: a kernel, fused or viewed op whose NumPy forward still runs, or a host op
+    that never does, fails."""
     numba, _ = _group(key)
     for name, ndim in sorted(numba["host_calls"]):
         assert _runs_on_host(name, ndim), \
             f"{name} ran its NumPy forward in a compiled graph, but is declared " \
-            f"{OPS[name].numba_kernel!r}"
+            f"{OPS[name].placement!r}"
     called = {name for name, _ in numba["host_calls"]}
     for name in sorted(numba["ops"]):
-        if name in HOST_OPS and name not in IMAGE_ONLY_OPS:
-            assert name in called, f"{name} is declared {OPS[name].numba_kernel!r}, but " \
-                                   f"its NumPy forward never ran"
+        if OPS[name].placement == "host":
+            assert name in called, f"{name} is declared 'host', but its NumPy forward " \
+                                   f"never ran"
 
 
 def test_every_forward_op_has_a_case():

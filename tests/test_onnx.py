@@ -426,3 +426,17 @@ def test_coverage_lists_name_the_ops_of_every_layer():
             "slice_axis", "LayerNorm", "Embedding", "Dropout", "broadcast_add"} <= exported
     assert {"Gemm", "Conv", "MaxPool", "AveragePool", "GlobalAveragePool",
             "BatchNormalization", "LayerNormalization", "Gather"} <= set(sdonnx.import_coverage())
+
+
+def test_an_op_that_names_its_onnx_operator_exports_and_imports_without_a_translator(tmp_path):
+    """mish declares onnx="Mish" in the registry and nothing in onnx/ names it."""
+    path = str(tmp_path / "mish.onnx")
+    sdonnx.export_model(sym.mish(sym.var("a")), {}, [(3, 5)], np.float32, path)
+    assert [n.op_type for n in onnx.load(path).graph.node] == ["Mish"]
+    x = np.random.default_rng(5).normal(size=(3, 5)).astype("float32") * 3
+    expected = nd.mish(nd.array(x)).asnumpy()
+    np.testing.assert_allclose(session(path).run(None, {"a": x})[0], expected,
+                               rtol=RTOL, atol=ATOL)
+    back = sdonnx.import_model(path)
+    back.hybridize(executor="numpy")
+    np.testing.assert_allclose(back(nd.array(x)).asnumpy(), expected, rtol=RTOL, atol=ATOL)

@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 import straightdope as mx
 from straightdope import autograd, nd, sym
+from straightdope.graph import Graph, annotate
 from straightdope.ops import OPS
 
 from op_cases import CASES
@@ -91,6 +92,24 @@ def test_symbol_eval_matches_imperative(case):
     assert len(evaluated) == len(imperative)
     for got, want in zip(evaluated, imperative):
         np.testing.assert_allclose(got.asnumpy(), want.asnumpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_one_dtype_rule(case, dtype):
+    """Every output has one dtype whoever asks: `sym.infer_type`, the compiler's
+    `graph.annotate` and an imperative call all read the op's registry rule (Op.out_dtype)."""
+    arrays = [np.asarray(a, dtype=dtype) for a in case.make(np.random.default_rng(0))]
+    names = [f"x{k}" for k in range(len(arrays))]
+    s = build_symbol(case, len(arrays))
+    with autograd.train_mode() if case.train else autograd.predict_mode():
+        out = getattr(nd, case.op)(*[nd.array(a, dtype=dtype) for a in arrays], **case.attrs)
+    imperative = [np.dtype(o.dtype) for o in (out if isinstance(out, list) else [out])]
+    _, inferred, _ = s.infer_type_partial(**{n: dtype for n in names})
+    graph = annotate(Graph.from_symbol(s, names), {n: a.shape for n, a in zip(names, arrays)},
+                     {n: dtype for n in names})
+    assert [np.dtype(t) for t in inferred] == imperative, "sym.infer_type vs imperative"
+    assert [graph.dtype_of(e) for e in graph.outputs] == imperative, "annotate vs imperative"
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

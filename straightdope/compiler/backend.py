@@ -41,8 +41,6 @@ from .lower import lower
 from .memory import plan_memory
 from . import kernels, loops
 
-kernels.install()          # the registry learns how each op compiles (op.numba_kernel)
-loops.install()
 
 
 def _seed_numba(seed_state):
@@ -185,6 +183,14 @@ class Executable:
             for dtypes in signatures:
                 items.append((("module", text, "loop"), _loop_examples(dtypes)))
         return items
+
+    def placements(self) -> list:
+        """(lowered graph, op node, "fused" | "kernel" | "view"): how each op runs,
+        read from the plan (the fusion pass's steps). FullyConnected and the other
+        "lowered" ops are not among them: the lowering pass replaced them."""
+        fused = self.stages["fused"]
+        return [(fused.graph, fused.graph.nodes[n], step.kind)
+                for step in fused.steps for n in step.nodes]
 
     def missing(self) -> list:
         """The items of `job()` that are not compiled in the caches yet."""
@@ -479,12 +485,14 @@ class NumbaBackend:
         return AnyShape(graph, lambda shaped: self.for_shapes(shaped, is_train, static_alloc,
                                                               tier), static_shape)
 
-    def for_shapes(self, graph: Graph, is_train=False, static_alloc=False, tier="auto"):
-        """The executable for the input shapes `graph` is annotated with."""
+    def for_shapes(self, graph: Graph, is_train=False, static_alloc=False, tier="auto",
+                   compile=True):
+        """The executable for the input shapes `graph` is annotated with (compile=False:
+        planned only, see `Executable`)."""
         from . import loops
         odd = dtypes_without_arithmetic(graph)
         if odd:         # float16: run it rather than refuse it, and say so
             return _reference_for(graph, is_train, odd)
         if loops.needs_loops(graph):     # loop nodes: compiled segments + compiled bodies
-            return loops.LoopExecutable(graph, self, is_train, static_alloc)
-        return Executable(graph, is_train, static_alloc, tier)
+            return loops.LoopExecutable(graph, self, is_train, static_alloc, compile)
+        return Executable(graph, is_train, static_alloc, tier, compile)

@@ -2,14 +2,16 @@
 
 Every op node of the lowered graph lands in exactly one *step*:
 
-* `fused`: elementwise ops (those with a `scalar_expr`, plus a few broadcasting
-  helpers) over one iteration domain (the output shape). One loop reads each
+* `fused`: elementwise ops (placement "fused" in the registry: those with a
+  `scalar_expr`, plus a few broadcasting helpers that codegen writes itself) over
+  one iteration domain (the output shape). One loop reads each
   outside operand once per element, keeps the intermediate results in local
   variables and stores only what is needed later. `relu(dot(x, w) + b)` is
   `dot` (a kernel) followed by *one* loop doing the add and the max.
 * `kernel`: everything else (matrix products, convolution, pooling, reductions,
   softmax, ...), one call each. These cut fusion chains.
-* `view`: reshapes and copies that only reinterpret a buffer: no code at all.
+* `view`: reshapes and copies that only reinterpret a buffer (placement "view"): no
+  code at all.
 
 An elementwise node joins the group of one of its producers when its output has
 the group's shape, the group is not full (`MAX_LOOP_OPS`) and joining does not create a
@@ -22,32 +24,28 @@ import re
 from dataclasses import dataclass, field
 
 from ..graph import Graph
+from ..ops import OPS
 
-# Ops that only reinterpret their input's buffer (after lowering).
-VIEW_OPS = {"reshape", "Flatten", "_flatten_leading", "expand_dims", "squeeze", "reshape_like",
-            "_copy", "BlockGrad"}
 # A loop holds at most this many ops: Numba's and LLVM's cost grows faster than linearly
 # with the length of a function, and a long chain cut into equal pieces is one loop
 # function called many times in the steps tier.
 MAX_LOOP_OPS = 16
-# Elementwise ops without a `scalar_expr` that codegen still writes as part of a loop.
-FUSIBLE_EXTRA = {"add_n", "_unreduce", "broadcast_to", "broadcast_like", "Cast", "_cast_like",
-                 "_zeros", "_ones", "_full"}
+# Read from the registry's placements, for compiler/kernels' install() only.
+VIEW_OPS = frozenset(name for name, op in OPS.items() if op.placement == "view")
+FUSIBLE_EXTRA = frozenset(name for name, op in OPS.items()
+                          if op.placement == "fused" and op.scalar_expr is None)
 
 
 def is_fusible(node) -> bool:
-    return node.op.scalar_expr is not None or node.op.name in FUSIBLE_EXTRA
+    return node.op.placement == "fused"
 
 
 def reads(node) -> list[int]:
-    """Which inputs an elementwise node actually reads (zeros_like only needs a shape)."""
-    name = node.op.name
-    if name in ("_unreduce", "broadcast_to", "broadcast_like", "Cast", "_cast_like"):
-        return [0]
-    if name in ("_zeros", "_ones", "_full"):
-        return []
-    if name == "add_n":
-        return list(range(len(node.inputs)))
+    """Which inputs an elementwise node actually reads (zeros_like only needs a shape).
+    The built-in forms without a `scalar_expr` read every input if they take any number
+    (add_n), else their first (broadcast_to, Cast, `_unreduce`'s gradient; not `like`)."""
+    if node.op.scalar_expr is None:
+        return list(range(len(node.inputs))) if node.op.variadic else [0][:len(node.inputs)]
     expr = node.op.scalar_expr
     expr = expr(node.attrs) if callable(expr) else expr
     return sorted({int(k) for k in re.findall(r"\{(\d+)\}", expr)})
@@ -122,7 +120,7 @@ def fuse(graph: Graph, rewrites: list[str] | None = None) -> Fused:
         ancestors[node.id] = deps
         if node.is_var:
             continue
-        if node.op.name in VIEW_OPS:
+        if node.op.placement == "view":
             kind = "view"
         elif is_fusible(node):
             kind = "fused"

@@ -17,51 +17,33 @@ steps, only on the size of the body. The backward pass of a `foreach` is itself 
 gradients it adds up step by step leave its body and become one matrix product
 over all steps after the loop (`fission_sums`, "loop fission").
 
-The few ops that have no Numba kernel (`reverse`) run with their NumPy forward
-between segments, as loop nodes do ("host steps"); a `reverse` in time that only
-loops read becomes a view that walks the sequence backwards.
+The ops that have no Numba kernel (placement "host" in the registry: `reverse`,
+`sort`, `_while_loop`, `_cond`, ...) run with their NumPy forward between segments,
+as loop nodes do ("host steps"); so do ops whose kernel covers images only
+(`kernel_ndim`) on other data. A `reverse` in time that only loops read becomes a
+view that walks the sequence backwards.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..graph import Graph, Node, annotate
-from ..ops import OPS, get_op
 from ..ops.control_flow import CONTROL_FLOW_OPS, _foreach_counts, body_graph, saving_body
 
-# Ops that run between compiled segments, and how (shown by ops.numba_kernel).
-HOST_OPS = {"_foreach": "loop: body compiled once, run per step (compiler/loops.py)",
-            # (not compiled yet: their bodies run on the NumPy reference interpreter)
-            "_while_loop": "NumPy, between compiled segments: the body runs on the "
-                           "reference interpreter at each step",
-            "_cond": "NumPy, between compiled segments: the branch taken runs on the "
-                     "reference interpreter",
-            "reverse": "NumPy, between compiled segments (compiler/loops.py)"}
-HOST_OPS.update({op.name: "NumPy, between compiled segments (the op is numpy_only)"
-                 for op in OPS.values() if op.numpy_only})
 
-
-# Ops whose Numba kernels cover 2-D images only: on 1-D or 3-D data (their first input
-# not 4-D) they run their NumPy forward between compiled segments too.
-IMAGE_ONLY_OPS = ("Convolution", "_conv_grad_data", "_conv_grad_weight", "Pooling",
-                  "_pool_grad")
-HOST_OPS.update({name: "NumPy, between compiled segments (compiler/loops.py)" for name in
-                 ("Deconvolution", "_deconv_grad_data", "_deconv_grad_weight", "CTCLoss",
-                  "_ctc_loss_grad")})
-
-
-def install():
-    for name, how in HOST_OPS.items():
-        get_op(name).numba_kernel = how
+def placement(graph: Graph, node) -> str:
+    """Where this op node runs: its op's placement, or "host" for data its kernel does not
+    cover (a Convolution kernel covers 2-D images: 4-D data)."""
+    op = node.op
+    if op.kernel_ndim is not None and \
+            len(graph.shape_of(tuple(node.inputs[0]))) != op.kernel_ndim:
+        return "host"
+    return op.placement
 
 
 def runs_on_host(graph: Graph, node) -> bool:
     """Does this op node run outside the compiled code (a loop, or NumPy)?"""
-    if node.op is None:
-        return False
-    if node.op.name in IMAGE_ONLY_OPS:
-        return len(graph.shape_of(tuple(node.inputs[0]))) != 4
-    return node.op.name in HOST_OPS
+    return node.op is not None and placement(graph, node) in ("host", "loop")
 
 
 def needs_loops(graph: Graph) -> bool:
@@ -106,7 +88,7 @@ class _Segment:
 class _HostStep:
     """An op without a kernel (NumPy), or a loop node run by the classes below."""
 
-    def __init__(self, graph, node, backend, is_train, later_uses):
+    def __init__(self, graph, node, backend, is_train, later_uses, compile=True):
         self.node, self.is_train = node, is_train
         self.inputs = [tuple(e) for e in node.inputs]
         self.outputs = [(node.id, k) for k in range(node.num_outputs)]
@@ -146,7 +128,7 @@ class _Foreach(_HostStep):
     computed at all (an inference call saves nothing). States that only add up a
     product over steps leave the body (`fission_sums`) and are computed after the loop."""
 
-    def __init__(self, graph, node, backend, is_train, later_uses):
+    def __init__(self, graph, node, backend, is_train, later_uses, compile=True):
         super().__init__(graph, node, backend, is_train, later_uses)
         a = node.attrs
         self.n_data, self.n_states, self.n_out = _foreach_counts(a)
@@ -184,7 +166,7 @@ class _Foreach(_HostStep):
         # static_alloc: the body's scratch memory is reused from step to step; the graph
         # tier: one compiled call per step, no Python between the body's kernels
         self.body = backend.for_shapes(shaped, is_train=is_train, static_alloc=True,
-                                       tier="graph")
+                                       tier="graph", compile=compile)
 
     def _buffers(self, steps, states):
         """Views of one new buffer, each with a leading time axis: the per-step outputs
@@ -366,10 +348,12 @@ class LoopExecutable:
     `run(inputs) -> outputs`."""
     fresh_outputs = True
 
-    def __init__(self, graph: Graph, backend, is_train=False, static_alloc=False):
+    def __init__(self, graph: Graph, backend, is_train=False, static_alloc=False,
+                 compile=True):
+        """compile=False: planned only (see backend.Executable)."""
         from .backend import Executable
         self.graph, self.is_train = graph, is_train
-        flags = dict(static_alloc=static_alloc)
+        flags = dict(static_alloc=static_alloc, compile=compile)
         uses = {}
         for n in graph.nodes:
             for e in n.inputs:
@@ -392,12 +376,12 @@ class LoopExecutable:
             if runs_on_host(graph, n):
                 close()
                 later = {e for e, users in uses.items() if e[0] == n.id} | outputs
-                kind = {"_foreach": _Foreach}.get(n.op.name, _HostStep)
+                kind = _Foreach if n.op.placement == "loop" else _HostStep
                 if n.op.name == "reverse" and tuple(n.attrs["axis"]) == (0,) and \
                         (n.id, 0) not in outputs and \
                         _read_only_by_loops(graph, (n.id, 0), uses.get((n.id, 0))):
                     kind = _Reverse
-                self.steps.append(kind(graph, n, backend, is_train, later))
+                self.steps.append(kind(graph, n, backend, is_train, later, compile))
             else:
                 pending.append(n)
         close()
@@ -424,6 +408,20 @@ class LoopExecutable:
                 lines.append(f"step {k}: {step.node.op.name} '{step.node.name}' (NumPy)")
         return "\n".join(lines)
 
+    def placements(self) -> list:
+        """(graph, op node, how it runs) for every op node of the plan, loop bodies
+        included: "host", "loop", or the compiled segments' "fused" | "kernel" | "view"."""
+        found = []
+        for step in self.steps:
+            if isinstance(step, _Segment):
+                found += step.exe.placements()
+            else:
+                found.append((self.graph, step.node,
+                              "loop" if isinstance(step, _Foreach) else "host"))
+                if isinstance(step, _Foreach):
+                    found += step.body.placements()
+        return found
+
     def run(self, inputs: list) -> list:
         values = dict(zip(self.var_entries, inputs))
         for step in self.steps:
@@ -439,4 +437,4 @@ class LoopExecutable:
         return results
 
 
-__all__ = ["LoopExecutable", "needs_loops", "install", "CONTROL_FLOW_OPS"]
+__all__ = ["LoopExecutable", "needs_loops", "placement", "CONTROL_FLOW_OPS"]

@@ -220,7 +220,6 @@ def watch_ops(graph, cached_op_args, arrays, callback, monitor_all):
     `dense0_fwd_weight`."""
     from .. import autograd
     from ..graph.ir import Graph
-    from ..symbol.executor import monitor_input_names
     feeds = {name: array for (_, name, _), array in zip(cached_op_args, arrays)}
     values = {}
     for node in Graph.from_symbol(graph).nodes:
@@ -229,7 +228,7 @@ def watch_ops(graph, cached_op_args, arrays, callback, monitor_all):
             continue
         inputs = [values[tuple(e)] for e in node.inputs]
         if monitor_all:
-            for name, array in zip(monitor_input_names(node, len(inputs)), inputs):
+            for name, array in zip(node.op.monitor_input_names(node.attrs, len(inputs)), inputs):
                 callback(f"{node.name}_{name}", node.op.name, NDArray(array))
         results = node.op.run(node.attrs, inputs, autograd.is_training())
         names = node.op.output_names if len(node.op.output_names) == len(results) \

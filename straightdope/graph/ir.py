@@ -15,17 +15,6 @@ import numpy as np
 from ..ops import Op
 from ..symbol.symbol import Node as SymbolNode, Symbol
 
-# The attributes worth showing in a node's label (`FullyConnected 256`).
-KEY_ATTRS = {
-    "FullyConnected": ("num_hidden",), "Activation": ("act_type",),
-    "LeakyReLU": ("act_type",), "Convolution": ("num_filter", "kernel"),
-    "Pooling": ("pool_type", "kernel"), "Dropout": ("p",), "reshape": ("shape",),
-    "softmax": ("axis",), "log_softmax": ("axis",), "sum": ("axis",), "mean": ("axis",),
-    "concat": ("dim",), "split": ("num_outputs",), "slice_axis": ("axis", "begin", "end"),
-    "transpose": ("axes",), "Embedding": ("output_dim",), "clip": ("a_min", "a_max"),
-}
-
-
 @dataclass
 class Node:
     id: int
@@ -47,7 +36,7 @@ class Node:
     def label(self):
         if self.op is None:
             return self.name
-        keys = KEY_ATTRS.get(self.op.name, ("scalar",) if "scalar" in self.attrs else ())
+        keys = self.op.key_attrs or (("scalar",) if "scalar" in self.attrs else ())
         bits = []
         for k in keys:
             v = self.attrs.get(k)

@@ -198,46 +198,12 @@ def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:
             dt = dtypes.get(node.name, node.var_attrs.get("__dtype__", "float32"))
             node.dtypes = [np.dtype(dt)]
         else:
-            first = out.nodes[node.inputs[0][0]].dtypes[node.inputs[0][1]] if node.inputs \
-                else np.dtype(node.attrs.get("dtype", "float32"))
-            if node.op.infer_dtype is not None:
-                first = node.op.infer_dtype(node.attrs, [out.nodes[i].dtypes[k]
-                                                         for i, k in node.inputs])
-                if isinstance(first, list):     # one dtype per output (a loop node)
-                    node.dtypes = [np.dtype(d) for d in first]
-                    continue
-                first = np.dtype(first)
-            elif node.op.name in ("Cast", "one_hot"):
-                first = np.dtype(node.attrs["dtype"])
-            elif node.op.name == "norm" and node.attrs["out_dtype"] is not None:
-                first = np.dtype(node.attrs["out_dtype"])
-            elif node.op.name == "_cast_like":
-                src = node.inputs[1]
-                first = out.nodes[src[0]].dtypes[src[1]]
-            elif node.op.name in ("Embedding", "pick") or (node.op.name == "_pick_grad"):
-                src = node.inputs[1] if node.op.name == "Embedding" else node.inputs[0]
-                first = out.nodes[src[0]].dtypes[src[1]]
-            else:
-                _check_one_dtype(out, node)
-            node.dtypes = [first] * node.num_outputs
+            # A compiled graph computes each op in one dtype, as MXNet does: mixed data
+            # inputs (uint8 images into a float32 Conv2D) would be silently truncated.
+            dt = node.op.out_dtype(node.attrs, [out.nodes[i].dtypes[k] for i, k in node.inputs],
+                                   where=f"node '{node.name}' ({node.op.name})")
+            node.dtypes = [np.dtype(d) for d in dt] if isinstance(dt, list) \
+                else [np.dtype(dt)] * node.num_outputs
     out.annotate_seconds = time.perf_counter() - start
     return out
 
-
-# Inputs that hold indices, labels or only a shape: they may have another dtype.
-_NOT_COMPUTED_WITH = {"condition", "index", "indices", "label", "like"}
-
-
-def _check_one_dtype(graph, node):
-    """A compiled graph computes each op in one dtype, as MXNet does. Mixed inputs
-    (uint8 images into a float32 Conv2D) would be silently truncated: say so instead."""
-    names = node.op.input_names(node.attrs, len(node.inputs))
-    dtypes = {name: graph.nodes[i].dtypes[k] for name, (i, k) in zip(names, node.inputs)
-              if name not in _NOT_COMPUTED_WITH}
-    if len(set(dtypes.values())) > 1:
-        listed = ", ".join(f"{name}: {dt.name}" for name, dt in dtypes.items())
-        raise OpError(
-            f"node '{node.name}' ({node.op.name}): its inputs have different dtypes ({listed}). "
-            f"A hybridized graph computes each op in one dtype: convert the data first, "
-            f"e.g. x.astype('float32') (transforms.ToTensor() does it for images), or cast "
-            f"the network with net.cast(dtype).")

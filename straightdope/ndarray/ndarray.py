@@ -470,22 +470,6 @@ def _install_operators():
 _install_operators()
 
 
-# Layers whose data meets their parameters: data of another dtype (float64 or int arrays into
-# a float32 net) is refused, as the hybridized graph refuses it, instead of being computed in
-# the promoted dtype and giving float64 outputs only imperatively.
-_ONE_DTYPE_OPS = frozenset({"FullyConnected", "Convolution", "Deconvolution", "BatchNorm",
-                            "LayerNorm", "InstanceNorm", "GroupNorm"})
-
-
-def _mixed_dtypes(op, attrs, arrays):
-    names = op.input_names(attrs, len(arrays))
-    listed = ", ".join(f"{n}: {a.dtype.name}" for n, a in zip(names, arrays))
-    raise OpError(f"{op.name}: its inputs have different dtypes ({listed}). Each op computes "
-                  f"in one dtype, imperatively as when hybridized: convert the data first, "
-                  f"e.g. x.astype('float32') (transforms.ToTensor() does it for images), or "
-                  f"cast the network with net.cast(dtype).")
-
-
 def invoke(op, inputs, attrs, parsed=False):
     """Run one op (an Op or its name) now: NumPy forward, running-stat updates, and a tape
     node when recording. `attrs` as the user gave them, or already parsed."""
@@ -501,11 +485,11 @@ def run(op, inputs, attrs, _now=False):
     if _hook is not None and not _now:
         return _hook(op, inputs, attrs)
     arrays = [x._data for x in inputs]
-    if op.name in _ONE_DTYPE_OPS:
+    if op.strict_dtype:         # layers whose data meets their parameters (dtype_rule)
         dtype = arrays[0].dtype
         for a in arrays:        # `is` first: equal dtypes are nearly always the same object
             if a.dtype is not dtype and a.dtype != dtype:
-                _mixed_dtypes(op, attrs, arrays)
+                op.out_dtype(attrs, [a.dtype for a in arrays], where=op.name)   # raises
     try:
         if op.needs_train_flag:
             is_train = _state.training

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..graph.ir import Graph
 from ..graph.shapes import annotate
-from ..ops import OpError
+from ..ops import OPS, OpError
 from ..ops.elemwise import row_condition_shape, selects_rows
 
 OPSET = 21     # ONNX opset written (Gelu needs 20; ONNX Runtime 1.20+ and ORT Web run it)
@@ -297,21 +297,15 @@ def _annotate_resized(graph, shapes, dtypes, in_shapes, dynamic_dims):
 
 
 # ------------------------------------------------------------ translators
-_UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "softrelu": "Softplus",
-          "softsign": "Softsign", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs",
-          "negative": "Neg", "sign": "Sign", "sin": "Sin", "cos": "Cos", "erf": "Erf",
-          "identity": "Identity", "_copy": "Identity", "BlockGrad": "Identity",
-          "stop_gradient": "Identity"}
-
-
-@translates(*_UNARY)
-def _unary(e, node, x, out):
-    e.add(_UNARY[node.op.name], x, out)
+# An op whose registry entry names its ONNX operator (`onnx`) is that operator.
+@translates(*(name for name, op in OPS.items() if op.onnx))
+def _one_to_one(e, node, x, out):
+    e.add(node.op.onnx, x, out)
 
 
 @translates("Activation")
 def _activation(e, node, x, out):
-    e.add(_UNARY[node.attrs["act_type"]], x, out)
+    e.add(OPS[node.attrs["act_type"]].onnx, x, out)
 
 
 @translates("square")
@@ -333,19 +327,8 @@ def _leaky_relu(e, node, x, out):
         e.add("Gelu", x, out)                       # the exact (erf) form, like MXNet
 
 
-_BINARY = {"elemwise_add": "Add", "broadcast_add": "Add", "broadcast_plus": "Add",
-           "elemwise_sub": "Sub", "broadcast_sub": "Sub", "broadcast_minus": "Sub",
-           "elemwise_mul": "Mul", "broadcast_mul": "Mul", "elemwise_div": "Div",
-           "broadcast_div": "Div", "power": "Pow", "broadcast_power": "Pow",
-           "maximum": "Max", "broadcast_maximum": "Max", "minimum": "Min",
-           "broadcast_minimum": "Min"}
 _COMPARE = {"equal": "Equal", "not_equal": "Equal", "greater": "Greater",
             "greater_equal": "GreaterOrEqual", "lesser": "Less", "lesser_equal": "LessOrEqual"}
-
-
-@translates(*_BINARY)
-def _binary(e, node, x, out):
-    e.add(_BINARY[node.op.name], x, out)
 
 
 def _compare(e, onnx_op, negate, a, b, out):

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from ..ops import OpError
+from ..ops import OPS, OpError
 from .folding import _CAST, FOLDS, MAX_EXPAND_ELEMENTS, Dim, fold  # noqa: F401
 
 MIN_OPSET, MAX_OPSET = 13, 23     # Softmax has today's meaning from opset 13 on
@@ -434,9 +434,12 @@ def import_to_gluon(path, ctx=None):
 
 
 # ------------------------------------------------------------------ ops
-_UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softsign": "softsign",
-          "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Abs": "abs", "Neg": "negative",
-          "Sign": "sign", "Sin": "sin", "Cos": "cos", "Identity": "identity", "Erf": "erf"}
+# ONNX operators of one input that a registry op computes (its `onnx`; the first op
+# registered, when several do)
+_UNARY = {}
+for _op in OPS.values():
+    if _op.onnx and len(_op.inputs) == 1 and not _op.variadic:
+        _UNARY.setdefault(_op.onnx, _op.name)
 
 
 @imports(*_UNARY)

@@ -39,7 +39,7 @@ def _gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
     return gradient_symbols(outs, heads, list(inputs), is_train)
 
 
-register("_CachedOp", variadic=True, needs_train_flag=True, numpy_only=True,
+register("_CachedOp", variadic=True, needs_train_flag=True, placement="host",
          attrs={"num_outputs": Int(required=True), "subgraphs": Subgraphs()},
          forward=_forward, infer_shape=_shapes, gradient=_gradient, num_outputs=-1,
          doc="A hybridized block's graph as one node (autograd.get_symbol): its inputs "

@@ -407,7 +407,7 @@ def _foreach_outputs(attrs):
     return attrs["num_outputs"] + len(attrs["in_state_locs"]) + saving_body(attrs)[1]
 
 
-register("_foreach", variadic=True, needs_train_flag=True, hidden_on_demand=True,
+register("_foreach", placement="loop", variadic=True, needs_train_flag=True, hidden_on_demand=True,
          attrs={"num_args": Int(0), "num_outputs": Int(required=True),
                 "num_out_data": Int(required=True), "in_state_locs": Shape(()),
                 "in_data_locs": Shape(()), "remain_locs": Shape(()),
@@ -533,7 +533,8 @@ def _while_outputs(attrs):
     return attrs["num_outputs"] + len(attrs["func_var_locs"]) + 1
 
 
-register("_while_loop", variadic=True, needs_train_flag=True, hidden_on_demand=True,
+register("_while_loop", placement="host",
+         variadic=True, needs_train_flag=True, hidden_on_demand=True,
          attrs={"num_args": Int(0), "num_outputs": Int(required=True),
                 "num_out_data": Int(required=True), "max_iterations": Int(required=True),
                 "cond_input_locs": Shape(()), "func_input_locs": Shape(()),
@@ -602,7 +603,7 @@ def _cond_gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
                                branch(else_g, attrs["else_input_locs"])))
 
 
-register("_cond", variadic=True, needs_train_flag=True,
+register("_cond", placement="host", variadic=True, needs_train_flag=True,
          attrs={"num_args": Int(0), "num_outputs": Int(required=True),
                 "cond_input_locs": Shape(()), "then_input_locs": Shape(()),
                 "else_input_locs": Shape(()), "subgraphs": Subgraphs()},
@@ -624,7 +625,7 @@ def _reverse_shape(attrs, in_shapes):
     return in_shapes, [s]
 
 
-register("reverse", attrs={"axis": Shape(required=True)},
+register("reverse", placement="host", attrs={"axis": Shape(required=True)},
          forward=lambda attrs, x: np.ascontiguousarray(np.flip(x, axis=attrs["axis"])),
          infer_shape=_reverse_shape,
          gradient=lambda F, attrs, i, o, og: [F.reverse(og[0], axis=attrs["axis"])],

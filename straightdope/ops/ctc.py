@@ -139,13 +139,14 @@ def _ctc_grad(F, attrs, inputs, outputs, out_grads):
     return [F._ctc_loss_grad(out_grads[0], *inputs, **attrs)] + [None] * (len(inputs) - 1)
 
 
-register("CTCLoss", inputs=("data", "label", "data_lengths", "label_lengths"),
+register("CTCLoss", placement="host", inputs=("data", "label", "data_lengths", "label_lengths"),
          attrs=dict(CTC_ATTRS), optional_inputs=_ctc_inputs, forward=_ctc_forward,
+         checks_values=True,
          infer_shape=_ctc_shape, gradient=_ctc_grad,
          doc="CTCLoss(data (T, N, C) scores, label (N, L)): -log p(label | data) per "
              "sample, summed over all alignments; softmax over C is applied inside.")
-register("_ctc_loss_grad", inputs=("out_grad", "data", "label", "data_lengths",
-                                   "label_lengths"),
+register("_ctc_loss_grad", placement="host",
+         inputs=("out_grad", "data", "label", "data_lengths", "label_lengths"),
          attrs=dict(CTC_ATTRS),
          optional_inputs=lambda attrs: ("out_grad",) + _ctc_inputs(attrs),
          forward=_ctc_grad_forward, infer_shape=like_input(1),

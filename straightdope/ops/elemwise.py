@@ -103,6 +103,12 @@ def _rounded_from_float64(fn):
     return rounded
 
 
+def _mish_slope(F, x):
+    """d mish / dx = tanh(sp) + x * sigmoid(x) * (1 - tanh(sp)^2), sp = softrelu(x)."""
+    t = F.tanh(F.softrelu(x))
+    return t + x * F.sigmoid(x) * (1.0 - t * t)
+
+
 # name: (numpy forward, scalar expression, gradient(F, x, y, og))
 UNARY = {
     "negative": (np.negative, "(-{0})", lambda F, x, y, og: -og),
@@ -158,6 +164,9 @@ UNARY = {
                 lambda F, x, y, og: og * F.ones_like(x) * 0.017453292519943295),
     "erf": (lambda x: scipy_special().erf(x), "math.erf({0})",
             lambda F, x, y, og: og * F.exp(-F.square(x)) * float(2.0 / np.sqrt(np.pi))),
+    # mish (MXNet 2.0's op, ONNX's Mish): x * tanh(softrelu(x)), a smooth relu
+    "mish": (lambda x: x * np.tanh(np.logaddexp(0, x)),
+             "({0} * np.tanh(np.logaddexp(0.0, {0})))", lambda F, x, y, og: og * _mish_slope(F, x)),
     # Rounding: flat almost everywhere, so the gradient is zero (as in MXNet).
     # MXNet's round goes half away from zero; rint (and NumPy's round) half to even.
     "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5),
@@ -170,6 +179,16 @@ UNARY = {
     # 1 where x is 0, else 0, in x's dtype (MXNet: a zero gradient)
     "logical_not": (np.logical_not, "(1.0 if {0} == 0 else 0.0)", lambda F, x, y, og: og * 0.0),
 }
+
+
+# The ONNX operators that compute the same (the registry's `onnx`: onnx/ translates them)
+ONNX = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "softrelu": "Softplus",
+        "softsign": "Softsign", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs",
+        "negative": "Neg", "sign": "Sign", "sin": "Sin", "cos": "Cos", "erf": "Erf",
+        "mish": "Mish",
+        "broadcast_add": "Add", "broadcast_sub": "Sub", "broadcast_mul": "Mul",
+        "broadcast_div": "Div", "broadcast_power": "Pow", "broadcast_maximum": "Max",
+        "broadcast_minimum": "Min"}
 
 
 def _unary_gradient(rule):
@@ -186,15 +205,17 @@ def _unary_forward(fn):
 
 for _name, (_fn, _expr, _rule) in UNARY.items():
     register(_name, forward=_unary_forward(_fn), infer_shape=same_shape,
-             gradient=_unary_gradient(_rule) if _rule else None,
+             gradient=_unary_gradient(_rule) if _rule else None, onnx=ONNX.get(_name),
              scalar_expr=_expr, elementwise=True, doc=f"Elementwise {_name}.")
 
-register("_copy", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
+register("_copy", placement="view", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [og[0]], scalar_expr="{0}", elementwise=True,
+         onnx="Identity",
          doc="Identity (a copy).")
 alias("identity", "_copy")
-register("BlockGrad", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
+register("BlockGrad", placement="view", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [None], scalar_expr="{0}", elementwise=True,
+         onnx="Identity",
          doc="Identity whose gradient is zero (stop_gradient).")
 alias("stop_gradient", "BlockGrad")
 # make_loss(x): x is the loss. Its gradient is ones whatever comes from above (MXNet's rule:
@@ -235,9 +256,10 @@ def _activation_gradient(F, attrs, inputs, outputs, out_grads):
 
 
 # act_type is required, as in MXNet (so it is always written into a graph's JSON)
-register("Activation", attrs={"act_type": Choice(*ACT_TYPES, required=True)},
+register("Activation", attrs={"act_type": Choice(*ACT_TYPES, required=True)}, unnamed_inputs=True,
          forward=_activation_forward, infer_shape=same_shape, gradient=_activation_gradient,
          scalar_expr=lambda attrs: UNARY[attrs["act_type"]][1], elementwise=True,
+         key_attrs=("act_type",),
          doc="Activation(data, act_type='relu'|'sigmoid'|'tanh'|'softrelu'|'softsign').")
 
 # LeakyReLU(act_type): leaky / elu / gelu, with slope.
@@ -271,6 +293,7 @@ register("LeakyReLU", attrs={"act_type": Choice(*LEAKY_TYPES), "slope": Float(0.
          forward=_leaky_forward, infer_shape=same_shape,
          gradient=lambda F, attrs, i, o, og: [F._leaky_relu_grad(og[0], i[0], **attrs)],
          scalar_expr=lambda attrs: _LEAKY_EXPR[attrs["act_type"]], elementwise=True,
+         key_attrs=("act_type",),
          doc="LeakyReLU(data, act_type='leaky'|'elu'|'gelu'|'selu', slope=0.25).")
 
 
@@ -313,6 +336,7 @@ register("clip", attrs={"a_min": Attr("float", required=True), "a_max": Attr("fl
              og[0] * F._greater_equal_scalar(i[0], scalar=attrs["a_min"])
              * F._lesser_equal_scalar(i[0], scalar=attrs["a_max"])],
          scalar_expr="min(max({0}, {a_min}), {a_max})", elementwise=True,
+         key_attrs=("a_min", "a_max"),
          doc="clip(data, a_min, a_max).")
 
 
@@ -351,7 +375,7 @@ register("_contrib_quadratic", attrs={"a": Float(0.0), "b": Float(0.0), "c": Flo
 
 # np.around(x, decimals): NumPy's half-to-even rounding to `decimals` places (negative:
 # tens, hundreds...), in the data's dtype; flat, so a zero gradient (as MXNet's)
-register("_npi_around", attrs={"decimals": Int(0)}, numpy_only=True,
+register("_npi_around", attrs={"decimals": Int(0)}, placement="host",
          forward=lambda attrs, x: np.around(x, attrs["decimals"]).astype(x.dtype, copy=False),
          infer_shape=same_shape, gradient=lambda F, a, i, o, og: [F.zeros_like(i[0])],
          doc="np.around(data, decimals=0): rounded half to even at `decimals` places.")
@@ -421,7 +445,8 @@ def _binary_gradient(ga, gb):
 for _name, (_fn, _expr, _ga, _gb) in BINARY.items():
     register(_name, inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
              infer_shape=broadcast_shapes, gradient=_binary_gradient(_ga, _gb),
-             scalar_expr=_expr, elementwise=True, doc=f"{_name}(lhs, rhs) with broadcasting.")
+             scalar_expr=_expr, elementwise=True, onnx=ONNX.get(_name),
+             doc=f"{_name}(lhs, rhs) with broadcasting.")
 for _name, (_fn, _sym) in COMPARE.items():
     register(f"broadcast_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
              infer_shape=broadcast_shapes, gradient=lambda F, a, i, o, og: [None, None],
@@ -462,7 +487,7 @@ for _name in ("add", "sub", "mul", "div", "hypot"):
     _fn, _expr, _ga, _gb = BINARY[f"broadcast_{_name}"]
     register(f"elemwise_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
              infer_shape=same_shapes, gradient=_binary_gradient(_ga, _gb),
-             scalar_expr=_expr, elementwise=True,
+             scalar_expr=_expr, elementwise=True, onnx=ONNX.get(f"broadcast_{_name}"),
              doc=f"elemwise_{_name}(lhs, rhs): both of one shape, which each tells the other.")
 register("_identity_with_attr_like_rhs", inputs=("lhs", "rhs"),
          forward=lambda attrs, lhs, rhs: lhs.copy(), infer_shape=same_shapes,
@@ -602,7 +627,8 @@ def _add_n_shape(attrs, in_shapes):
 _add_n_shape.partial = all_one_shape
 
 
-register("add_n", variadic=True, forward=lambda attrs, *xs: sum(xs[1:], xs[0].copy()),
+register("add_n", placement="fused",
+         variadic=True, forward=lambda attrs, *xs: sum(xs[1:], xs[0].copy()),
          infer_shape=_add_n_shape, gradient=lambda F, a, i, o, og: [og[0]] * len(i),
          elementwise=True, doc="add_n(*arrays): the sum of same-shaped arrays.")
 alias("ElementWiseSum", "add_n")

@@ -6,7 +6,7 @@
 Indices are floats or ints; out-of-range ones are clipped ('clip') or wrap around
 ('wrap'), as in MXNet. take's gradient scatters the output gradient back, adding where
 an index repeats; batch_take has none, as in MXNet (pick is its differentiable twin). These ops have no Numba kernel yet: compiled graphs run them with
-NumPy between compiled segments (`numpy_only`).
+NumPy between compiled segments (`placement="host"`).
 """
 import numpy as np
 
@@ -55,12 +55,12 @@ def _take_grad(F, attrs, inputs, outputs, out_grads):
 
 TAKE_ATTRS = {"axis": Int(0), "mode": Choice("clip", "wrap", "raise")}
 register("take", inputs=("a", "indices"), attrs=dict(TAKE_ATTRS), forward=_take_forward,
-         infer_shape=_take_shape, gradient=_take_grad, numpy_only=True,
+         infer_shape=_take_shape, gradient=_take_grad, placement="host",
          doc="take(a, indices, axis=0, mode='clip'): the slices of `a` at `indices` along "
              "`axis` (the output has indices' axes in place of that axis).")
 register("_take_grad", inputs=("out_grad", "a", "indices"), attrs=dict(TAKE_ATTRS),
          forward=_take_grad_forward, infer_shape=like_input(1),
-         numpy_only=True, doc="Gradient of take: out_grad added back at the indices.")
+         placement="host", doc="Gradient of take: out_grad added back at the indices.")
 
 
 def _batch_take_forward(attrs, a, indices):
@@ -83,7 +83,7 @@ def _batch_take_shape(attrs, in_shapes):
 # No gradient, as in MXNet (where batch_take is deprecated in favour of pick, which has
 # one): a gradient through it is refused, imperatively and when an executor is bound.
 register("batch_take", inputs=("a", "indices"), forward=_batch_take_forward,
-         infer_shape=_batch_take_shape, numpy_only=True,
+         infer_shape=_batch_take_shape, placement="host",
          doc="batch_take(a, indices): a[i, indices[i]] for every row i (indices clipped); "
              "no gradient (use pick for one).")
 alias("choose_element_0index", "batch_take")      # MXNet's older name
@@ -122,14 +122,14 @@ def _gather_nd_grad_forward(attrs, og, data, indices):
     return grad
 
 
-register("gather_nd", inputs=("data", "indices"), numpy_only=True,
+register("gather_nd", inputs=("data", "indices"), placement="host",
          forward=lambda attrs, data, indices: np.ascontiguousarray(
              data[_gather_index(data, indices)]),
          infer_shape=_gather_nd_shape,
          gradient=lambda F, a, i, o, og: [F._gather_nd_grad(og[0], i[0], i[1]), None],
          doc="gather_nd(data, indices): data[indices[0], indices[1], ...], the first axis "
              "of indices addressing data's leading axes.")
-register("_gather_nd_grad", inputs=("out_grad", "data", "indices"), numpy_only=True,
+register("_gather_nd_grad", inputs=("out_grad", "data", "indices"), placement="host",
          forward=_gather_nd_grad_forward, infer_shape=like_input(1),
          doc="Gradient of gather_nd: the output gradient added back at the indices.")
 
@@ -165,13 +165,13 @@ def _ravel_shape(attrs, in_shapes):
 
 
 RAVEL_ATTRS = {"shape": Shape(required=True)}
-register("_ravel_multi_index", numpy_only=True, attrs=dict(RAVEL_ATTRS),
+register("_ravel_multi_index", placement="host", attrs=dict(RAVEL_ATTRS),
          forward=_ravel_forward, infer_shape=_ravel_shape,
          gradient=lambda F, a, i, o, og: [F.zeros_like(i[0])],
          doc="ravel_multi_index(data, shape): the flat indices of the columns of data (one "
              "row per axis) in an array of `shape`.")
 alias("ravel_multi_index", "_ravel_multi_index")
-register("_unravel_index", numpy_only=True, attrs=dict(RAVEL_ATTRS),
+register("_unravel_index", placement="host", attrs=dict(RAVEL_ATTRS),
          forward=_unravel_forward,
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else
                                            (len(attrs["shape"]),) + tuple(s[0])]),

@@ -2,7 +2,7 @@
 
 Each works on the last two axes and on a stack of matrices in the leading ones, as
 MXNet's `linalg.*` ops do. They have no Numba kernel: compiled graphs run their NumPy
-forward between compiled segments (`numpy_only`).
+forward between compiled segments (`placement="host"`).
 """
 import numpy as np
 
@@ -46,9 +46,9 @@ def _gelqf_grad_forward(attrs, dq, dl, q, l):
 
 
 register("_linalg_gelqf", forward=lambda attrs, a: _lq(a), infer_shape=_gelqf_shape,
-         gradient=_gelqf_gradient, num_outputs=2, output_names=("Q", "L"), numpy_only=True,
+         gradient=_gelqf_gradient, num_outputs=2, output_names=("Q", "L"), placement="host",
          doc="linalg.gelqf(A) -> (Q, L): the LQ factorisation A = L Q of matrices with "
              "m <= n (L lower triangular m x m, Q with orthonormal rows).")
 register("_linalg_gelqf_grad", inputs=("dQ", "dL", "Q", "L"), forward=_gelqf_grad_forward,
          infer_shape=lambda attrs, s: (s, [None if s[2] is None else s[2]]),
-         numpy_only=True, doc="The gradient of gelqf with respect to A.")
+         placement="host", doc="The gradient of gelqf with respect to A.")

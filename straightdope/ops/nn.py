@@ -79,10 +79,11 @@ def _batch_dot_grad(F, attrs, inputs, outputs, out_grads):
     return list(_dot_grad_rule(F, F.batch_dot, attrs, inputs[0], inputs[1], out_grads[0]))
 
 
-register("dot", inputs=("lhs", "rhs"), attrs=dict(DOT_ATTRS), forward=_dot_forward,
+register("dot", placement="kernel",
+         inputs=("lhs", "rhs"), attrs=dict(DOT_ATTRS), forward=_dot_forward,
          infer_shape=_dot_shape, gradient=_dot_grad,
          doc="dot(lhs, rhs, transpose_a=False, transpose_b=False): matrix product.")
-register("batch_dot", inputs=("lhs", "rhs"), attrs=dict(DOT_ATTRS),
+register("batch_dot", placement="kernel", inputs=("lhs", "rhs"), attrs=dict(DOT_ATTRS),
          forward=lambda attrs, a, b: np.matmul(_t(a, attrs["transpose_a"], True),
                                                _t(b, attrs["transpose_b"], True)),
          infer_shape=lambda attrs, s: _dot_shape(attrs, s, batch=True), gradient=_batch_dot_grad,
@@ -138,9 +139,11 @@ def _fc_grad(F, attrs, inputs, outputs, out_grads):
     return grads
 
 
-register("FullyConnected", inputs=("data", "weight", "bias"), attrs=dict(FC_ATTRS),
+register("FullyConnected", placement="lowered", inputs=("data", "weight", "bias"),
+         dtype_rule="strict", attrs=dict(FC_ATTRS),
          optional_inputs=_fc_inputs, forward=_fc_forward, infer_shape=_fc_shape,
          gradient=_fc_grad,
+         key_attrs=("num_hidden",),
          doc="FullyConnected(data, weight, bias, num_hidden): data . weight^T + bias "
              "(data flattened to 2-D unless flatten=False).")
 
@@ -306,15 +309,19 @@ def _gradient_via(data_op, weight_op):
     return gradient
 
 
-register("Convolution", inputs=("data", "weight", "bias"), attrs=dict(CONV_ATTRS),
+register("Convolution", placement="kernel", kernel_ndim=4, inputs=("data", "weight", "bias"),
+         dtype_rule="strict", attrs=dict(CONV_ATTRS),
          optional_inputs=_conv_inputs, forward=_conv_forward, infer_shape=_conv_shape,
          gradient=_gradient_via("_conv_grad_data", "_conv_grad_weight"),
+         key_attrs=("num_filter", "kernel"),
          doc="Convolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
              "num_group): 1-, 2- or 3-D cross-correlation (NCW, NCHW, NCDHW).")
-register("_conv_grad_data", inputs=("out_grad", "weight", "data"), attrs=dict(CONV_ATTRS),
+register("_conv_grad_data", placement="kernel", kernel_ndim=4,
+         inputs=("out_grad", "weight", "data"), attrs=dict(CONV_ATTRS),
          forward=_conv_grad_data_forward, infer_shape=like_input(2),
          doc="Gradient of Convolution wrt its data (a transposed convolution).")
-register("_conv_grad_weight", inputs=("out_grad", "data", "weight"), attrs=dict(CONV_ATTRS),
+register("_conv_grad_weight", placement="kernel", kernel_ndim=4,
+         inputs=("out_grad", "data", "weight"), attrs=dict(CONV_ATTRS),
          forward=_conv_grad_weight_forward, infer_shape=like_input(2),
          doc="Gradient of Convolution wrt its weight.")
 
@@ -381,15 +388,17 @@ def _deconv_grad_weight_forward(attrs, og, x, w):
     return _conv_grad_weight_forward(_as_conv(attrs, x.shape[1]), x, og, w)
 
 
-register("Deconvolution", inputs=("data", "weight", "bias"), attrs=dict(DECONV_ATTRS),
+register("Deconvolution", placement="host", inputs=("data", "weight", "bias"),
+         dtype_rule="strict", attrs=dict(DECONV_ATTRS),
          optional_inputs=_conv_inputs, forward=_deconv_forward, infer_shape=_deconv_shape,
          gradient=_gradient_via("_deconv_grad_data", "_deconv_grad_weight"),
          doc="Deconvolution(data, weight, bias, kernel, num_filter, stride, pad, dilate, "
              "adj, target_shape, num_group): the transposed convolution (1-, 2- or 3-D).")
-register("_deconv_grad_data", inputs=("out_grad", "weight", "data"), attrs=dict(DECONV_ATTRS),
+register("_deconv_grad_data", placement="host",
+         inputs=("out_grad", "weight", "data"), attrs=dict(DECONV_ATTRS),
          forward=_deconv_grad_data_forward, infer_shape=like_input(2),
          doc="Gradient of Deconvolution wrt its data (a Convolution).")
-register("_deconv_grad_weight", inputs=("out_grad", "data", "weight"),
+register("_deconv_grad_weight", placement="host", inputs=("out_grad", "data", "weight"),
          attrs=dict(DECONV_ATTRS), forward=_deconv_grad_weight_forward,
          infer_shape=like_input(2),
          doc="Gradient of Deconvolution wrt its weight.")
@@ -480,11 +489,14 @@ def _pool_grad_forward(attrs, og, x, y):
     return np.ascontiguousarray(grad[(slice(None), slice(None)) + inner])
 
 
-register("Pooling", attrs=dict(POOL_ATTRS), forward=_pool_forward, infer_shape=_pool_shape,
+register("Pooling", placement="kernel", kernel_ndim=4,
+         attrs=dict(POOL_ATTRS), forward=_pool_forward, infer_shape=_pool_shape,
          gradient=lambda F, a, i, o, og: [F._pool_grad(og[0], i[0], o[0], **a)],
+         key_attrs=("pool_type", "kernel"),
          doc="Pooling(data, kernel, stride, pad, pool_type='max'|'avg'|'sum', global_pool): "
              "over 1, 2 or 3 spatial axes.")
-register("_pool_grad", inputs=("out_grad", "data", "out"), attrs=dict(POOL_ATTRS),
+register("_pool_grad", placement="kernel", kernel_ndim=4,
+         inputs=("out_grad", "data", "out"), attrs=dict(POOL_ATTRS),
          forward=_pool_grad_forward, infer_shape=like_input(1),
          doc="Gradient of Pooling.")
 
@@ -569,7 +581,9 @@ def _bn_grad(F, attrs, inputs, outputs, out_grads, is_train=False):
     return [dx, dgamma, dbeta, None, None]
 
 
-register("BatchNorm", inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+register("BatchNorm", placement="kernel",
+         inputs=("data", "gamma", "beta", "moving_mean", "moving_var"),
+         dtype_rule="strict",
          attrs=dict(BN_ATTRS), forward=_bn_forward, infer_shape=_bn_shape, gradient=_bn_grad,
          num_outputs=3, num_visible_outputs=1, aux_inputs=("moving_mean", "moving_var"),
          aux_writeback={1: 3, 2: 4}, needs_train_flag=True,
@@ -577,7 +591,8 @@ register("BatchNorm", inputs=("data", "gamma", "beta", "moving_mean", "moving_va
          doc="BatchNorm(data, gamma, beta, moving_mean, moving_var): normalise each channel "
              "with the batch statistics while training (and update the running ones), with "
              "the running statistics otherwise.")
-register("_batchnorm_grad", inputs=("out_grad", "data", "gamma", "moving_mean", "moving_var"),
+register("_batchnorm_grad", placement="kernel",
+         inputs=("out_grad", "data", "gamma", "moving_mean", "moving_var"),
          attrs={**BN_ATTRS, "training": Bool(False)}, forward=_bn_grad_forward,
          infer_shape=lambda attrs, s: (s, [s[1], s[2], s[2]]), num_outputs=3,
          doc="Gradient of BatchNorm: (d data, d gamma, d beta).")
@@ -625,11 +640,13 @@ def _ln_grad_forward(attrs, og, x, gamma):
     return dx.astype(x.dtype, copy=False), dgamma.astype(x.dtype), dbeta.astype(x.dtype)
 
 
-register("LayerNorm", inputs=("data", "gamma", "beta"), attrs=dict(LN_ATTRS),
+register("LayerNorm", placement="kernel", inputs=("data", "gamma", "beta"),
+         dtype_rule="strict", attrs=dict(LN_ATTRS),
          forward=_ln_forward, infer_shape=_ln_shape,
          gradient=lambda F, a, i, o, og: list(F._layernorm_grad(og[0], i[0], i[1], **a)),
          doc="LayerNorm(data, gamma, beta, axis=-1): normalise along one axis per sample.")
-register("_layernorm_grad", inputs=("out_grad", "data", "gamma"), attrs=dict(LN_ATTRS),
+register("_layernorm_grad", placement="kernel",
+         inputs=("out_grad", "data", "gamma"), attrs=dict(LN_ATTRS),
          forward=_ln_grad_forward, infer_shape=lambda attrs, s: (s, [s[1], s[2], s[2]]),
          num_outputs=3, doc="Gradient of LayerNorm: (d data, d gamma, d beta).")
 
@@ -648,12 +665,14 @@ def _dropout_forward(attrs, x, is_train=False):
     return x * mask, np.ascontiguousarray(np.broadcast_to(mask, x.shape))
 
 
-register("Dropout", attrs={"p": Float(0.5), "mode": Choice("training", "always"),
-                           "axes": Shape(()), "cudnn_off": Bool(False)},
+register("Dropout", placement="kernel",
+         attrs={"p": Float(0.5), "mode": Choice("training", "always"),
+                "axes": Shape(()), "cudnn_off": Bool(False)},
          forward=_dropout_forward, infer_shape=lambda attrs, s: (s, [s[0], s[0]]),
          gradient=lambda F, a, i, o, og, is_train=False: [og[0] * o[1]],
          num_outputs=2, num_visible_outputs=1, needs_train_flag=True, is_random=True,
          output_names=("output", "mask"),
+         key_attrs=("p",),
          doc="Dropout(data, p=0.5): while training, zero each element with probability p "
              "and scale the rest by 1/(1-p); identity otherwise.")
 
@@ -715,14 +734,14 @@ def _upsampling_grad_forward(attrs, og, *xs):
     return np.ascontiguousarray(og.reshape(n, c, h, f, w, f).sum(axis=(3, 5)))
 
 
-register("UpSampling", variadic=True, numpy_only=True, attrs=dict(UPSAMPLING_ATTRS),
+register("UpSampling", variadic=True, placement="host", attrs=dict(UPSAMPLING_ATTRS),
          forward=_upsampling_forward, infer_shape=_upsampling_shape,
          gradient=lambda F, a, i, o, og: [
              F._upsampling_grad(og[0], *i, index=k, multi_input_mode=a["multi_input_mode"])
              for k in range(len(i))],
          doc="UpSampling(*data, scale, sample_type='nearest', multi_input_mode='concat'): "
              "NCHW inputs repeated up to the first one's size times scale, then joined.")
-register("_upsampling_grad", variadic=True, numpy_only=True,
+register("_upsampling_grad", variadic=True, placement="host",
          attrs={"index": Int(0), "multi_input_mode": Choice("concat", "sum")},
          forward=_upsampling_grad_forward,
          infer_shape=lambda attrs, s: (s, [s[1 + attrs["index"]]]),
@@ -769,13 +788,13 @@ def _lrn_grad_forward(attrs, og, x, norm):
     return (og * norm ** -beta - 2.0 * beta * salpha * inner * x).astype(og.dtype)
 
 
-register("LRN", numpy_only=True, attrs=dict(LRN_ATTRS), forward=_lrn_forward,
+register("LRN", placement="host", attrs=dict(LRN_ATTRS), forward=_lrn_forward,
          infer_shape=_lrn_shape,
          gradient=lambda F, a, i, o, og: [F._lrn_grad(og[0], i[0], o[1], **a)],
          num_outputs=2, num_visible_outputs=1, output_names=("output", "tmp_norm"),
          doc="LRN(data, nsize, alpha=1e-4, beta=0.75, knorm=2): data / (knorm + alpha / "
              "nsize * sum of squares over nsize neighbouring channels) ** beta.")
-register("_lrn_grad", inputs=("out_grad", "data", "tmp_norm"), numpy_only=True,
+register("_lrn_grad", inputs=("out_grad", "data", "tmp_norm"), placement="host",
          attrs=dict(LRN_ATTRS), forward=_lrn_grad_forward, infer_shape=like_input(1),
          doc="Gradient of LRN (MXNet's formula, from the saved norm).")
 
@@ -806,7 +825,8 @@ def _softmax_activation_gradient(F, attrs, inputs, outputs, out_grads):
     return [y * F.broadcast_sub(og, dot)]
 
 
-register("SoftmaxActivation", numpy_only=True, attrs={"mode": Choice("instance", "channel")},
+register("SoftmaxActivation", placement="host", attrs={"mode": Choice("instance", "channel")},
+         unnamed_inputs=True,
          forward=_softmax_activation_forward,
          infer_shape=_softmax_activation_shape,
          gradient=_softmax_activation_gradient,

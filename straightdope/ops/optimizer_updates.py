@@ -54,7 +54,7 @@ def _declare(name, states, attrs, step, doc):
     register(name, inputs=inputs, attrs={"lr": _lr(), **attrs, **COMMON}, forward=forward,
              infer_shape=_same_shapes,
              num_outputs=1 + len(states), num_visible_outputs=1, aux_inputs=states,
-             aux_writeback={1 + k: 2 + k for k in range(len(states))}, numpy_only=True,
+             aux_writeback={1 + k: 2 + k for k in range(len(states))}, placement="host",
              doc=doc)
 
 

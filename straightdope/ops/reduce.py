@@ -96,10 +96,10 @@ def _prod_grad(F, attrs, inputs, outputs, out_grads):
 for _name, _fn, _grad in [("sum", np.sum, _sum_grad), ("mean", np.mean, _mean_grad),
                           ("max", np.max, _extreme_grad), ("min", np.min, _extreme_grad),
                           ("prod", np.prod, _prod_grad)]:
-    register(_name, attrs=dict(REDUCE_ATTRS), forward=_reducer(_fn, _name in ("sum", "mean",
-                                                                            "prod")),
+    register(_name, placement="kernel", attrs=dict(REDUCE_ATTRS),
+             forward=_reducer(_fn, _name in ("sum", "mean", "prod")),
              infer_shape=_extreme_shape(_name) if _name in ("max", "min") else _reduce_shape,
-             gradient=_grad,
+             gradient=_grad, key_attrs=("axis",) if _name in ("sum", "mean") else (),
              doc=f"{_name}(data, axis=None, keepdims=False, exclude=False).")
 
 
@@ -115,10 +115,10 @@ def _nansum_grad(F, attrs, inputs, outputs, out_grads):
 
 
 # NaN-skipping reductions (a NaN counts as 0 in nansum, as 1 in nanprod)
-register("nansum", numpy_only=True, attrs=dict(REDUCE_ATTRS), forward=_reducer(np.nansum),
+register("nansum", placement="host", attrs=dict(REDUCE_ATTRS), forward=_reducer(np.nansum),
          infer_shape=_reduce_shape, gradient=_nansum_grad,
          doc="nansum(data, axis=None, keepdims=False): sum, NaNs left out.")
-register("nanprod", numpy_only=True, attrs=dict(REDUCE_ATTRS), forward=_reducer(np.nanprod),
+register("nanprod", placement="host", attrs=dict(REDUCE_ATTRS), forward=_reducer(np.nanprod),
          infer_shape=_reduce_shape, gradient=_nanprod_grad,
          doc="nanprod(data, axis=None, keepdims=False): product, NaNs left out.")
 def _allclose_forward(attrs, a, b):
@@ -141,7 +141,7 @@ def _allclose_shape(attrs, in_shapes):
     return [a if a is not None else b] * 2, [()]
 
 
-register("_contrib_allclose", inputs=("a", "b"), numpy_only=True,
+register("_contrib_allclose", inputs=("a", "b"), placement="host",
          attrs={"rtol": Float(1e-05), "atol": Float(1e-08), "equal_nan": Bool(True)},
          forward=_allclose_forward, infer_shape=_allclose_shape,
          infer_dtype=lambda attrs, dtypes: np.uint8,
@@ -177,7 +177,7 @@ def _moments_gradient(F, attrs, inputs, outputs, out_grads):
     return [parts[0] + parts[1] if len(parts) == 2 else parts[0] if parts else None]
 
 
-register("moments", numpy_only=True, attrs={"axes": OptShape(), "keepdims": Bool(False)},
+register("moments", placement="host", attrs={"axes": OptShape(), "keepdims": Bool(False)},
          forward=_moments_forward, infer_shape=_moments_shape, gradient=_moments_gradient,
          num_outputs=2, output_names=("mean", "var"),
          doc="moments(data, axes=None, keepdims=False): the mean and the variance over axes.")
@@ -190,11 +190,11 @@ def _all_finite_forward(attrs, *arrays):
     return np.array([float(all(np.isfinite(a).all() for a in arrays))], dtype=np.float32)
 
 
-register("all_finite", numpy_only=True, attrs={"init_output": Bool(True)},
+register("all_finite", placement="host", attrs={"init_output": Bool(True)},
          forward=_all_finite_forward, infer_shape=lambda attrs, s: (s, [(1,)]),
          infer_dtype=lambda attrs, dtypes: np.float32,
          doc="all_finite(data, init_output=True): [1.] if data has no inf or NaN, else [0.].")
-register("multi_all_finite", numpy_only=True, variadic=True,
+register("multi_all_finite", placement="host", variadic=True,
          attrs={"num_arrays": Int(1, minimum=1), "init_output": Bool(True)},
          forward=_all_finite_forward, infer_shape=lambda attrs, s: (s, [(1,)]),
          infer_dtype=lambda attrs, dtypes: np.float32,
@@ -202,7 +202,7 @@ register("multi_all_finite", numpy_only=True, variadic=True,
              "an inf or a NaN, else [0.].")
 
 
-register("argmax_channel", numpy_only=True,
+register("argmax_channel", placement="host",
          forward=lambda attrs, x: np.argmax(x, axis=-1).astype(x.dtype),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(s[0][:-1])]),
          gradient=lambda F, a, i, o, og: [None],
@@ -220,7 +220,7 @@ def _unreduce_forward(attrs, g, x):
     return np.ascontiguousarray(out, dtype=g.dtype).reshape(x.shape)
 
 
-register("_unreduce", inputs=("out_grad", "data"),
+register("_unreduce", placement="fused", inputs=("out_grad", "data"),
          attrs={**REDUCE_ATTRS, "mean": Bool(False)},
          forward=_unreduce_forward,
          infer_shape=like_input(1),
@@ -237,7 +237,7 @@ def _sum_to_like_forward(attrs, g, like):
     return np.sum(g, axis=axes, keepdims=True).reshape(like.shape).astype(g.dtype, copy=False)
 
 
-register("_sum_to_like", inputs=("data", "like"), forward=_sum_to_like_forward,
+register("_sum_to_like", placement="kernel", inputs=("data", "like"), forward=_sum_to_like_forward,
          infer_shape=like_input(1),
          gradient=lambda F, a, i, o, og: [F.broadcast_like(og[0], i[0]), None],
          doc="Sum `data` down to the shape of `like`: the gradient of broadcasting.")
@@ -290,16 +290,18 @@ def _axis_checked_same_shape(attrs, in_shapes):
     return in_shapes, [s]
 
 
-register("softmax", attrs=dict(SOFTMAX_ATTRS), forward=_softmax_forward,
+register("softmax", placement="kernel", attrs=dict(SOFTMAX_ATTRS), forward=_softmax_forward,
          infer_shape=_axis_checked_same_shape, gradient=_softmax_grad,
+         key_attrs=("axis",),
          doc="softmax(data, axis=-1): exp(x) / sum(exp(x)) along `axis`.")
-register("softmin", numpy_only=True, attrs=dict(SOFTMAX_ATTRS),
+register("softmin", placement="host", attrs=dict(SOFTMAX_ATTRS),
          forward=lambda attrs, x: _softmax_forward(attrs, -x),
          infer_shape=_axis_checked_same_shape,
          gradient=lambda F, a, i, o, og: [-_softmax_grad(F, a, i, o, og)[0]],
          doc="softmin(data, axis=-1): softmax of -data (the smallest value weighs most).")
-register("log_softmax", attrs=dict(SOFTMAX_ATTRS), forward=_log_softmax_forward,
+register("log_softmax", placement="kernel", attrs=dict(SOFTMAX_ATTRS), forward=_log_softmax_forward,
          infer_shape=_axis_checked_same_shape, gradient=_log_softmax_grad,
+         key_attrs=("axis",),
          doc="log_softmax(data, axis=-1), computed stably.")
 
 
@@ -340,11 +342,13 @@ def _pick_grad_forward(attrs, og, x, index):
 
 
 PICK_ATTRS = {"axis": Int(-1), "keepdims": Bool(False)}
-register("pick", inputs=("data", "index"), attrs=dict(PICK_ATTRS), forward=_pick_forward,
+register("pick", placement="kernel",
+         inputs=("data", "index"), attrs=dict(PICK_ATTRS), forward=_pick_forward,
          infer_shape=_pick_shape,
          gradient=lambda F, a, i, o, og: [F._pick_grad(og[0], i[0], i[1], **a), None],
          doc="pick(data, index, axis=-1): data[..., index[...], ...] along `axis`.")
-register("_pick_grad", inputs=("out_grad", "data", "index"), attrs=dict(PICK_ATTRS),
+register("_pick_grad", placement="kernel",
+         inputs=("out_grad", "data", "index"), attrs=dict(PICK_ATTRS),
          forward=_pick_grad_forward, infer_shape=like_input(1),
          doc="Scatter the gradient of pick back into a zero array shaped like data.")
 
@@ -429,14 +433,14 @@ def _sparse_softmax_ce_grad_forward(attrs, og, x, label):
     return p.astype(x.dtype, copy=False)
 
 
-register("_sparse_softmax_ce", inputs=("data", "label"),
+register("_sparse_softmax_ce", placement="kernel", inputs=("data", "label"),
          attrs={"axis": Int(-1), "keepdims": Bool(True)}, forward=_sparse_softmax_ce_forward,
          infer_shape=lambda attrs, s: _pick_shape(attrs, s, "_sparse_softmax_ce"),
          gradient=lambda F, a, i, o, og: [F._sparse_softmax_ce_grad(og[0], i[0], i[1], **a),
                                           None],
          doc="-log_softmax(data, axis)[label] per sample (keepdims: the axis kept with "
              "size 1).")
-register("_sparse_softmax_ce_grad", inputs=("out_grad", "data", "label"),
+register("_sparse_softmax_ce_grad", placement="kernel", inputs=("out_grad", "data", "label"),
          attrs={"axis": Int(-1), "keepdims": Bool(True)},
          forward=_sparse_softmax_ce_grad_forward,
          infer_shape=like_input(1),
@@ -454,7 +458,7 @@ def _one_hot_forward(attrs, indices):
     return out
 
 
-register("one_hot", inputs=("indices",),
+register("one_hot", placement="kernel", inputs=("indices",), dtype_rule="attr",
          attrs={"depth": Int(required=True), "on_value": Float(1.0), "off_value": Float(0.0),
                 "dtype": Choice("float32", "float64", "int32", "int64")},
          forward=_one_hot_forward,
@@ -498,16 +502,18 @@ def _softmax_output_shape(attrs, s):
     return [s[0], s[1] if s[1] is not None or s[0] is None else s[0][:-1]], [s[0]]
 
 
-register("SoftmaxOutput", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
+register("SoftmaxOutput", placement="kernel",
+         inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
          forward=_softmax_output_forward,
          infer_shape=_softmax_output_shape,
          gradient=lambda F, a, i, o, og: [F._softmax_output_grad(o[0], i[1], **a), None],
          doc="SoftmaxOutput(data, label): softmax forward; its backward is softmax - one_hot "
              "(the cross-entropy gradient), ignoring the incoming gradient like MXNet.")
-register("_softmax_output_grad", inputs=("out", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
+register("_softmax_output_grad", placement="kernel",
+         inputs=("out", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
          forward=_softmax_output_grad_forward, infer_shape=like_input(0),
          doc="Gradient of SoftmaxOutput.")
-register("Softmax", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
+register("Softmax", placement="kernel", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
          forward=_softmax_output_forward,
          infer_shape=like_input(0),
          gradient=lambda F, a, i, o, og: [F._softmax_output_grad(o[0], i[1], **a), None],
@@ -537,11 +543,12 @@ def _softmax_ce_grad_forward(attrs, og, x, label):
     return (p * og.reshape(())).astype(x.dtype, copy=False)
 
 
-register("softmax_cross_entropy", inputs=("data", "label"), forward=_softmax_ce_forward,
+register("softmax_cross_entropy", placement="kernel",
+         inputs=("data", "label"), forward=_softmax_ce_forward,
          infer_shape=_softmax_ce_shape,
          gradient=lambda F, a, i, o, og: [F._softmax_cross_entropy_grad(og[0], i[0], i[1]), None],
          doc="softmax_cross_entropy(data, label): the summed cross entropy, shape (1,).")
-register("_softmax_cross_entropy_grad", inputs=("out_grad", "data", "label"),
+register("_softmax_cross_entropy_grad", placement="kernel", inputs=("out_grad", "data", "label"),
          forward=_softmax_ce_grad_forward, infer_shape=like_input(1),
          doc="Gradient of softmax_cross_entropy.")
 
@@ -567,7 +574,8 @@ def _arg_shape(attrs, in_shapes):
 
 
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
-    register(_name, attrs={"axis": Attr("int_or_none", None), "keepdims": Bool(False)},
+    register(_name, placement="kernel",
+             attrs={"axis": Attr("int_or_none", None), "keepdims": Bool(False)},
              forward=_arg_forward(_fn), infer_shape=_arg_shape,
              gradient=lambda F, a, i, o, og: [None],
              doc=f"{_name}(data, axis=None, keepdims=False): index of the "
@@ -606,10 +614,12 @@ def _norm_grad(F, attrs, inputs, outputs, out_grads):
 
 # One op, as in MXNet (so `sym.norm(x, name='n')` is one node named n); the compiler
 # lowers it to sum(abs(x)) or sqrt(sum(square(x))), which fuse (compiler/lower.py).
-register("norm", attrs={"ord": Int(2), "axis": OptShape(None), "keepdims": Bool(False),
-                        "out_dtype": Attr("str", None, choices=("float32", "float64",
-                                                                "float16", "int32", "int64"))},
+register("norm", placement="lowered",
+         attrs={"ord": Int(2), "axis": OptShape(None), "keepdims": Bool(False),
+                "out_dtype": Attr("str", None, choices=("float32", "float64",
+                                                        "float16", "int32", "int64"))},
          forward=_norm_forward, infer_shape=_norm_shape, gradient=_norm_grad,
+         infer_dtype=lambda attrs, dtypes: attrs["out_dtype"] or dtypes[0],
          doc="norm(data, ord=2, axis=None, keepdims=False): ord=1 sums absolute values, "
              "ord=2 is the square root of the sum of squares (the Frobenius norm when axis "
              "names two axes).")

@@ -6,7 +6,11 @@ Each op is declared once, here in `ops/`, with
   * a NumPy forward          (what `nd.relu(x)` runs, and the reference executor),
   * a gradient written with `F` ops, so the *same* rule builds imperative
     gradients (`F` is `nd`) and the compiled backward graph (`F` is `sym`),
-  * optionally a scalar expression, which the compiler fuses into loops.
+  * its dtype rule (`dtype_rule`, `infer_dtype`, `index_inputs`: `Op.out_dtype`),
+  * where a compiled graph runs it (`placement`, one of PLACEMENTS) and, for an
+    elementwise op, its scalar expression, which the compiler fuses into loops.
+
+The compiler's passes read these facts here; none keeps its own list of op names.
 
 `straightdope.nd`, `straightdope.sym` and `straightdope.np` are *generated* from
 this table (see `ndarray/register.py` and `symbol/register.py`). That is why
@@ -18,6 +22,8 @@ import ast
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import numpy as np
 
 from ..base import MXNetError
 
@@ -190,13 +196,29 @@ class Op:
                                            # hidden outputs (None): the loops' saved values,
                                            # which only a backward pass reads
     is_random: bool = False
+    checks_values: bool = False            # its forward refuses bad values (CTC's lengths)
+                                           # with an OpError (engine.py runs it at the call)
     output_names: tuple[str, ...] = ("output",)
     doc: str = ""
-    numba_kernel: Any = None               # filled in by straightdope.compiler.kernels
-    numpy_only: bool = False               # no Numba kernel: compiled graphs run its NumPy
-                                           # forward between compiled segments
-    infer_dtype: Callable | None = None    # (attrs, input dtypes) -> output dtype, for an op
-                                           # whose output dtype is not its first input's
+    placement: str | None = None           # where a compiled graph runs it: one of PLACEMENTS
+                                           # (None: "fused" if it has a scalar_expr)
+    kernel_ndim: int | None = None         # its kernel covers data (first input) of this many
+                                           # dims only; other data runs on the host
+    key_attrs: tuple[str, ...] = ()        # attributes a graph's node label shows
+    unnamed_inputs: bool = False           # MXNet 1.9 leaves its inputs unnamed (no
+                                           # FListInputNames): see monitor_input_names
+    onnx: str | None = None                # the ONNX operator that computes it from the same
+                                           # inputs, without attributes (onnx/ exports it so,
+                                           # and imports a one-input one back)
+    dtype_rule: str = "data"               # which dtype the outputs have (see `out_dtype`):
+                                           # "data": its data inputs' (index inputs aside);
+                                           # "strict": the same, and imperative calls refuse
+                                           # mixed data dtypes too (layers with parameters);
+                                           # "attr": its `dtype` attribute's (Cast, one_hot)
+    infer_dtype: Callable | None = None    # (attrs, input dtypes) -> output dtype (a list: one
+                                           # per output), for any other rule (argmax, norm)
+    index_inputs: tuple | None = None      # inputs that do not decide the dtype; None: those
+                                           # named in INDEX_INPUTS
 
     def __post_init__(self):
         if self.num_visible_outputs is None:
@@ -204,6 +226,17 @@ class Op:
         if self.infer_shape_partial is None:      # e.g. same_shape carries its partial form
             self.infer_shape_partial = getattr(self.infer_shape, "partial", None)
         self._input_set = frozenset(self.inputs)
+        if self.placement is None and self.scalar_expr is not None:
+            self.placement = "fused"
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"op {self.name}: declare where compiled graphs run it, "
+                             f"placement= one of {PLACEMENTS} (see PLACEMENTS), got "
+                             f"{self.placement!r}")
+        if self.dtype_rule not in DTYPE_RULES:
+            raise ValueError(f"{self.name}: dtype_rule must be one of {DTYPE_RULES}")
+        self.index_inputs = frozenset(self.inputs) & INDEX_INPUTS \
+            if self.index_inputs is None else frozenset(self.index_inputs)
+        self.strict_dtype = self.dtype_rule == "strict"    # read on imperative mode's hot path
         self._attr_cache: dict = {}     # parsed attributes by call spelling (parsing is slow)
 
     def output_count(self, attrs: dict) -> int:
@@ -231,6 +264,12 @@ class Op:
         if self.optional_inputs is not None:
             return tuple(self.optional_inputs(attrs))
         return self.inputs
+
+    def monitor_input_names(self, attrs: dict, count: int) -> list:
+        """The names MXNet's monitor gives this op's inputs: input0, input1, ... where it
+        has none (`unnamed_inputs`) or they do not match the count."""
+        names = () if self.unnamed_inputs else self.input_names(attrs, count)
+        return list(names) if len(names) == count else [f"input{i}" for i in range(count)]
 
     def parse_attrs(self, given: dict) -> dict:
         """Validate user/JSON attributes and fill defaults; unknown names are an error."""
@@ -270,6 +309,33 @@ class Op:
             result = self.forward(attrs, *arrays)
         return result if isinstance(result, tuple) else (result,)
 
+    def out_dtype(self, attrs: dict, dtypes: list, where: str | None = None):
+        """The dtype this op's outputs have, given its inputs' (None: not known yet): the
+        one rule `sym.infer_type`, the compiler (`graph.annotate`) and the threaded engine
+        use. `where`: check that the data inputs agree, naming `where` if they do not."""
+        if self.infer_dtype is not None:
+            # (not `None in dtypes`: NumPy finds np.dtype("float64") == None true)
+            known = all(d is not None for d in dtypes)
+            return self.infer_dtype(attrs, dtypes) if known else None
+        if self.dtype_rule == "attr" or not dtypes:
+            return attrs.get("dtype", "float32")
+        found = self.data_dtype(attrs, dtypes, where)
+        return found if found is not None or where is None else dtypes[0]
+
+    def data_dtype(self, attrs: dict, dtypes: list, where: str | None = None):
+        """The dtype of its data inputs, the one it computes in (None: none known yet).
+        Index inputs (labels, indices, a condition) do not decide it."""
+        names = self.input_names(attrs, len(dtypes))
+        found = None
+        for name, dt in zip(names, dtypes):
+            if dt is None or name in self.index_inputs:
+                continue
+            if found is None:
+                found = dt
+            elif where is not None and dt != found:
+                raise mixed_dtypes(where, names, dtypes)
+        return found
+
     def shapes(self, attrs: dict, in_shapes: list) -> tuple[list, list]:
         """Shape inference with a clear error that names the op and the shapes."""
         try:
@@ -297,6 +363,36 @@ class Op:
             if str(err).startswith(self.name + ":"):
                 raise
             raise OpError(f"{self.name}: {err}") from None
+
+
+# ---------------------------------------------------------------- placement
+# Where a compiled graph (compiler/) runs an op. Each op declares one; the compiler's
+# passes read it, and tests/test_compiler_ops.py checks each op case's plan against it.
+PLACEMENTS = (
+    "fused",     # elementwise: one element is its `scalar_expr` (a few built-in forms in
+                 # codegen.scalar_expr); chains of them become one loop (fuse.py)
+    "kernel",    # one call of a Numba kernel; its emitter is in compiler/kernels/ (EMITTERS)
+    "view",      # only reinterprets its input's buffer: no code (memory.py)
+    "lowered",   # rewritten into other ops before fusion (compiler/lower.py REWRITES)
+    "host",      # its NumPy forward runs between compiled segments (compiler/loops.py)
+    "loop",      # a loop node: its body compiled once, run once per step (loops.py)
+)
+
+
+# ------------------------------------------------------------------- dtypes
+DTYPE_RULES = ("data", "strict", "attr")
+# Inputs that hold labels, positions, a condition or only a shape: they do not decide an
+# op's dtype (an op may name others: Embedding's indices, `index_inputs`).
+INDEX_INPUTS = frozenset({"condition", "index", "indices", "label", "like", "shape_like"})
+
+
+def mixed_dtypes(where: str, names, dtypes) -> OpError:
+    """The one error for data inputs of different dtypes, imperative or hybridized."""
+    listed = ", ".join(f"{n}: {np.dtype(dt).name}" for n, dt in zip(names, dtypes))
+    return OpError(f"{where}: its inputs have different dtypes ({listed}). Each op computes "
+                   f"in one dtype, imperatively as when hybridized: convert the data first, "
+                   f"e.g. x.astype('float32') (transforms.ToTensor() does it for images), or "
+                   f"cast the network with net.cast(dtype).")
 
 
 # ------------------------------------------------------------- partial shapes

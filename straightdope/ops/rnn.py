@@ -154,6 +154,6 @@ def _forward(attrs, data, params, state, state_cell=None):
 register("RNN", inputs=("data", "parameters", "state", "state_cell"), attrs=ATTRS,
          optional_inputs=_inputs, forward=_forward, infer_shape=_shape,
          num_outputs=_num_outputs, output_names=("output", "state", "statecell"),
-         numpy_only=True,
+         placement="host",
          doc="RNN(data, parameters, state[, state_cell], state_size, num_layers, mode): "
              "MXNet's fused recurrent layers (forward only; see ops/rnn.py).")

@@ -68,7 +68,7 @@ def _mask_gradient(F, attrs, inputs, outputs, out_grads):
 SEQ_ATTRS = {"use_sequence_length": Bool(False), "axis": Int(0)}
 register("SequenceMask", inputs=("data", "sequence_length"), optional_inputs=_inputs,
          attrs={**SEQ_ATTRS, "value": Float(0.0)}, forward=_mask_forward,
-         infer_shape=_mask_shape, gradient=_mask_gradient, numpy_only=True,
+         infer_shape=_mask_shape, gradient=_mask_gradient, placement="host",
          infer_dtype=lambda attrs, dtypes: dtypes[0],
          doc="SequenceMask(data, sequence_length, use_sequence_length=False, value=0, "
              "axis=0): the steps past each sequence's length set to `value`.")
@@ -114,12 +114,12 @@ def _last_gradient(F, attrs, inputs, outputs, out_grads):
 
 register("SequenceLast", inputs=("data", "sequence_length"), optional_inputs=_inputs,
          attrs=dict(SEQ_ATTRS), forward=_last_forward, infer_shape=_last_shape,
-         gradient=_last_gradient, numpy_only=True, infer_dtype=lambda attrs, dtypes: dtypes[0],
+         gradient=_last_gradient, placement="host", infer_dtype=lambda attrs, dtypes: dtypes[0],
          doc="SequenceLast(data, sequence_length, use_sequence_length=False, axis=0): each "
              "sequence's last true step (the time axis removed).")
 register("_sequence_last_grad", inputs=("out_grad", "data", "sequence_length"),
          optional_inputs=lambda attrs: ("out_grad",) + _inputs(attrs), attrs=dict(SEQ_ATTRS),
-         forward=_last_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]), numpy_only=True,
+         forward=_last_grad_forward, infer_shape=lambda attrs, s: (s, [s[1]]), placement="host",
          infer_dtype=lambda attrs, dtypes: dtypes[0],
          doc="Gradient of SequenceLast: out_grad placed at each sequence's last step.")
 
@@ -144,7 +144,7 @@ def _reverse_gradient(F, attrs, inputs, outputs, out_grads):
 
 register("SequenceReverse", inputs=("data", "sequence_length"), optional_inputs=_inputs,
          attrs=dict(SEQ_ATTRS), forward=_reverse_forward, infer_shape=_reverse_shape,
-         gradient=_reverse_gradient, numpy_only=True, infer_dtype=lambda attrs, dtypes: dtypes[0],
+         gradient=_reverse_gradient, placement="host", infer_dtype=lambda attrs, dtypes: dtypes[0],
          doc="SequenceReverse(data, sequence_length, use_sequence_length=False, axis=0): "
              "the first sequence_length steps of each sequence in reverse order, the "
              "padding left where it is (time axis 0 only, as in MXNet).")

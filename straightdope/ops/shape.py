@@ -66,11 +66,12 @@ def _reshape_shape(attrs, in_shapes):
     return in_shapes, [None if s is None else mxnet_reshape(s, attrs["shape"], attrs["reverse"])]
 
 
-register("reshape", attrs={"shape": Shape(required=True), "reverse": Bool(False)},
+register("reshape", placement="view", attrs={"shape": Shape(required=True), "reverse": Bool(False)},
          forward=lambda attrs, x: x.reshape(mxnet_reshape(x.shape, attrs["shape"],
                                                            attrs["reverse"])).copy(),
          infer_shape=_reshape_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
+         key_attrs=("shape",),
          doc="reshape(data, shape) with MXNet's codes (0 copy, -1 infer, -2 rest, -3 merge, -4 split).")
 alias("Reshape", "reshape")
 
@@ -111,7 +112,7 @@ def _reshape_like_shape(attrs, in_shapes):
     return in_shapes, [out]
 
 
-register("reshape_like", inputs=("lhs", "rhs"), attrs=dict(RESHAPE_LIKE_ATTRS),
+register("reshape_like", placement="view", inputs=("lhs", "rhs"), attrs=dict(RESHAPE_LIKE_ATTRS),
          forward=lambda attrs, x, like: x.reshape(
              reshape_like_target(attrs, x.shape, like.shape)).copy(),
          infer_shape=_reshape_like_shape,
@@ -128,7 +129,7 @@ def _flatten_shape(attrs, in_shapes):
     return in_shapes, [(s[0], int(np.prod(s[1:]))) if len(s) > 1 else (s[0], 1)]
 
 
-register("Flatten",   # not reshape(n, -1): that fails for a batch of 0
+register("Flatten", placement="view",   # not reshape(n, -1): that fails for a batch of 0
          forward=lambda attrs, x: x.reshape(x.shape[0], math.prod(x.shape[1:])).copy(),
          infer_shape=_flatten_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
@@ -141,7 +142,8 @@ def _flatten_leading_shape(attrs, in_shapes):
     return in_shapes, [None if s is None else (int(np.prod(s[:-1])), s[-1])]
 
 
-register("_flatten_leading", forward=lambda attrs, x: x.reshape(-1, x.shape[-1]).copy(),
+register("_flatten_leading", placement="view",
+         forward=lambda attrs, x: x.reshape(-1, x.shape[-1]).copy(),
          infer_shape=_flatten_leading_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
          doc="Merge all axes but the last (used by FullyConnected(flatten=False)'s gradient).")
@@ -166,11 +168,12 @@ def _transpose_grad(F, attrs, inputs, outputs, out_grads):
     return [F.transpose(out_grads[0], axes=inverse)]
 
 
-register("transpose", attrs={"axes": Shape(())},
+register("transpose", placement="kernel", attrs={"axes": Shape(())},
          forward=lambda attrs, x: np.ascontiguousarray(np.transpose(x, _transpose_axes(attrs, x.ndim))),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(
              s[0][a] for a in _transpose_axes(attrs, len(s[0])))]),
-         gradient=_transpose_grad, doc="transpose(data, axes=()): reverse or permute axes.")
+         gradient=_transpose_grad, key_attrs=("axes",),
+         doc="transpose(data, axes=()): reverse or permute axes.")
 
 
 def _expand_shape(attrs, in_shapes):
@@ -181,7 +184,7 @@ def _expand_shape(attrs, in_shapes):
     return in_shapes, [s[:axis] + (1,) + s[axis:]]
 
 
-register("expand_dims", attrs={"axis": Int(required=True)},
+register("expand_dims", placement="view", attrs={"axis": Int(required=True)},
          forward=lambda attrs, x: np.expand_dims(
              x, axis_in("expand_dims", attrs["axis"], x.shape, extra=1)).copy(),
          infer_shape=_expand_shape,
@@ -209,7 +212,7 @@ def _squeeze_shape(attrs, in_shapes):
     return in_shapes, [tuple(d for i, d in enumerate(s) if i not in axes)]
 
 
-register("squeeze", attrs={"axis": OptShape(None)},
+register("squeeze", placement="view", attrs={"axis": OptShape(None)},
          forward=lambda attrs, x: x.reshape(_squeeze_shape(attrs, [x.shape])[1][0]).copy(),
          infer_shape=_squeeze_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
@@ -264,12 +267,14 @@ def _concat_partial(attrs, in_shapes, out_shapes):
 _concat_shape.partial = _concat_partial
 
 
-register("concat", variadic=True, attrs={"dim": Int(1), "num_args": OptInt(None)},
+register("concat", placement="kernel",
+         variadic=True, attrs={"dim": Int(1), "num_args": OptInt(None)},
          forward=lambda attrs, *xs: np.concatenate(
              xs, axis=axis_in("concat", attrs["dim"], xs[0].shape if xs else ())),
          infer_shape=_concat_shape,
          gradient=lambda F, a, i, o, og: [F._concat_grad(og[0], *i, dim=a["dim"], index=k)
                                           for k in range(len(i))],
+         key_attrs=("dim",),
          doc="concat(*data, dim=1): join arrays along `dim`.")
 alias("Concat", "concat")
 # MXNet's gluon.rnn layers join their flattened weights with `_rnn_param_concat`, a concat
@@ -284,7 +289,7 @@ def _concat_grad_forward(attrs, og, *xs):
     return np.ascontiguousarray(np.take(og, range(start, start + xs[k].shape[dim]), axis=dim))
 
 
-register("_concat_grad", variadic=True, attrs={"dim": Int(1), "index": Int(0)},
+register("_concat_grad", placement="kernel", variadic=True, attrs={"dim": Int(1), "index": Int(0)},
          forward=_concat_grad_forward,
          infer_shape=lambda attrs, s: (s, [s[1 + attrs["index"]]]),
          doc="The slice of concat's gradient that belongs to input `index`.")
@@ -322,10 +327,12 @@ def _split_grad(F, attrs, inputs, outputs, out_grads):
     return [F.concat(*grads, dim=attrs["axis"])]
 
 
-register("split", attrs={"num_outputs": Int(required=True, minimum=1), "axis": Int(1),
-                         "squeeze_axis": Bool(False)},
+register("split", placement="kernel",
+         attrs={"num_outputs": Int(required=True, minimum=1), "axis": Int(1),
+                "squeeze_axis": Bool(False)},
          forward=_split_forward, infer_shape=_split_shape, gradient=_split_grad,
-         num_outputs=-1, doc="split(data, num_outputs, axis=1): equal parts along `axis`.")
+         num_outputs=-1, key_attrs=("num_outputs",),
+         doc="split(data, num_outputs, axis=1): equal parts along `axis`.")
 alias("SliceChannel", "split")
 
 
@@ -372,11 +379,14 @@ def _slice_axis_grad_forward(attrs, og, x):
 
 
 SLICE_AXIS_ATTRS = {"axis": Int(required=True), "begin": Int(required=True), "end": OptInt(None)}
-register("slice_axis", attrs=dict(SLICE_AXIS_ATTRS), forward=_slice_axis_forward,
+register("slice_axis", placement="kernel",
+         attrs=dict(SLICE_AXIS_ATTRS), forward=_slice_axis_forward,
          infer_shape=_slice_axis_shape,
          gradient=lambda F, a, i, o, og: [F._slice_axis_grad(og[0], i[0], **a)],
+         key_attrs=("axis", "begin", "end"),
          doc="slice_axis(data, axis, begin, end): the range [begin, end) of one axis.")
-register("_slice_axis_grad", inputs=("out_grad", "data"), attrs=dict(SLICE_AXIS_ATTRS),
+register("_slice_axis_grad", placement="kernel",
+         inputs=("out_grad", "data"), attrs=dict(SLICE_AXIS_ATTRS),
          forward=_slice_axis_grad_forward, infer_shape=like_input(1),
          doc="Gradient of slice_axis: the slice placed back into zeros.")
 
@@ -435,11 +445,11 @@ def _slice_forward(attrs, x):
     return view if view.flags.c_contiguous else view.copy()
 
 
-register("slice", attrs=dict(SLICE_ATTRS), forward=_slice_forward,
+register("slice", placement="kernel", attrs=dict(SLICE_ATTRS), forward=_slice_forward,
          infer_shape=_slice_shape,
          gradient=lambda F, a, i, o, og: [F._slice_grad(og[0], i[0], **a)],
          doc="slice(data, begin, end, step): basic slicing, e.g. x[1:3, ::2].")
-register("_slice_grad", inputs=("out_grad", "data"), attrs=dict(SLICE_ATTRS),
+register("_slice_grad", placement="kernel", inputs=("out_grad", "data"), attrs=dict(SLICE_ATTRS),
          forward=_slice_grad_forward, infer_shape=like_input(1),
          doc="Gradient of slice.")
 
@@ -469,12 +479,12 @@ def _slice_assign_shape(attrs, in_shapes):
 
 
 register("_slice_assign", inputs=("lhs", "rhs"), attrs=dict(SLICE_ATTRS),
-         forward=_slice_assign_forward, infer_shape=_slice_assign_shape, numpy_only=True,
+         forward=_slice_assign_forward, infer_shape=_slice_assign_shape, placement="host",
          gradient=lambda F, a, i, o, og: [F._slice_assign_scalar(og[0], scalar=0.0, **a),
                                           F.slice(og[0], **a)],
          doc="_slice_assign(lhs, rhs, begin, end, step): lhs with that slice set to rhs.")
 register("_slice_assign_scalar", attrs={**SLICE_ATTRS, "scalar": Float(0.0)},
-         forward=_slice_assign_scalar_forward, infer_shape=same_shape, numpy_only=True,
+         forward=_slice_assign_scalar_forward, infer_shape=same_shape, placement="host",
          gradient=lambda F, a, i, o, og: [F._slice_assign_scalar(
              og[0], scalar=0.0, begin=a["begin"], end=a["end"], step=a["step"])],
          doc="_slice_assign_scalar(data, scalar, begin, end, step): data with that slice "
@@ -502,7 +512,7 @@ def _broadcast_to_shape(attrs, in_shapes):
     return in_shapes, [tuple(target)]
 
 
-register("broadcast_to", attrs={"shape": Shape(required=True)},
+register("broadcast_to", placement="fused", attrs={"shape": Shape(required=True)},
          forward=lambda attrs, x: np.ascontiguousarray(
              np.broadcast_to(x, _broadcast_to_shape(attrs, [x.shape])[1][0])),
          infer_shape=_broadcast_to_shape,
@@ -542,7 +552,7 @@ def _broadcast_like_shape(attrs, in_shapes):
     return in_shapes, [target]
 
 
-register("broadcast_like", inputs=("lhs", "rhs"),
+register("broadcast_like", placement="fused", inputs=("lhs", "rhs"),
          attrs={"lhs_axes": OptShape(None), "rhs_axes": OptShape(None)},
          forward=lambda attrs, x, like: np.ascontiguousarray(
              np.broadcast_to(x, _broadcast_like_target(attrs, x.shape, like.shape))),
@@ -570,7 +580,7 @@ for _name, _fill in [("_zeros", 0.0), ("_ones", 1.0), ("_full", None)]:
     attrs = dict(CREATE_ATTRS)
     if _fill is None:
         attrs["value"] = Float(0.0)
-    register(_name, inputs=(), attrs=attrs, forward=_creation(_fill),
+    register(_name, placement="fused", inputs=(), attrs=attrs, forward=_creation(_fill),
              infer_shape=lambda attrs, s: (s, [attrs["shape"]]),
              gradient=lambda F, a, i, o, og: [], doc=f"{_name[1:]}(shape, dtype).")
 
@@ -581,18 +591,19 @@ register("_eye", inputs=(), attrs={"N": Int(required=True, minimum=0), "M": Int(
          forward=lambda attrs: np.eye(attrs["N"], attrs["M"] or None, attrs["k"],
                                       dtype=attrs["dtype"]),
          infer_shape=lambda attrs, s: (s, [(attrs["N"], attrs["M"] or attrs["N"])]),
-         gradient=lambda F, a, i, o, og: [], numpy_only=True,
+         gradient=lambda F, a, i, o, og: [], placement="host",
          doc="eye(N, M=0, k=0, dtype): ones on diagonal k of an N x M (M=0: N) matrix.")
 
 
 # ------------------------------------------------------------------ casting
-register("Cast", attrs={"dtype": Choice(*DTYPES)},
+register("Cast", placement="fused", attrs={"dtype": Choice(*DTYPES)}, dtype_rule="attr",
          forward=lambda attrs, x: x.astype(attrs["dtype"]),
          infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [F._cast_like(og[0], i[0])],
          doc="Cast(data, dtype): convert the element type.")
 alias("cast", "Cast")
-register("_cast_like", inputs=("data", "like"),
+register("_cast_like", placement="fused",
+         inputs=("data", "like"), infer_dtype=lambda attrs, dtypes: dtypes[1],
          forward=lambda attrs, x, like: x.astype(like.dtype),
          infer_shape=like_input(0),
          doc="Cast data to the element type of `like` (Cast's gradient).")
@@ -610,7 +621,7 @@ def np_promoted(rule, dtype):
 
 register("_np_promote", attrs={"rule": Choice("sum", "mean", "divide", "float")},
          forward=lambda attrs, x: x.astype(np_promoted(attrs["rule"], x.dtype)),
-         infer_shape=same_shape, numpy_only=True,
+         infer_shape=same_shape, placement="host",
          infer_dtype=lambda attrs, dtypes: np_promoted(attrs["rule"], dtypes[0]),
          gradient=lambda F, a, i, o, og: [F._cast_like(og[0], i[0])],
          doc="x in the dtype mx.np's rules give it for a sum, mean, division or a float "
@@ -642,11 +653,14 @@ def _embedding_grad_forward(attrs, og, data, weight):
 # would read outside it)
 EMBED_ATTRS = {"input_dim": Int(required=True, minimum=1), "output_dim": Int(required=True),
                "dtype": Choice(*DTYPES), "sparse_grad": Bool(False)}
-register("Embedding", inputs=("data", "weight"), attrs=dict(EMBED_ATTRS),
+# the indices (data) do not decide the dtype, the table (weight) does
+register("Embedding", placement="kernel", inputs=("data", "weight"), attrs=dict(EMBED_ATTRS),
+         index_inputs=("data",), key_attrs=("output_dim",),
          forward=_embedding_forward, infer_shape=_embedding_shape,
          gradient=lambda F, a, i, o, og: [None, F._embedding_grad(og[0], i[0], i[1], **a)],
          doc="Embedding(data, weight, input_dim, output_dim): rows of weight picked by index.")
-register("_embedding_grad", inputs=("out_grad", "data", "weight"), attrs=dict(EMBED_ATTRS),
+register("_embedding_grad", placement="kernel",
+         inputs=("out_grad", "data", "weight"), attrs=dict(EMBED_ATTRS),
          forward=_embedding_grad_forward, infer_shape=like_input(2),
          doc="Gradient of Embedding wrt its weight (rows summed per index).")
 alias("crop", "slice")                 # MXNet's older name
@@ -671,11 +685,11 @@ def _tile_grad_forward(attrs, og, x):
     return paired.sum(axis=tuple(range(0, paired.ndim, 2))).reshape(x.shape).astype(og.dtype)
 
 
-register("tile", numpy_only=True, attrs={"reps": Shape(required=True)},
+register("tile", placement="host", attrs={"reps": Shape(required=True)},
          forward=lambda attrs, x: np.tile(x, attrs["reps"]), infer_shape=_tile_shape,
          gradient=lambda F, a, i, o, og: [F._tile_grad(og[0], i[0], **a)],
          doc="tile(data, reps): data repeated reps[k] times along axis k (as np.tile).")
-register("_tile_grad", numpy_only=True, inputs=("out_grad", "data"),
+register("_tile_grad", placement="host", inputs=("out_grad", "data"),
          attrs={"reps": Shape(required=True)},
          forward=_tile_grad_forward, infer_shape=like_input(1),
          doc="Gradient of tile.")
@@ -702,13 +716,13 @@ def _repeat_grad_forward(attrs, og, x):
 
 
 REPEAT_ATTRS = {"repeats": Int(required=True, minimum=0), "axis": OptInt(None)}
-register("repeat", numpy_only=True, attrs=dict(REPEAT_ATTRS),
+register("repeat", placement="host", attrs=dict(REPEAT_ATTRS),
          forward=lambda attrs, x: np.repeat(x, attrs["repeats"], axis=attrs["axis"]),
          infer_shape=_repeat_shape,
          gradient=lambda F, a, i, o, og: [F._repeat_grad(og[0], i[0], **a)],
          doc="repeat(data, repeats, axis=None): each element `repeats` times (as np.repeat; "
              "flattened first when axis is None).")
-register("_repeat_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(REPEAT_ATTRS),
+register("_repeat_grad", placement="host", inputs=("out_grad", "data"), attrs=dict(REPEAT_ATTRS),
          forward=_repeat_grad_forward, infer_shape=like_input(1),
          doc="Gradient of repeat.")
 
@@ -722,7 +736,7 @@ def _swapaxes_shape(attrs, in_shapes):
     return in_shapes, [tuple(out)]
 
 
-register("SwapAxis", numpy_only=True, attrs={"dim1": Int(0), "dim2": Int(0)},
+register("SwapAxis", placement="host", attrs={"dim1": Int(0), "dim2": Int(0)},
          forward=lambda attrs, x: np.ascontiguousarray(np.swapaxes(x, attrs["dim1"],
                                                                    attrs["dim2"])),
          infer_shape=_swapaxes_shape,
@@ -770,13 +784,13 @@ def _pad_grad_forward(attrs, og, x):
 
 PAD_ATTRS = {"mode": Choice("constant", "edge", "reflect"), "pad_width": Shape(required=True),
              "constant_value": Float(0.0)}
-register("pad", numpy_only=True, attrs=dict(PAD_ATTRS), forward=_pad_forward,
+register("pad", placement="host", attrs=dict(PAD_ATTRS), forward=_pad_forward,
          infer_shape=_pad_shape,
          gradient=lambda F, a, i, o, og: [F._pad_grad(og[0], i[0], **a)],
          doc="pad(data, mode='constant'|'edge'|'reflect', pad_width, constant_value=0): "
              "pad_width lists (before, after) for every axis, e.g. (0,0, 0,0, 1,1, 2,2).")
 alias("Pad", "pad")
-register("_pad_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(PAD_ATTRS),
+register("_pad_grad", placement="host", inputs=("out_grad", "data"), attrs=dict(PAD_ATTRS),
          forward=_pad_grad_forward, infer_shape=like_input(1),
          doc="Gradient of pad.")
 
@@ -803,14 +817,14 @@ def _slice_like_grad_forward(attrs, og, x):
     return out
 
 
-register("slice_like", numpy_only=True, inputs=("data", "shape_like"), attrs={"axes": Shape(())},
+register("slice_like", placement="host", inputs=("data", "shape_like"), attrs={"axes": Shape(())},
          forward=lambda attrs, x, like: np.ascontiguousarray(
              x[_slice_like_key(attrs, x.shape, like.shape)]),
          infer_shape=_slice_like_shape,
          gradient=lambda F, a, i, o, og: [F._slice_like_grad(og[0], i[0]), None],
          doc="slice_like(data, shape_like, axes=()): the leading part of data with "
              "shape_like's lengths on `axes` (all axes when empty).")
-register("_slice_like_grad", numpy_only=True, inputs=("out_grad", "data"),
+register("_slice_like_grad", placement="host", inputs=("out_grad", "data"),
          forward=_slice_like_grad_forward, infer_shape=like_input(1),
          doc="Gradient of slice_like.")
 
@@ -825,7 +839,7 @@ def _broadcast_axes_target(attrs, shape):
     return tuple(target)
 
 
-register("broadcast_axes", numpy_only=True, attrs={"axis": Shape(()), "size": Shape(())},
+register("broadcast_axes", placement="host", attrs={"axis": Shape(()), "size": Shape(())},
          forward=lambda attrs, x: np.ascontiguousarray(
              np.broadcast_to(x, _broadcast_axes_target(attrs, x.shape))),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else
@@ -891,7 +905,7 @@ def _array_split_shape(attrs, in_shapes):
     return _split_v2_shape(_array_split_attrs(attrs, s[axis]), in_shapes)
 
 
-register("_npi_array_split", numpy_only=True,
+register("_npi_array_split", placement="host",
          attrs={"indices": Shape(()), "sections": Int(0), "axis": Int(0),
                 "squeeze_axis": Bool(False)},
          forward=lambda attrs, x: _split_v2_forward(_array_split_attrs(
@@ -923,13 +937,13 @@ def _hsplit_concat_shape(attrs, in_shapes):
     return in_shapes, [tuple(out)]
 
 
-register("_npi_hsplit", numpy_only=True, attrs={"indices": Shape(()), "sections": Int(0)},
+register("_npi_hsplit", placement="host", attrs={"indices": Shape(()), "sections": Int(0)},
          forward=lambda attrs, x: _split_v2_forward(_hsplit_attrs(attrs, x.ndim), x),
          infer_shape=lambda attrs, s: (s, [None] * _split_v2_count(attrs)) if s[0] is None
          else _split_v2_shape(_hsplit_attrs(attrs, len(s[0])), s),
          gradient=_hsplit_grad, num_outputs=lambda attrs: _split_v2_count(attrs),
          doc="np.hsplit's op: _split_v2 along axis 1 (axis 0 of 1-D data).")
-register("_hsplit_concat_grad", variadic=True, numpy_only=True,
+register("_hsplit_concat_grad", variadic=True, placement="host",
          forward=lambda attrs, *gs: np.concatenate(gs, axis=1 if gs[0].ndim > 1 else 0),
          infer_shape=_hsplit_concat_shape,
          doc="Gradient of hsplit: the parts' gradients joined along the axis it split.")
@@ -939,7 +953,7 @@ def _split_v2_count(attrs):
     return attrs["sections"] if attrs["sections"] > 0 else len(attrs["indices"])
 
 
-register("_split_v2", numpy_only=True,
+register("_split_v2", placement="host",
          attrs={"indices": Shape(()), "sections": Int(0), "axis": Int(0),
                 "squeeze_axis": Bool(False)},
          forward=_split_v2_forward, infer_shape=_split_v2_shape, gradient=_split_grad,
@@ -964,7 +978,7 @@ def _arange_like_shape(attrs, in_shapes):
     return in_shapes, [(s[axis_in("arange_like", axis, s)],)]
 
 
-register("_contrib_arange_like", numpy_only=True,
+register("_contrib_arange_like", placement="host",
          attrs={"start": Float(0.0), "step": Float(1.0), "repeat": Int(1, minimum=1),
                 "ctx": Attr("str", ""), "axis": OptInt()},
          forward=lambda attrs, x: range_values(
@@ -976,7 +990,7 @@ register("_contrib_arange_like", numpy_only=True,
          doc="contrib.arange_like(data, start=0, step=1, repeat=1, axis=None): start, "
              "start + step, ... in data's shape and dtype (or along one axis of it).")
 alias("_npx_arange_like", "_contrib_arange_like")
-register("_contrib_div_sqrt_dim", numpy_only=True,
+register("_contrib_div_sqrt_dim", placement="host",
          forward=lambda attrs, x: (x / np.sqrt(x.shape[-1])).astype(x.dtype, copy=False),
          infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [F._contrib_div_sqrt_dim(og[0])],
@@ -997,7 +1011,7 @@ def _index_array_forward(attrs, x):
         np.zeros(x.shape + (0,), np.int64)
 
 
-register("_contrib_index_array", numpy_only=True, attrs={"axes": OptShape()},
+register("_contrib_index_array", placement="host", attrs={"axes": OptShape()},
          forward=_index_array_forward,
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(s[0]) + (
              len(_index_array_axes(attrs, len(s[0]))),)]),
@@ -1053,12 +1067,12 @@ def _diag_grad_forward(attrs, og, x):
     return out
 
 
-register("diag", numpy_only=True, attrs=dict(DIAG_ATTRS), forward=_diag_forward,
+register("diag", placement="host", attrs=dict(DIAG_ATTRS), forward=_diag_forward,
          infer_shape=_diag_shape,
          gradient=lambda F, a, i, o, og: [F._diag_grad(og[0], i[0], **a)],
          doc="diag(data, k=0, axis1=0, axis2=1): a 1-D array on diagonal k of a square "
              "matrix, or diagonal k (of axes axis1, axis2) of N-D data in a last axis.")
-register("_diag_grad", inputs=("out_grad", "data"), numpy_only=True, attrs=dict(DIAG_ATTRS),
+register("_diag_grad", inputs=("out_grad", "data"), placement="host", attrs=dict(DIAG_ATTRS),
          forward=_diag_grad_forward, infer_shape=like_input(1), doc="Gradient of diag.")
 
 
@@ -1102,7 +1116,7 @@ def _space_to_depth(attrs, x):
 # each rearranges the elements the other way, so each is the other's gradient
 for _name, _fn, _inverse in (("depth_to_space", _depth_to_space, "space_to_depth"),
                              ("space_to_depth", _space_to_depth, "depth_to_space")):
-    register(_name, numpy_only=True, attrs={"block_size": Int(required=True)}, forward=_fn,
+    register(_name, placement="host", attrs={"block_size": Int(required=True)}, forward=_fn,
              infer_shape=lambda attrs, s, _name=_name: (s, [None if s[0] is None else
                                                             _block_shape(_name, attrs, s[0])]),
              gradient=lambda F, a, i, o, og, _inverse=_inverse: [
@@ -1112,12 +1126,12 @@ for _name, _fn, _inverse in (("depth_to_space", _depth_to_space, "space_to_depth
                  f" (MXNet's element order).")
 
 
-register("shape_array", numpy_only=True,
+register("shape_array", placement="host", infer_dtype=lambda attrs, dtypes: np.int64,
          forward=lambda attrs, x: np.array(x.shape, dtype=np.int64),
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else (len(s[0]),)]),
          gradient=lambda F, a, i, o, og: [None],
          doc="shape_array(data): the shape as an int64 array.")
-register("size_array", numpy_only=True,
+register("size_array", placement="host", infer_dtype=lambda attrs, dtypes: np.int64,
          forward=lambda attrs, x: np.array([x.size], dtype=np.int64),
          infer_shape=lambda attrs, s: (s, [(1,)]),
          gradient=lambda F, a, i, o, og: [None],

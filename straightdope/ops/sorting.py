@@ -49,14 +49,16 @@ def _flat_shape(name):
 
 
 SORT_ATTRS = {"axis": OptInt(-1), "is_ascend": Bool(True)}
-register("sort", numpy_only=True, attrs=dict(SORT_ATTRS), forward=_sort_forward, infer_shape=_flat_shape("sort"),
+register("sort", placement="host",
+         attrs=dict(SORT_ATTRS), forward=_sort_forward, infer_shape=_flat_shape("sort"),
          gradient=lambda F, a, i, o, og: [F._sort_grad(og[0], i[0], **a)],
          doc="sort(data, axis=-1, is_ascend=True): the values in order along `axis` "
              "(flattened when axis is None).")
-register("_sort_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(SORT_ATTRS),
+register("_sort_grad", placement="host", inputs=("out_grad", "data"), attrs=dict(SORT_ATTRS),
          forward=_sort_grad_forward, infer_shape=like_input(1),
          doc="Gradient of sort.")
-register("argsort", numpy_only=True, attrs={**SORT_ATTRS, "dtype": Choice(*DTYPES)},
+register("argsort", placement="host", attrs={**SORT_ATTRS, "dtype": Choice(*DTYPES)},
+         dtype_rule="attr",
          forward=lambda attrs, x: _order(attrs, x).astype(attrs["dtype"]),
          infer_shape=_flat_shape("argsort"), gradient=lambda F, a, i, o, og: [None],
          doc="argsort(data, axis=-1, is_ascend=True, dtype='float32'): the indices that "
@@ -97,6 +99,13 @@ def _topk_shape(attrs, in_shapes):
     return in_shapes, [tuple(out)] * _topk_count(attrs)
 
 
+def _topk_dtypes(attrs, dtypes):
+    """The values (and a mask) have the data's dtype, the indices the `dtype` attribute's."""
+    kind = attrs["ret_typ"]
+    return [dtypes[0], attrs["dtype"]] if kind == "both" else \
+        attrs["dtype"] if kind == "indices" else dtypes[0]
+
+
 def _topk_count(attrs):
     return 2 if attrs["ret_typ"] == "both" else 1
 
@@ -115,10 +124,11 @@ def _topk_grad(F, attrs, inputs, outputs, out_grads):
 TOPK_ATTRS = {"axis": OptInt(-1), "k": Int(1),
               "ret_typ": Choice("indices", "value", "both", "mask"),
               "is_ascend": Bool(False), "dtype": Choice(*DTYPES)}
-register("topk", numpy_only=True, attrs=dict(TOPK_ATTRS), forward=_topk_forward, infer_shape=_topk_shape,
+register("topk", placement="host", attrs=dict(TOPK_ATTRS), forward=_topk_forward,
+         infer_shape=_topk_shape, infer_dtype=_topk_dtypes,
          gradient=_topk_grad, num_outputs=_topk_count,
          doc="topk(data, axis=-1, k=1, ret_typ='indices'|'value'|'both'|'mask', "
              "is_ascend=False): the k largest (or smallest) along `axis`.")
-register("_topk_grad", numpy_only=True, inputs=("out_grad", "data"), attrs=dict(TOPK_ATTRS),
+register("_topk_grad", placement="host", inputs=("out_grad", "data"), attrs=dict(TOPK_ATTRS),
          forward=_topk_grad_forward, infer_shape=like_input(1),
          doc="Gradient of topk's values.")

@@ -180,7 +180,7 @@ class Executor:
                 continue
             inputs = [values[entry] for entry in node.inputs]
             if monitor_all:
-                names = monitor_input_names(node, len(inputs))
+                names = node.op.monitor_input_names(node.attrs, len(inputs))
                 for (source, _), name, array in zip(node.inputs, names, inputs):
                     if source.is_var:
                         callback(source.name, NDArray(array))
@@ -285,18 +285,6 @@ class Executor:
 
     def __repr__(self):
         return f"<Executor {self._symbol.list_outputs()}>"
-
-
-# Ops whose inputs MXNet 1.9 leaves unnamed (no FListInputNames): its monitor calls them
-# input0, input1...
-_UNNAMED_INPUT_OPS = frozenset({"Activation", "SoftmaxActivation"})
-
-
-def monitor_input_names(node, count):
-    """The names a monitor gives a node's inputs, as MXNet's does."""
-    names = () if node.op.name in _UNNAMED_INPUT_OPS else \
-        node.op.input_names(node.attrs, count)
-    return names if len(names) == count else [f"input{i}" for i in range(count)]
 
 
 def _view_or_new(old, shape, allow_up_sizing, name):

@@ -18,6 +18,7 @@ import numpy as np
 from .. import name as _name
 from ..base import MXNetError, NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
+from ..ops.registry import INDEX_INPUTS
 from ..ops.elemwise import FUNCTION_ONLY, OPERATORS
 from ..attribute import current_attrs
 from ..util import is_np_shape
@@ -365,15 +366,20 @@ class Symbol:
                 types[(id(node), 0)] = known.get(node.name) or (
                     np.dtype(declared).type if declared else None)
                 continue
-            out = _output_type(node, types)
-            names_in = node.op.input_names(node.attrs, len(node.inputs))
-            for input_name, (child, k) in zip(names_in, node.inputs):
-                if types.get((id(child), k)) is None and child.is_var and out is not None \
-                        and node.op.name not in _CASTS \
-                        and not (node.op.name == "Embedding" and input_name == "data"):
-                    types[(id(child), k)] = out
-            for k in range(node.num_outputs()):
-                types[(id(node), k)] = out
+            op, entries = node.op, [(id(c), k) for c, k in node.inputs]
+            # variables of unknown dtype take the one the op computes in (labels too, as
+            # MXNet's softmax_label; not the indices an op names itself: Embedding's)
+            data = op.data_dtype(node.attrs, [types.get(e) for e in entries])
+            if data is not None and op.dtype_rule != "attr":
+                names_in = op.input_names(node.attrs, len(node.inputs))
+                for input_name, (child, k) in zip(names_in, node.inputs):
+                    if types.get((id(child), k)) is None and child.is_var and \
+                            input_name not in op.index_inputs - INDEX_INPUTS:
+                        types[(id(child), k)] = np.dtype(data).type
+            out = op.out_dtype(node.attrs, [types.get(e) for e in entries])
+            outs = out if isinstance(out, list) else [out] * node.num_outputs()  # (a loop)
+            for k, t in enumerate(outs):
+                types[(id(node), k)] = None if t is None else np.dtype(t).type
         by_name = {n.name: types[(id(n), 0)] for n in self.walk() if n.is_var}
         return ([by_name[n] for n in self.list_arguments()],
                 [types[(id(n), k)] for n, k in self._outputs],
@@ -553,25 +559,6 @@ def _install_operators():
 
 
 _install_operators()
-
-
-# Inputs that hold indices, labels or only a shape: they do not set an op's dtype.
-_INDEX_INPUTS = {"condition", "index", "indices", "label", "like", "shape_like"}
-_CASTS = ("Cast", "one_hot", "amp_cast")      # the dtype attribute sets the output's
-
-
-def _output_type(node, types):
-    """The dtype an op node computes in, from its attributes or its data inputs."""
-    op, attrs = node.op, node.attrs
-    if attrs.get("dtype") not in (None, "None") and (op.name in _CASTS or not node.inputs):
-        return np.dtype(attrs["dtype"]).type
-    names = op.input_names(attrs, len(node.inputs))
-    if op.name == "Embedding":
-        names = ["index" if n == "data" else n for n in names]
-    for input_name, (child, k) in zip(names, node.inputs):
-        if input_name not in _INDEX_INPUTS and types.get((id(child), k)) is not None:
-            return types[(id(child), k)]
-    return None
 
 
 def _create(op_name, inputs, attrs, name=None, parsed=False, hint=None, extra_attrs=None):
