@@ -24,16 +24,11 @@ import re
 from dataclasses import dataclass, field
 
 from ..graph import Graph
-from ..ops import OPS
 
 # A loop holds at most this many ops: Numba's and LLVM's cost grows faster than linearly
 # with the length of a function, and a long chain cut into equal pieces is one loop
 # function called many times in the steps tier.
 MAX_LOOP_OPS = 16
-# Read from the registry's placements, for compiler/kernels' install() only.
-VIEW_OPS = frozenset(name for name, op in OPS.items() if op.placement == "view")
-FUSIBLE_EXTRA = frozenset(name for name, op in OPS.items()
-                          if op.placement == "fused" and op.scalar_expr is None)
 
 
 def is_fusible(node) -> bool:

@@ -8,12 +8,10 @@ functions that write the call into the generated source, e.g.
         a, b, y = cg.ref(node.inputs[0]), cg.ref(node.inputs[1]), cg.out(node)
         cg.call("blas", "matmul", a.args, b.args, y.args, m, k, n, ta, tb)
 
-`EMITTERS` maps op names to emitters; `install()` also stores each in
-`op.numba_kernel`, so the registry tells which ops compile and how. Elementwise
-ops are written by `codegen.emit_fused` from their `scalar_expr` instead (their
-`numba_kernel` is the string "fused").
+`EMITTERS` maps op names to emitters: the ops whose registry placement is
+"kernel" (tests/test_compiler_ops.py checks the two agree). Elementwise ops are
+written by `codegen.emit_fused` from their `scalar_expr` instead.
 """
-from ..fuse import FUSIBLE_EXTRA, VIEW_OPS
 from numba.core.registry import CPUDispatcher
 
 from ..numba_internals import load_first
@@ -21,9 +19,6 @@ from . import (blas, conv, index, layout, norm, pool, random, reduce, softmax,  
                update, util)
 
 MODULES = (blas, conv, index, layout, norm, pool, random, reduce, softmax)
-# ops that never reach codegen: the lowering pass rewrites them (see lower.py)
-LOWERED = {"FullyConnected": "lowered: dot(transpose_b) + fused bias add",
-           "norm": "lowered: sum(abs) or sqrt(sum(square))"}
 
 EMITTERS = {}
 DIMS = {}          # op name -> rule(cg, node, k) giving an output's symbolic dims
@@ -37,23 +32,3 @@ for _module in MODULES + (update, util):
         if isinstance(_kernel, CPUDispatcher) and _kernel.py_func.__module__ == _module.__name__:
             load_first(_kernel)
 
-
-def install():
-    """Record how each registry op is compiled in `op.numba_kernel`."""
-    from ...ops import OPS
-    for op in OPS.values():
-        if op.name in EMITTERS:
-            op.numba_kernel = EMITTERS[op.name]
-        elif op.scalar_expr is not None or op.name in FUSIBLE_EXTRA:
-            op.numba_kernel = "fused"
-        elif op.name in VIEW_OPS:
-            op.numba_kernel = "view"
-        elif op.name in LOWERED:
-            op.numba_kernel = LOWERED[op.name]
-
-
-def missing() -> list:
-    """Registry ops the Numba executor cannot run (a test keeps this empty)."""
-    from ...ops import OPS
-    install()
-    return sorted({op.name for op in OPS.values() if op.numba_kernel is None})
