@@ -220,3 +220,16 @@ def test_the_autograder_round_trip_through_the_hub(request):
         deadline = time.monotonic() + 60
         while hub.servers() and time.monotonic() < deadline:
             time.sleep(0.5)
+
+
+def test_the_load_test_is_bounded_in_students_and_time(capsys):
+    """classroom/loadtest.py refuses a class it should not start on one machine, before it
+    starts anything."""
+    import loadtest
+    for args, message in ((["--students", "0"], "--students 0: give 1 to"),
+                          (["--students", str(loadtest.MAX_STUDENTS + 1)], "give 1 to"),
+                          (["--timeout", "0"], "--timeout 0.0: give the seconds")):
+        with pytest.raises(SystemExit) as stopped:
+            loadtest.main(args)
+        assert stopped.value.code == 2
+        assert message in capsys.readouterr().err
