@@ -1,5 +1,6 @@
 """What the shared compile cache saves a student: the first hybridized call of Chapter 21's
-network in a new student's first process, with and without the class's shared cache.
+network in a new student's first process, with and without the class's shared cache, and
+on a laptop after its setup step (its own cache holding what the shared one holds).
 
     python classroom/first_call.py SHARED_CACHE_DIR      # filled by classroom/setup.sh
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,8 +48,12 @@ print(json.dumps({"import_s": imported, "first_call_s": first,
 """
 
 
-def first_call(shared: Path | None) -> dict:
+def first_call(shared: Path | None, own_from: Path | None = None) -> dict:
+    """The student's first call in a fresh process; their own cache starts empty, or as a
+    copy of `own_from` (what `python -m straightdope.warmup` leaves on a laptop)."""
     with tempfile.TemporaryDirectory(prefix="straightdope-student-") as home:
+        if own_from is not None:
+            shutil.copytree(own_from, Path(home, "cache"))
         env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(Path(home, "cache")),
                    STRAIGHTDOPE_COMPILE="sync", PYTHONPATH=str(REPO),
                    OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -67,8 +73,11 @@ def main(argv=None) -> int:
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
         return 2
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    for label, shared in (("with the shared cache", Path(argv[0])), ("without", None)):
-        r = first_call(shared)
+    shared = Path(argv[0])
+    for label, shared_dir, own in (("with the shared cache", shared, None),
+                                   ("without", None, None),
+                                   ("a laptop after setup", None, shared)):
+        r = first_call(shared_dir, own)
         print(f"{label:22s}: first hybridized call {r['first_call_s']:6.1f} s "
               f"(kernels: {r['loaded']} loaded from a cache, {r['compiled']} compiled); "
               f"import {r['import_s']:.1f} s")

@@ -34,6 +34,8 @@ from hub import REPO, running_hub, setup  # noqa: E402
 
 CHAPTER = "book/21_hybridblock.ipynb"
 PASSWORD = "classroom"
+# Every student is a server and a kernel on this one machine: a test, not a stress test.
+MAX_STUDENTS = 60
 FIRST_HYBRID = "net.hybridize()"          # the first cell that compiles: its time is reported
 # Differ between runs and are not results: timings, addresses, and the time in a tier
 # switch, (2, 'graph', 32.3).
@@ -198,6 +200,11 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=1200,
                         help="seconds before a student's run counts as failed")
     args = parser.parse_args(argv)
+    if not 1 <= args.students <= MAX_STUDENTS:
+        parser.error(f"--students {args.students}: give 1 to {MAX_STUDENTS} (each starts a "
+                     f"JupyterLab server and a kernel on this machine)")
+    if args.timeout <= 0:
+        parser.error(f"--timeout {args.timeout}: give the seconds a student's run may take")
     cells = code_cells(args.chapter)
     state = Path(args.state or tempfile.mkdtemp(prefix="classroom-load-"))
     shared = state / "shared-cache"

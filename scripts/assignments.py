@@ -41,8 +41,9 @@ sys.path.insert(0, str(REPO))
 from scripts.solutions import HEADINGS, SUMMARY, exercise_numbers  # noqa: E402
 
 BOOK = REPO / "book"
-# One chapter per part of the book.
-CHAPTERS = ["03_linear_regression", "14_lenet", "21_hybridblock", "25_pitfalls"]
+# One chapter per part of the book (its number's first digit), two of Part 3, the core.
+CHAPTERS = ["03_linear_regression", "14_lenet", "21_hybridblock", "25_pitfalls",
+            "30_training_lenet"]
 CHECK_TAG = "exercise-check"
 ITEM = re.compile(r"^(\d+)\. (.*?)(?=^\d+\. |\Z)", re.M | re.S)
 

@@ -41,6 +41,20 @@ def test_the_source_notebook_hides_answers_from_the_test_cells():
         assignments.split_check("print(1)", CHAPTER, 1)
 
 
+def test_the_release_has_a_chapter_of_every_part_each_with_a_test_per_exercise():
+    """make assignments releases a chapter of each part (00-03, 10-18, 20-27, 30-31), and
+    each release grades every exercise the book checks (widgets/exercises.py)."""
+    from widgets.exercises import CHECKS
+    parts = {path.name[0] for path in (REPO / "book").glob("[0-9]*.ipynb")}
+    assert {chapter[0] for chapter in assignments.CHAPTERS} == parts
+    for chapter in assignments.CHAPTERS:
+        nb = assignments.source_notebook(chapter)
+        graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+                  if c.metadata.get("nbgrader", {}).get("grade")]
+        checked = sorted(int(key.split(".")[1]) for key in CHECKS if key[:2] == chapter[:2])
+        assert checked and graded == [f"ex{n}_check" for n in checked], chapter
+
+
 @pytest.mark.slow
 def test_nbgrader_gives_a_right_submission_full_marks_and_a_wrong_one_part(tmp_path):
     try:

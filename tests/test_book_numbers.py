@@ -11,7 +11,8 @@ HTML tags:
   * a number with a unit of time: `16.4 s`, `10-30 s`, `2 ms`, `40 µs`, `3 minutes`;
   * a ratio: `3x`, `1.5×`, `4 times faster` (but not a shape such as `28×28` or `3x3`);
   * a percentage: `12%`;
-  * a duration in words with a count: `two seconds`, `a second or two`, `a minute or more`.
+  * a duration in words with a count: `two seconds`, `a second or two`, `a minute or more`;
+  * in the Chinese edition, the same with Chinese units: `16.4 秒`, `3 倍`, `10-20 秒`.
 Chapter numbers, years, versions, sizes and shapes have no such unit and are not flagged;
 vague durations ("a few seconds", "a fraction of a second") are not numbers.
 """
@@ -24,7 +25,8 @@ import nbformat
 import pytest
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
-CHAPTERS = sorted(p.stem for p in BOOK.glob("[0-9]*.ipynb"))
+CHAPTERS = sorted([p.stem for p in BOOK.glob("[0-9]*.ipynb")]
+                  + [f"zh/{p.stem}" for p in (BOOK / "zh").glob("[0-9]*.ipynb")])
 SOURCE_OF_RECORD = "benchmarks/README.md"
 
 _UNIT = r"(?:s|ms|µs|μs|us|ns|sec|secs|seconds?|minutes?|mins?|hours?)\b"
@@ -36,7 +38,10 @@ _WORD_UNIT = r"(?:(?:milli|micro)?seconds?|minutes?|hours?)"
 MEASURED = re.compile(
     rf"{_NUMBER}\s*(?:{_UNIT}|%)|{_NUMBER}{_RATIO}"
     rf"|\b{_COUNT_WORD}(?:\s+(?:or|to)\s+{_COUNT_WORD})?\s+{_WORD_UNIT}\b"
-    rf"|\ban?\s+{_WORD_UNIT}\s+or\s+(?:two|more|so)\b", re.IGNORECASE)
+    rf"|\ban?\s+{_WORD_UNIT}\s+or\s+(?:two|more|so)\b"
+    # Chinese: a number right after a Chinese character counts too (\w would match it)
+    rf"|(?<![0-9A-Za-z_.])\d+(?:[.,]\d+)?(?:\s*(?:-|–|到|至)\s*\d+(?:[.,]\d+)?)?"
+    rf"\s*(?:秒|毫秒|微秒|分钟|小时|倍|%)", re.IGNORECASE)
 
 _NOT_PROSE = [re.compile(p, re.S) for p in
               (r"```.*?```", r"\$\$.*?\$\$", r"\$[^$\n]+\$", r"`[^`\n]*`", r"<[^>\n]+>")]
@@ -69,6 +74,8 @@ def typed_numbers(markdown: str) -> list[str]:
     ("It saves 12% of the time.", ["12%"]),
     ("It costs a second or two, not minutes.", ["a second or two"]),
     ("It takes two minutes.", ["two minutes"]),
+    ("冷启动编译耗时16.4秒，快了 3 倍。", ["16.4秒", "3 倍"]),
+    ("多花 10-20 秒", ["10-20 秒"]),
 ])
 def test_a_planted_number_is_found(text, expected):
     assert typed_numbers(text) == expected
@@ -81,6 +88,7 @@ def test_a_planted_number_is_found(text, expected):
     "The code `timeit(number=200)` prints `3.1 s` and $O(n^2)$ steps.",
     "ResNet-18 took 10.9 CPU s cold (benchmarks/README.md).",
     "Train for 2 epochs with batch 64 and 1797 images.",
+    "第 21 章用 28×28 的图像训练 4 轮，只需几秒。",
 ])
 def test_what_is_not_a_measured_number(text):
     assert typed_numbers(text) == []

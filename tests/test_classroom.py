@@ -85,8 +85,13 @@ def test_a_student_logs_in_opens_chapter_21_and_runs_a_cell(classroom, chromium_
             assert time.monotonic() < deadline, shared - mine   # she got the class's kernels
             time.sleep(1)
         assert shared
-        # and compiled her network's graph (then the compile process ends with her kernel,
-        # instead of finishing its job after the hub stopped: see compiler/tiers.py)
+        # Her network ran on the class's VM, which compiles a graph only once it has run
+        # it LOAD_AFTER_VM_SECONDS, or hands it to the compile process when the kernel
+        # exits (compiler/tiers.py): three cells are not enough, so she shuts her kernel
+        # down, as JupyterLab's Kernel menu does, and the graph is compiled for her next
+        # run before the hub stops (no compile process is left behind).
+        shut_down_kernels(hub, "student2")
+        deadline = time.monotonic() + 120
         copied = {p.name for p in (hub.shared / "ready").glob("*")}   # the VM's, if any
         while not {p.name for p in (home / ".cache" / "straightdope" / "ready").glob("*")} - copied:
             assert time.monotonic() < deadline, "her graph was not compiled in time"
@@ -97,6 +102,26 @@ def test_a_student_logs_in_opens_chapter_21_and_runs_a_cell(classroom, chromium_
         raise
     finally:
         context.close()
+
+
+def shut_down_kernels(hub, user):
+    """Shut down every kernel of `user`'s server through its REST API (the kernel exits
+    cleanly, running its exit handlers)."""
+    import urllib.request
+    token = hub.api("POST", f"users/{user}/tokens", {"expires_in": 600})["token"]
+    server = f"{hub.url}{hub.api('GET', f'users/{user}', token=token)['servers']['']['url']}"
+
+    def call(method, path):
+        request = urllib.request.Request(f"{server}api/{path}", method=method,
+                                         headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.read()
+
+    kernels = json.loads(call("GET", "kernels"))
+    assert kernels, f"{user}'s server has no kernel to shut down"
+    for kernel in kernels:
+        call("DELETE", f"kernels/{kernel['id']}")
+    assert json.loads(call("GET", "kernels")) == []
 
 
 # ----------------------------------------------------------- the autograder, through the hub
@@ -220,3 +245,16 @@ def test_the_autograder_round_trip_through_the_hub(request):
         deadline = time.monotonic() + 60
         while hub.servers() and time.monotonic() < deadline:
             time.sleep(0.5)
+
+
+def test_the_load_test_is_bounded_in_students_and_time(capsys):
+    """classroom/loadtest.py refuses a class it should not start on one machine, before it
+    starts anything."""
+    import loadtest
+    for args, message in ((["--students", "0"], "--students 0: give 1 to"),
+                          (["--students", str(loadtest.MAX_STUDENTS + 1)], "give 1 to"),
+                          (["--timeout", "0"], "--timeout 0.0: give the seconds")):
+        with pytest.raises(SystemExit) as stopped:
+            loadtest.main(args)
+        assert stopped.value.code == 2
+        assert message in capsys.readouterr().err
