@@ -953,8 +953,11 @@ def test_download_retries_then_names_the_url_and_where_the_file_goes(monkeypatch
     assert list(tmp_path.iterdir()) == []
 
 
-def test_download_without_requests_uses_the_standard_library(monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "requests", None)          # import requests fails
+@pytest.mark.parametrize("requests_installed", [True, False])
+def test_download_of_a_file_url_or_without_requests_uses_the_standard_library(
+        monkeypatch, tmp_path, requests_installed):
+    if not requests_installed:
+        monkeypatch.setitem(sys.modules, "requests", None)      # import requests fails
     source = tmp_path / "source.bin"
     source.write_bytes(bytes(range(256)) * 10)
     got = mx.gluon.utils.download(source.as_uri(), path=str(tmp_path / "copy.bin"))

@@ -84,12 +84,15 @@ def check_sha1(filename, sha1_hash):
 
 
 def _fetch(url, fname, verify_ssl):
-    """Copy `url` into the file `fname`, atomically: with `requests` when it is installed
-    (as MXNet does), else with the standard library."""
+    """Copy `url` into the file `fname`, atomically: an http(s) URL with `requests` when it
+    is installed (as MXNet does), anything else (file://, no requests) with the standard
+    library."""
     if not verify_ssl:
         warnings.warn("Unverified HTTPS request is being made (verify_ssl=False). Adding "
                       "certificate verification is strongly advised.")
     try:
+        if not url.lower().startswith(("http://", "https://")):
+            raise ImportError("requests fetches http(s) only")
         import requests
     except ImportError:
         context = ssl.create_default_context()
