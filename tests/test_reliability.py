@@ -938,6 +938,21 @@ def test_a_damaged_runtime_file_with_a_valid_hash_line_is_replaced_not_fatal(tmp
     assert not list(path.parent.glob("*.loading-*"))     # no marker left behind
 
 
+
+@pytest.mark.slow
+def test_a_runtime_file_others_can_write_is_compiled_again_and_written_private(tmp_path):
+    """Issue 28 item 2: its hash line proves nothing if another user could write it."""
+    folder = tmp_path / "cache"
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder))
+    for _ in range(2):                                  # compiles; loads, saves the runtime
+        subprocess.run([sys.executable, "-c", RUNTIME_CHILD], cwd=ROOT, env=env, check=True,
+                       capture_output=True, timeout=600)
+    [path] = folder.rglob("runtime-*.bin")
+    path.chmod(0o666)
+    subprocess.run([sys.executable, "-c", RUNTIME_CHILD], cwd=ROOT, env=env, check=True,
+                   capture_output=True, timeout=600)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600   # not loaded: compiled, written again
+
 @pytest.mark.parametrize("hybridized", [False, True])
 def test_an_lstm_over_an_empty_sequence_says_so_not_reshape_or_slice(hybridized):
     lstm = _gluon.rnn.LSTM(4, input_size=3, prefix="emptyseq_")    # leaves lstm0, ... to others
