@@ -195,6 +195,26 @@ def test_a_shape_error_raises_at_the_call(threaded):
         nd.dot(nd.ones((2, 3)), nd.ones((4, 5)))
 
 
+
+def test_a_draw_with_parameters_of_two_shapes_raises_at_the_call(threaded):
+    """sample_*'s shape inference refuses parameters of two shapes, as MXNet's does."""
+    with pytest.raises(MXNetError, match="sample_normal: the parameters .* one shape"):
+        nd.sample_normal(mu=nd.zeros((2,)), sigma=nd.ones((3,)))
+    with pytest.raises(MXNetError, match="uniform: the parameters .* one shape"):
+        nd.random.uniform(nd.zeros((2,)), nd.ones((2, 2)))
+    assert nd.random.uniform(0, 1, (2,)).asnumpy().shape == (2,)   # nothing left failed
+
+
+def test_a_failed_draw_has_its_shape_and_raises_its_own_error_at_the_read(threaded):
+    bad = nd.sample_normal(mu=nd.zeros((2,)), sigma=-nd.ones((2,)), shape=(3,))
+    assert bad.shape == (2, 3)                      # inferred, not waited for
+    with pytest.raises(MXNetError, match="random.sample_normal: scale < 0"):
+        bad.asnumpy()
+    mixed = nd.random.generalized_negative_binomial(nd.ones((4,)), -1.0)
+    assert mixed.shape == (4,)
+    with pytest.raises(MXNetError, match="generalized_negative_binomial: .*alpha"):
+        mixed.asnumpy()
+
 # ---------------------------------------------------- the rest of the library
 def test_autograd_trainer_and_in_place_writes(threaded):
     """A few SGD steps give the same weights as under NaiveEngine."""

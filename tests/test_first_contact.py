@@ -241,6 +241,37 @@ def test_without_a_compile_process_the_graph_compiles_in_this_process(monkeypatc
     assert tiers._COMPILER is None
 
 
+
+@pytest.mark.parametrize("python", ["empty sys.executable", "not executable", "a directory",
+                                    "a frozen app"])
+def test_a_python_that_cannot_start_the_compile_process_is_told_to_compile_here(
+        monkeypatch, tmp_path, python):
+    """Issue 28 item 8: no raw FileNotFoundError/PermissionError, and a frozen app (whose
+    sys.executable is the app itself) is never relaunched."""
+    monkeypatch.setattr(tiers, "_COMPILER", None)
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(args[0])
+        return real_popen(*args, **kwargs)
+    monkeypatch.setattr(tiers.subprocess, "Popen", popen)
+    if python == "empty sys.executable":
+        monkeypatch.setattr(sys, "executable", "")
+    elif python == "not executable":
+        (tmp_path / "python3").write_text("")
+        monkeypatch.setattr(sys, "executable", str(tmp_path / "python3"))
+    elif python == "a directory":                   # passes os.access; Popen refuses it
+        monkeypatch.setattr(sys, "executable", str(tmp_path))
+    else:
+        monkeypatch.setattr(sys, "frozen", True, raising=False)
+    ticket = tiers.submit({}, "no-such-key")
+    assert ticket.done() and ticket.here
+    assert (f"Permission denied: '{tmp_path}'" if python == "a directory" else
+            "no background compile process") in ticket.error
+    assert tiers._COMPILER is None
+    assert len(started) == (1 if python == "a directory" else 0)
+
 def test_the_reference_tier_runs_a_graph_as_a_list_of_numpy_calls():
     from straightdope.graph import Graph, annotate
     from straightdope.graph.interpret import ReferenceExecutable

@@ -196,6 +196,24 @@ def test_a_numba_folder_or_file_others_can_write_is_not_loaded(tmp_path, planted
                f" by others" in w for w in again["warnings"])
 
 
+
+@pytest.mark.parametrize("mode", [0o620, 0o602])
+def test_a_runtime_or_module_file_others_can_write_is_not_read(tmp_path, mode):
+    """Issue 28 item 2: not only the folders: every file the loader reads is checked
+    (a runtime-*.bin another user rewrote, hash line and all, would be machine code)."""
+    runtime = tmp_path / "numba" / "runtime-0123.bin"
+    cache.write_bytes(runtime, b"digest 4\ncode")
+    assert cache.read_trusted(runtime) == b"digest 4\ncode"
+    runtime.chmod(mode)
+    assert cache.read_trusted(runtime) is None           # so it is compiled and rewritten
+    key, source = "k" * 64, "def f():\n    return 1\n"
+    module = cache.module_path(key, tmp_path)
+    cache.atomic_write_text(module, cache.HEADER.format(key=key, digest=cache._digest(source))
+                            + source)
+    assert cache.check_file(module, key, source)
+    module.chmod(mode)
+    assert not cache.check_file(module, key, source)
+
 def test_the_cache_dir_is_created_private(tmp_path, monkeypatch):
     monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(tmp_path / "new" / "cache"))
     graph, ex = fresh_source(1.5)
@@ -919,6 +937,21 @@ def test_a_damaged_runtime_file_with_a_valid_hash_line_is_replaced_not_fatal(tmp
     assert path.read_bytes() != bad                      # replaced by a good one
     assert not list(path.parent.glob("*.loading-*"))     # no marker left behind
 
+
+
+@pytest.mark.slow
+def test_a_runtime_file_others_can_write_is_compiled_again_and_written_private(tmp_path):
+    """Issue 28 item 2: its hash line proves nothing if another user could write it."""
+    folder = tmp_path / "cache"
+    env = dict(os.environ, STRAIGHTDOPE_CACHE_DIR=str(folder))
+    for _ in range(2):                                  # compiles; loads, saves the runtime
+        subprocess.run([sys.executable, "-c", RUNTIME_CHILD], cwd=ROOT, env=env, check=True,
+                       capture_output=True, timeout=600)
+    [path] = folder.rglob("runtime-*.bin")
+    path.chmod(0o666)
+    subprocess.run([sys.executable, "-c", RUNTIME_CHILD], cwd=ROOT, env=env, check=True,
+                   capture_output=True, timeout=600)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600   # not loaded: compiled, written again
 
 @pytest.mark.parametrize("hybridized", [False, True])
 def test_an_lstm_over_an_empty_sequence_says_so_not_reshape_or_slice(hybridized):

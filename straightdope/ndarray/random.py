@@ -32,56 +32,78 @@ def _value(x):
     return x.asnumpy() if hasattr(x, "asnumpy") else x
 
 
+def _output_shape(name, signature, call):
+    """The shape a draw returns, known before it runs (MXNet's shape inference): `out`'s;
+    else the array parameters' shape, followed by `shape` when it was given; else `shape`.
+    Array parameters of different shapes are a bad call: an OpError now, on both engines."""
+    args = call.arguments
+    if args.get("out") is not None:
+        return args["out"].shape
+    params = list(signature.parameters)[:list(signature.parameters).index("shape")]
+    shapes = [tuple(args[p].shape) for p in params if hasattr(args[p], "shape")]
+    if any(s != shapes[0] for s in shapes):
+        raise OpError(f"{name}: the parameters ({', '.join(params)}) must have one shape, "
+                      f"got {shapes}: one draw per element needs arrays of one shape")
+    extra = () if args["shape"] is None else _size(args["shape"])
+    if not shapes:
+        return extra
+    return shapes[0] + (extra if args["shape"] != signature.parameters["shape"].default else ())
+
+
 def _errors_at_read(function):
-    """A bad argument (scale < 0) raises an MXNetError naming the draw, as in MXNet: at
-    once under NaiveEngine; under the threaded engine the array comes back and reading it
-    (or waitall) raises. As in MXNet, whose random ops all write one generator state, a
-    failed draw fails the draws after it with the same error until that error has been
-    raised. The draws themselves run in the front end, so NumPy's generator is used in
-    program order on both engines."""
+    """A shape or argument error raises an OpError at the call, as MXNet's shape inference
+    does. A bad value (scale < 0) raises an MXNetError naming the draw, as in MXNet: at
+    once under NaiveEngine; under the threaded engine the array comes back with its shape
+    and reading it (or waitall) raises. As in MXNet, whose random ops all write one
+    generator state, a failed draw fails the draws after it with the same error until that
+    error has been raised. The draws themselves run in the front end, so NumPy's generator
+    is used in program order on both engines."""
     signature = inspect.signature(function)
     name = f"random.{function.__name__}"
 
     @functools.wraps(function)
     def draw(*args, **kwargs):
         from .. import engine
+        call = signature.bind(*args, **kwargs)
+        call.apply_defaults()
+        shape = _output_shape(name, signature, call)
         failed = engine.failed_generator()
         if failed is None:
             try:
                 return function(*args, **kwargs)
             except ValueError as err:
                 error = OpError(f"{name}: {err}")
-        call = signature.bind(*args, **kwargs)
-        call.apply_defaults()
-        if failed is None and (engine.engine_type() == engine.NAIVE
-                               or call.arguments.get("out") is not None):
-            raise error from None
-        shape = _size(call.arguments.get("shape", (1,)))
+            if engine.engine_type() == engine.NAIVE or call.arguments.get("out") is not None:
+                raise error from None
         dtype = call.arguments.get("dtype") or _np.float32
         return engine.deferred_failure(error if failed is None else None, name, shape, dtype,
                                        call.arguments.get("ctx"), after=failed)
     return draw
 
 
+def _per_element(a, b, shape):
+    """Array parameters draw `shape` samples per element (a number goes with every one):
+    the parameters get trailing axes of 1 and the shape becomes theirs + `shape`."""
+    if not (_np.ndim(a) or _np.ndim(b)):
+        return a, b, shape
+    base = _np.broadcast_shapes(_np.shape(a), _np.shape(b))
+    shape = base + (tuple(_size(shape)) if shape != (1,) else ())
+    spread = base + (1,) * (len(shape) - len(base))
+    a, b = (_np.broadcast_to(v, base).reshape(spread) for v in (a, b))
+    return a, b, shape
+
+
 @_errors_at_read
 def uniform(low=0.0, high=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     """Samples from U(low, high); `low`/`high` may be arrays (one draw per element then)."""
-    low, high = _value(low), _value(high)
-    if _np.ndim(low) or _np.ndim(high):
-        shape = _np.shape(low) + (tuple(_size(shape)) if shape != (1,) else ())
-        low = _np.reshape(low, _np.shape(low) + (1,) * (len(shape) - _np.ndim(low)))
-        high = _np.reshape(high, low.shape)
+    low, high, shape = _per_element(_value(low), _value(high), shape)
     return _make(_np.random.uniform(low, high, _size(shape, out)), dtype, ctx, out)
 
 
 @_errors_at_read
 def normal(loc=0.0, scale=1.0, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     """Samples from N(loc, scale**2); `loc`/`scale` may be arrays (one draw per element)."""
-    loc, scale = _value(loc), _value(scale)
-    if _np.ndim(loc) or _np.ndim(scale):
-        shape = _np.shape(loc) + (tuple(_size(shape)) if shape != (1,) else ())
-        loc = _np.reshape(loc, _np.shape(loc) + (1,) * (len(shape) - _np.ndim(loc)))
-        scale = _np.reshape(scale, loc.shape)
+    loc, scale, shape = _per_element(_value(loc), _value(scale), shape)
     return _make(_np.random.normal(loc, scale, _size(shape, out)), dtype, ctx, out)
 
 
@@ -138,10 +160,7 @@ def _sample(draw, params, shape, dtype):
     dtype says otherwise."""
     params = [_np.asarray(_value(p)) for p in params]
     extra = () if shape is None else _size(shape)
-    base = params[0].shape
-    if any(p.shape != base for p in params):
-        raise OpError(f"sample: the parameters must have one shape, got "
-                      f"{[p.shape for p in params]}")
+    base = params[0].shape              # one shape: the wrapper checked
     spread = [p.reshape(base + (1,) * len(extra)) for p in params]
     return _make(draw(*spread, base + extra), dtype, None)
 
