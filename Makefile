@@ -1,7 +1,9 @@
 # Two commands on a Debian machine with Python 3.11 and make:
 #   make book    build the HTML book (runs every notebook)
-#   make test    run the test suite (library, notebooks, book in a real browser)
+#   make test    the fast tests (library, compiler, widgets; the tests not marked slow)
 # Both create .venv and, as root, apt-install the system packages they need.
+# make test-slow runs the rest (book build and notebooks, real browser, classroom);
+# CI (.ci/run) runs make test, make test-slow and make test-threaded.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -28,13 +30,16 @@ SYSDEPS := dot:graphviz chromium:chromium npm:npm fc-list:fontconfig
 # The Chinese edition needs a CJK font in the browser, in matplotlib and in Graphviz.
 SYSFONTS := zh:fonts-noto-cjk
 
-.PHONY: help venv sysdeps book slides test test-threaded lab classroom demo zh-status assignments clean distclean
+.PHONY: help venv sysdeps book slides test test-slow test-threaded lab classroom demo zh-status assignments clean distclean
 
 help:
 	@echo "make book       build the book into _build/html/ (creates .venv, installs system packages)"
 	@echo "make slides     one reveal.js deck per chapter into _build/slides/ (after make book: reuses its runs)"
-	@echo "make test       run the tests (same setup)"
-	@echo "make test-threaded  the tests with MXNET_ENGINE_TYPE=ThreadedEngine"
+	@echo "make test       the fast tests: all not marked slow (library, compiler, widgets,"
+	@echo "                notebooks' static checks; about TIME_FAST min here; same setup)"
+	@echo "make test-slow  the slow-marked tests: book build, every notebook run, real-browser"
+	@echo "                checks, classroom, fresh-process compiles (about TIME_SLOW min)"
+	@echo "make test-threaded  the library's tests with MXNET_ENGINE_TYPE=ThreadedEngine"
 	@echo "make lab        open the notebooks in JupyterLab"
 	@echo "make assignments  nbgrader release of one chapter per part into _build/assignments/"
 	@echo "make classroom  JupyterHub on http://127.0.0.1:8000 for STUDENTS=2 (student1.., teacher;"
@@ -110,12 +115,21 @@ slides: venv sysdeps $(CJK_FONTS)
 	@start=$$(date +%s); bash scripts/build_slides.sh && \
 	echo "==> make slides took $$(( $$(date +%s) - start )) s"
 
+# Two tiers (the `slow` marker; tests/conftest.py also marks every test that uses the
+# browser or the book build slow): `make test` is what to run after a change and stays
+# well under 20 minutes on a 2-core machine; `make test-slow` is everything else.
+# CI runs both (.ci/run), so every test still runs there.
+# Chromium is installed (sysdeps), so a browser test that cannot start it fails, not skips.
+PYTEST := STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra --durations=15 --timeout=1800
 test: venv sysdeps $(CJK_FONTS)
-	STRAIGHTDOPE_REQUIRE_BROWSER=1 $(VPY) -m pytest -q -ra --durations=15 --timeout=1800 $(PYTEST_ARGS)
+	$(PYTEST) -m "not slow" $(PYTEST_ARGS)
 
-# The library's tests again with MXNet's threaded engine selected (docs/engine.md; not in
-# CI yet: two of MXNet's sampler tests fail under it, see docs/engine.md). The book, its browser checks and the slow tests run their
-# notebooks and programs in processes of their own, so they stay with `make test`.
+test-slow: venv sysdeps $(CJK_FONTS)
+	$(PYTEST) -m slow $(PYTEST_ARGS)
+
+# The library's tests again with MXNet's threaded engine selected (docs/engine.md). The
+# book, its browser checks and the slow tests run their notebooks and programs in processes
+# of their own, so they stay with `make test` and `make test-slow`.
 THREADED_ARGS ?= -m "not slow and not browser" --ignore=tests/test_book_part12.py \
 	--ignore=tests/test_book_part34.py --ignore=tests/test_book_html.py \
 	--ignore=tests/test_book_slides.py --ignore=tests/test_book_jupyterlab.py \

@@ -4,6 +4,10 @@
 Chromium headless; see tests/browser_util.py for the launch flags and helpers
 (serve_directory, PageLog). Tests that use it are marked `browser`
 automatically and run after all other tests (see below).
+
+Two tiers: `make test` runs what is not marked `slow` (the library, compiler, widgets,
+the notebooks' static checks), `make test-slow` the rest; CI runs both. A test that uses
+the browser or the book build (`built_book`) is marked `slow` here, whatever its file says.
 """
 
 from __future__ import annotations
@@ -35,17 +39,21 @@ def _browser_required() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark tests that use the browser `browser`, and run them last.
+    """Mark tests that use the browser `browser` and `slow`, those that use the book
+    build `slow`, and run the browser tests last.
 
     While Playwright's sync API is active, the main thread counts as running an
     asyncio loop, so `asyncio.run()` would fail in any other test. Running every
     browser test at the end keeps the session-scoped browser from overlapping
     with the other tests.
     """
-    browser_marker = pytest.mark.browser
     for item in items:
-        if "chromium_browser" in getattr(item, "fixturenames", ()):
-            item.add_marker(browser_marker)
+        fixtures = getattr(item, "fixturenames", ())
+        if "chromium_browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
+        if ("chromium_browser" in fixtures or "built_book" in fixtures) \
+                and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
