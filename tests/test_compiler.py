@@ -374,6 +374,7 @@ def run_child(cache_dir, scale=1.5, **env):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow          # compiles in fresh processes
 def test_a_second_process_loads_the_compiled_graph_from_disk(tmp_path):
     first = run_child(tmp_path)
     assert first == {**first, "cache": "miss", "hit": False, "ok": True, "status": "written"}
@@ -383,6 +384,7 @@ def test_a_second_process_loads_the_compiled_graph_from_disk(tmp_path):
     assert text.startswith("# straightdope-generated key=")
 
 
+@pytest.mark.slow          # compiles in fresh processes
 def test_a_corrupted_cache_is_detected_and_rebuilt(tmp_path):
     first = run_child(tmp_path, scale=2.5)
     path = Path(first["file"])
@@ -479,6 +481,7 @@ def test_a_kernel_loaded_from_the_cache_parses_its_bitcode_only_when_a_caller_li
     assert loaded[0] == "True True [1.0, 2.0, 3.0, 0.0] [1.0, 0.0, 1.0, 2.0] True"
 
 
+@pytest.mark.slow          # compiles in fresh processes
 def test_numbas_runtime_is_loaded_from_the_cache_and_a_damaged_copy_is_replaced(tmp_path):
     for _ in range(2):                           # the second process saves the runtime
         run_link_script(tmp_path)

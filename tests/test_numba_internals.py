@@ -16,6 +16,8 @@ import pytest
 from straightdope.compiler import numba_internals
 
 ROOT = Path(__file__).resolve().parent.parent
+# Each test compiles or loads in fresh Python processes (about a minute in all): make test-slow.
+pytestmark = pytest.mark.slow
 with_tested_numba = pytest.mark.skipif(not numba_internals.USED,
                                   reason="this Numba is not the tested one: internals unused")
 

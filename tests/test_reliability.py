@@ -183,6 +183,7 @@ def test_every_cache_file_and_folder_is_private_whatever_the_umask(tmp_path):
         p: "0o700" if p.is_dir() else "0o600" for p in paths}
 
 
+@pytest.mark.slow          # compiles in fresh processes
 @pytest.mark.parametrize("planted", ["numba/<kernel hash>/", "a .nbc file"])
 def test_a_numba_folder_or_file_others_can_write_is_not_loaded(tmp_path, planted):
     folder = tmp_path / "cache"
@@ -293,6 +294,7 @@ def test_a_read_only_install_and_home_still_hybridize(tmp_path):
     assert {"blas", "util"} <= kernel_files
 
 
+@pytest.mark.slow          # compiles in fresh processes
 def test_a_read_only_cache_is_used_and_an_empty_one_runs_uncached_with_one_warning(tmp_path):
     populated, empty = tmp_path / "populated", tmp_path / "empty"
     empty.mkdir(mode=0o700)

@@ -19,6 +19,9 @@ from straightdope.gluon.data.vision import Digits, transforms
 
 from widgets.training import evaluate_accuracy, train
 
+# Trains LeNet for six epochs in both modes (about 45 s): make test-slow.
+pytestmark = pytest.mark.slow
+
 EPOCHS = 6
 BATCH_SIZE = 32                 # 1347 samples -> 43 batches per epoch
 
