@@ -36,7 +36,7 @@ help:
 	@echo "make book       build the book into _build/html/ (creates .venv, installs system packages)"
 	@echo "make slides     one reveal.js deck per chapter into _build/slides/ (after make book: reuses its runs)"
 	@echo "make test       the fast tests: all not marked slow (library, compiler, widgets,"
-	@echo "                notebooks' static checks; about 15 min here; same setup)"
+	@echo "                notebooks' static checks; 11-15 min here; same setup)"
 	@echo "make test-slow  the slow-marked tests: book build, every notebook run, real-browser"
 	@echo "                checks, classroom, fresh-process compiles (about 30 min)"
 	@echo "make test-threaded  the library's tests with MXNET_ENGINE_TYPE=ThreadedEngine"
