@@ -38,7 +38,7 @@ help:
 	@echo "make test       the fast tests: all not marked slow (library, compiler, widgets,"
 	@echo "                notebooks' static checks; 11-15 min here; same setup)"
 	@echo "make test-slow  the slow-marked tests: book build, every notebook run, real-browser"
-	@echo "                checks, classroom, fresh-process compiles (about 30 min)"
+	@echo "                checks, classroom, fresh-process compiles (about 30-35 min)"
 	@echo "make test-threaded  the library's tests with MXNET_ENGINE_TYPE=ThreadedEngine"
 	@echo "make lab        open the notebooks in JupyterLab"
 	@echo "make assignments  nbgrader release of one chapter per part into _build/assignments/"
