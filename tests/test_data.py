@@ -417,8 +417,11 @@ def test_compose_cast_and_ndarray_in_ndarray_out():
 
 
 SIGINT_CHILD = """
-import sys, time
+import signal, sys, time
 import numpy as np
+# Ctrl-C as in a terminal: a test run in a background job (`make test &`, CI runners)
+# inherits SIGINT ignored, and Python then never raises KeyboardInterrupt
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from straightdope.gluon.data import DataLoader, Dataset
 
 class Busy(Dataset):          # each sample holds the GIL a while, as Python transforms do
