@@ -417,10 +417,11 @@ def _load_later(executable):
 
 # ------------------------------------------------------------ the tiered executable
 class TieredExecutable:
-    """Runs the reference tier until the compiled code (`backend.Executable`) is in the
-    cache, then that. `tier` says which runs now; `switches` lists (call number, tier,
-    seconds until it was ready). One input shape, as every backend's executable
-    (graph.AnyShape makes one per shape)."""
+    """Runs the VM (or, where it cannot, the reference tier) until the graph's compiled
+    code (`backend.Executable`) is in the cache, then that. `tier` says which runs now;
+    `decided` whether the graph was looked up and loaded or handed to the compile process
+    yet; `switches` lists (call number, tier, seconds until it was ready). One input
+    shape, as every backend's executable (graph.AnyShape makes one per shape)."""
 
     def __init__(self, graph, is_train=False, static_alloc=False):
         self.graph, self.is_train, self.static_alloc = graph, is_train, static_alloc

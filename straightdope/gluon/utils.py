@@ -90,11 +90,13 @@ def _fetch(url, fname, verify_ssl):
     if not verify_ssl:
         warnings.warn("Unverified HTTPS request is being made (verify_ssl=False). Adding "
                       "certificate verification is strongly advised.")
-    try:
-        if not url.lower().startswith(("http://", "https://")):
-            raise ImportError("requests fetches http(s) only")
-        import requests
-    except ImportError:
+    requests = None
+    if url.lower().startswith(("http://", "https://")):      # requests fetches only these
+        try:
+            import requests
+        except ImportError:
+            pass
+    if requests is None:
         context = ssl.create_default_context()
         if not verify_ssl:
             context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
