@@ -61,20 +61,18 @@ def numba_files(cache_dir) -> dict:
 
 # ------------------------------------------------------------------ fast: the pieces
 def test_the_graph_tier_calls_are_typed_as_numba_types_them():
-    source = "\n".join([
-        "def run_graph(x0, A_float32, meta):",
-        "    s0 = meta[0]",
-        "    v0 = k_util.flat(x0)",
-        "    v1 = k_util.empty(s0*s0, A_float32)",
-        "    k_blas.matmul(v0, z, v1, z, A_float32, s0, s0, s0, s0, 0, 1)",
-        "    k_reduce.reduce_krk(v7, z, v1, z, np.int64(1), s0, s0, 0)",   # v7: unknown
-        "    t1 = np.float32(k_fmath.exp32(t0))",                           # inlined maths
-        "    return (k_util.shaped(v1, (s0, s0)), )",
-    ])
-    calls = warmup._graph_tier_calls(source, [np.empty((0, 0), np.float32)])
+    from straightdope.compiler.codegen import KernelCall
+    f32, i = ("array", "float32"), ("int",)
+    recorded = [KernelCall("util", "flat", (("input", 0),)),
+                KernelCall("util", "empty", (i, f32)),
+                KernelCall("blas", "matmul", (f32, i, f32, i, f32, i, i, i, i,
+                                              ("flag", 0), ("flag", 1))),
+                KernelCall("util", "shaped", (f32, ("tuple", 2)))]
+    calls = warmup._graph_tier_calls(recorded, [np.empty((0, 0), np.float32)])
     assert [what for what, _ in calls] == [("kernel", "util", "flat"), ("kernel", "util", "empty"),
                                            ("kernel", "blas", "matmul"),
                                            ("kernel", "util", "shaped")]
+    assert calls[0][1][0].ndim == 2 and calls[3][1][1] == (0, 0)
     import numba
     matmul = [numba.typeof(a) for a in calls[2][1]]
     # a bare integer in the source is a constant of its own type for Numba

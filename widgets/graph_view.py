@@ -246,32 +246,16 @@ def _step_of(stages: dict, node):
 
 def code_for(stages: dict, node) -> str | None:
     """The generated code that computes `node`, when the stages can say: a stage's own
-    `code_for(node_id)`, else the section of the generated source that the code generator
-    headed `# step <k>: ...` for the node's step (a fused loop, a kernel call)."""
+    `code_for(node_id)`, else the lines the code generator wrote for the node's step (a
+    fused loop, a kernel call), from the source's record (`codegen.Generated.steps`)."""
     for stage in stages.values():
         finder = getattr(stage, "code_for", None)
         if callable(finder):
             code = finder(node.id)
             if code:
                 return str(code)
-    source, step = stages.get("source"), _step_of(stages, node)
-    if source is None or step is None:
-        return None
-    lines = str(source).splitlines()
-    head = re.compile(rf"^(\s*)# step {step}\b")
-    for k, line in enumerate(lines):
-        match = head.match(line)
-        if match is None:
-            continue
-        indent, section = len(match.group(1)), [line]
-        for nxt in lines[k + 1:]:
-            stripped = nxt.lstrip()
-            # The section ends at the next step's comment, or where the code dedents.
-            if stripped.startswith("# step ") or (stripped and len(nxt) - len(stripped) < indent):
-                break
-            section.append(nxt)
-        return "\n".join(section).rstrip()
-    return None
+    steps, step = getattr(stages.get("source"), "steps", {}), _step_of(stages, node)
+    return steps.get(step, "").rstrip() or None
 
 
 def node_details_html(stages: dict, stage_key: str, node) -> str:

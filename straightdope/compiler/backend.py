@@ -23,7 +23,6 @@ Two tiers share every pass up to the source (`tier=`):
 """
 from __future__ import annotations
 
-import re
 import sys
 import threading
 import time
@@ -84,12 +83,10 @@ def _memory(ex, stages):
 
 
 def _source(ex, stages):
-    """The generated source; the sizes it reads (`meta`) and the steps tier's distinct
-    loops go to `ex.generated`."""
-    source, meta, loops = generate(stages["fused"], stages["memory"], ex.is_train,
-                                   loops_apart=ex.tier == "steps")
-    ex.generated = (meta, loops)
-    return source
+    """The generated source, with its record (`codegen.Generated`: kernel calls, arenas,
+    the sizes it reads, the steps tier's distinct loops)."""
+    return generate(stages["fused"], stages["memory"], ex.is_train,
+                    loops_apart=ex.tier == "steps")
 
 
 # The pipeline, in order: (the stage a pass produces, the timing key of that pass, the
@@ -152,7 +149,6 @@ class Executable:
         self._in_shapes = [tuple(n.shapes[0]) for n in graph.nodes if n.is_var]
         self.fn = None                     # the compiled run_graph, after compile()
         self._per_thread = threading.local() if static_alloc else None
-        self.generated = None              # (meta, loop sources), from the source pass
         self.stages, self.timings = self._passes()
         if compile:
             self.compile()
@@ -167,19 +163,19 @@ class Executable:
             if key:
                 t[key] = time.perf_counter() - mark
         t["shapes"] += self.graph.annotate_seconds      # inferred by the caller: see _shapes
-        t["distinct_loops"] = len(self.generated[1])    # (steps tier; 0 in the graph tier)
+        t["distinct_loops"] = len(stages["source"].loops)  # (steps tier; 0 in graph tier)
         return stages, t
 
     def job(self) -> list:
         """What Numba has to compile (or load) for this tier, as (function, example
         arguments) pairs: the whole-graph function, or the steps tier's loops and the
         kernels it calls. A worker process compiles them into the caches (tiers.py)."""
-        source, (_, loop_sources) = self.stages["source"], self.generated
+        source = self.stages["source"]
         if self.tier == "graph":
             return [(("module", source, "run_graph"), self._examples(source))]
         items = [(("kernel", kernel.py_func.__module__.rsplit(".", 1)[1], kernel.__name__),
-                  args) for kernel, args in _kernel_calls(source, self._inputs())]
-        for text, signatures in loop_sources:
+                  args) for kernel, args in _kernel_calls(source.calls, self._inputs())]
+        for text, signatures in source.loops:
             for dtypes in signatures:
                 items.append((("module", text, "loop"), _loop_examples(dtypes)))
         return items
@@ -203,7 +199,7 @@ class Executable:
 
     def _examples(self, source) -> list:
         """Empty arrays with the types run_graph is compiled for."""
-        return self._inputs() + [np.empty(0, d) for d in _arena_dtypes(source)] \
+        return self._inputs() + [np.empty(0, d) for d in source.arenas] \
             + [np.empty(0, np.int64)]
 
     def compile(self):
@@ -211,10 +207,10 @@ class Executable:
         start = time.perf_counter()
         cache.preload_blas()            # before any compiled np.dot runs: see there
         t, source = self.timings, self.stages["source"]
-        meta, loop_sources = self.generated
+        meta, loop_sources = source.meta, source.loops
         lowered = self.stages["fused"].graph
         self.arena_specs = [(np.dtype(d), self.stages["memory"].arena_sizes.get(d, 0))
-                            for d in _arena_dtypes(source)]
+                            for d in source.arenas]
         if self.tier == "graph":
             module, info = cache.load(source)
             fn, loops = module.run_graph, None
@@ -250,7 +246,7 @@ class Executable:
         namespace: dict = {}
         exec(compile(source, "<straightdope steps>", "exec"), namespace)  # our own text
         loops, hits, memory, compiled = [], [], [], False
-        for kernel, examples in _kernel_calls(source, self._inputs()):
+        for kernel, examples in _kernel_calls(source.calls, self._inputs()):
             hits.append(cache.compile_function(kernel, examples, freeze=False)["cache_hit"])
         for text, signatures in loop_sources:
             module, info = cache.load(text)
@@ -329,65 +325,39 @@ def _loop_examples(dtypes) -> list:
     return [0 if d == "int" else np.empty(0, d) for d in dtypes]
 
 
-_CALL = re.compile(r"(?:(v[0-9_]+) = )?k_([a-z]+)\.([a-z0-9_]+)\((.*)\)")
-
-
-def kernel_call_lines(source: str, inputs: list, integer=int):
-    """(module, function, example arguments) for each kernel call in a generated source,
-    in order, read back from its text: `xK` is input K, `A_<dtype>` an arena, `vN` an
-    array made by a call above, `(...)` a tuple of sizes, `np.float64(...)` a float, a
-    bare integer `integer(text)` (the whole-graph tier's Numba types it as a constant:
-    the warm-up passes `warmup.Literal`), the rest ints. Arguments are None for a call
-    reading an array of a kind not known here."""
-    arrays = {f"x{k}": a for k, a in enumerate(inputs)}
-    arrays.update({f"A_{d}": np.empty(0, d) for d in _arena_dtypes(source)})
-    lines = []
-    for line in source.splitlines():
-        line = line.strip()
-        if line.startswith("return ("):           # return (k_util.shaped(v9, (s0, s8)), )
-            lines += _split_args(line[len("return ("):-1])
+def call_examples(call, inputs: list, integer=int) -> list:
+    """Example arguments of one recorded kernel call (`codegen.KernelCall`): input K is
+    `inputs[K]`, a flag `integer(n)` (the whole-graph tier's Numba types it as a
+    constant: the warm-up passes `warmup.Literal`), the rest empty arrays and zeros."""
+    args = []
+    for kind, *what in call.args:
+        if kind == "input":
+            args.append(inputs[what[0]])
+        elif kind == "array":
+            args.append(np.empty(0, what[0]))
+        elif kind == "flag":
+            args.append(integer(what[0]))
+        elif kind == "tuple":
+            args.append((0,) * what[0])
         else:
-            lines.append(line)
-    for line in lines:
-        found = _CALL.fullmatch(line)
-        if found is None:
-            continue
-        target, module, func, text = found.groups()
-        args = []
-        for arg in _split_args(text):
-            if arg in arrays:
-                args.append(arrays[arg])
-            elif arg.startswith("("):
-                args.append((0,) * len(_split_args(arg[1:-1])))
-            elif arg.startswith("np.float64("):
-                args.append(0.0)
-            elif re.fullmatch(r"-?[0-9]+", arg):
-                args.append(integer(arg))
-            elif re.fullmatch(r"v[0-9_]+", arg):
-                args = None                      # an array we cannot type
-                break
-            else:
-                args.append(0)
-        if args is not None and target is not None:   # flat(x), empty(n, arena): 1-d
-            arrays[target] = np.empty(0, args[-1].dtype)
-        yield module, func, args
+            args.append(0.0 if kind == "float" else 0)
+    return args
 
 
-def _kernel_calls(source: str, inputs: list) -> list:
-    """(kernel, example arguments) for every distinct kernel call in a steps-tier source
-    (`kernel_call_lines`), up to the first it cannot type (the rest loads lazily). The
-    `k_util` helpers are NumPy there (`util.in_python`), not kernels."""
+def _kernel_calls(calls, inputs: list) -> list:
+    """(kernel, example arguments) for every distinct kernel call a steps-tier source
+    makes (its record's `calls`). The `k_util` helpers are NumPy there
+    (`util.in_python`), not kernels."""
     import importlib
-    seen, calls = set(), []
-    for module, func, args in kernel_call_lines(source, inputs):
-        if args is None:
-            break
-        key = (module, func, tuple(_kind(a) for a in args))
-        if module != "util" and key not in seen:
+    seen, found = set(), []
+    for call in calls:
+        args = call_examples(call, inputs)
+        key = (call.module, call.func, tuple(_kind(a) for a in args))
+        if call.module != "util" and key not in seen:
             seen.add(key)
-            kernel = getattr(importlib.import_module(f"{__package__}.kernels.{module}"), func)
-            calls.append((kernel, args))
-    return calls
+            module = importlib.import_module(f"{__package__}.kernels.{call.module}")
+            found.append((getattr(module, call.func), args))
+    return found
 
 
 def _kind(arg) -> tuple:
@@ -395,30 +365,6 @@ def _kind(arg) -> tuple:
     if isinstance(arg, np.ndarray):
         return arg.dtype.str, arg.ndim
     return type(arg).__name__, len(arg) if isinstance(arg, tuple) else 0
-
-
-def _split_args(text: str) -> list:
-    """Top-level comma-separated parts of a call's argument text."""
-    if "(" not in text:
-        return [part.strip() for part in text.split(",") if part.strip()]
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        if ch == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-            continue
-        depth += (ch == "(") - (ch == ")")
-        current += ch
-    if current.strip():
-        parts.append(current.strip())
-    return parts
-
-
-def _arena_dtypes(source: str) -> list:
-    """The arenas the generated function takes, in order (read from its signature)."""
-    line = next(ln for ln in source.splitlines() if ln.startswith("def run_graph("))
-    return [a.strip()[2:] for a in line[len("def run_graph("):-2].split(",")
-            if a.strip().startswith("A_")]
 
 
 def _output_plan(graph: Graph):

@@ -104,13 +104,18 @@ def typed(arg) -> str:
     distinct *literal* argument (3 is `Literal[int](3)`), so a kernel called with
     `kh=3` here and `kh=5` there would be compiled twice, and never found in its
     cache. `np.int64(3)` is a plain int64: one compiled kernel serves every call."""
+    return _typed(arg)[0]
+
+
+def _typed(arg) -> tuple[str, tuple]:
+    """(`typed(arg)`, the argument's kind in `KernelCall.args`)."""
     if isinstance(arg, Flag):
-        return str(int(arg))
+        return str(int(arg)), ("flag", int(arg))
     text = str(arg).strip()
     if _INT.fullmatch(text):
-        return f"np.int64({text})"
+        return f"np.int64({text})", ("int",)
     if _FLOAT.fullmatch(text):
-        return f"np.float64({text})"
+        return f"np.float64({text})", ("float",)
     if text.startswith("(") and text.endswith(")") and "," in text:
         parts, depth, cur = [], 0, ""
         for ch in text[1:-1]:
@@ -123,8 +128,8 @@ def typed(arg) -> str:
         if cur.strip():
             parts.append(cur)
         inner = ", ".join(typed(p) for p in parts)
-        return f"({inner},)" if len(parts) == 1 else f"({inner})"
-    return text
+        return (f"({inner},)" if len(parts) == 1 else f"({inner})"), ("tuple", len(parts))
+    return text, ("int",)         # a name read from meta (s0, o5, z) or a product of them
 
 
 def prod(dims) -> str:
@@ -146,9 +151,49 @@ class Ref:
         return prod(self.dims)
 
     @property
-    def args(self) -> str:
+    def args(self) -> "ArrayArgs":
         # `z` is np.int64(0): a literal 0 would make Numba compile a kernel variant
-        return f"{self.arr}, {'z' if self.off == '0' else self.off}"
+        return ArrayArgs(self.arr, 'z' if self.off == '0' else self.off)
+
+
+class ArrayArgs(str):
+    """A value's two call arguments, `array, offset`, as text that knows its array."""
+
+    def __new__(cls, arr: str, off: str):
+        text = super().__new__(cls, f"{arr}, {off}")
+        text.arr = arr
+        return text
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One kernel call of a generated function, in order. `args` gives each argument's
+    kind: ("input", k) is input k as passed; ("array", dtype) a 1-d array; ("flag", n)
+    the literal n (`Flag`); ("int",), ("float",) a number; ("tuple", n) n sizes."""
+    module: str
+    func: str
+    args: tuple
+
+
+class Generated(str):
+    """The source of `run_graph` (a str: print it, search it, compile it) with what the
+    code generator knows about it, as data, so that nothing reads the text back:
+
+    * `calls`: every kernel call, in order (`KernelCall`; the `k_util` helpers too);
+    * `arenas`: the dtypes of the arenas run_graph takes after its inputs, in order;
+    * `meta`: the runtime integers it reads (`meta`);
+    * `loops`: the steps tier's distinct loops, (source, sorted argument dtypes);
+    * `steps`: step id -> the lines of the source that step wrote (none for a view)."""
+
+    def __new__(cls, source: str, **record):
+        text = super().__new__(cls, source)
+        for key in ("calls", "arenas", "meta", "loops", "steps"):
+            setattr(text, key, record.pop(key))
+        assert not record, record
+        return text
+
+    def __reduce__(self):                # pickled or copied: the text only
+        return str, (str(self),)
 
 
 class CodeGen:
@@ -169,10 +214,14 @@ class CodeGen:
         self.offsets: dict = {}
         self.output_arrays: dict = {}
         self.modules: set = set()
+        self.calls: list[KernelCall] = []
+        self.steps: dict = {}
+        self.arrays: dict = {}          # array name -> its kind in KernelCall.args
         self.arenas = sorted({dtype_name(d) for d in plan.arena_sizes}
                              | {dtype_name(n.dtypes[k]) for n in self.graph.op_nodes
                                 for k in range(n.num_outputs)})
         self.lit = lit
+        self.arrays.update({f"A_{d}": ("array", d) for d in self.arenas})
 
     # ------------------------------------------------------------ helpers
     def line(self, text: str = ""):
@@ -196,8 +245,33 @@ class CodeGen:
         self.modules.add(module)
         return f"k_{module}.{func}"
 
-    def call(self, module: str, func: str, *args):
-        self.line(f"{self.kernel(module, func)}({', '.join(typed(a) for a in args)})")
+    def call(self, module: str, func: str, *args, target: str | None = None,
+             dtype=None):
+        """Write a kernel call; with `target`, as `target = call(...)`, the 1-d array
+        of `dtype` it returns (util.flat, util.empty)."""
+        text = self.call_text(module, func, *args)
+        if target is None:
+            self.line(text)
+        else:
+            self.arrays[target] = ("array", np.dtype(dtype).name)
+            self.line(f"{target} = {text}")
+
+    def call_text(self, module: str, func: str, *args) -> str:
+        """The text of a kernel call, recorded in `calls` with its arguments' kinds."""
+        texts, kinds = [], []
+        for a in args:
+            if isinstance(a, ArrayArgs):
+                texts.append(a)
+                kinds += [self.arrays[a.arr], ("int",)]
+            elif isinstance(a, str) and a in self.arrays:
+                texts.append(a)
+                kinds.append(self.arrays[a])
+            else:
+                text, kind = _typed(a)
+                texts.append(text)
+                kinds.append(kind)
+        self.calls.append(KernelCall(module, func, tuple(kinds)))
+        return f"{self.kernel(module, func)}({', '.join(texts)})"
 
     def arena(self, dt) -> str:
         return f"A_{dtype_name(dt)}"
@@ -252,8 +326,8 @@ class CodeGen:
             if root not in self.output_arrays:
                 rnode = self.graph.nodes[root[0]]
                 rname = f"v{root[0]}" + (f"_{root[1]}" if rnode.num_outputs > 1 else "")
-                self.line(f"{rname} = {self.kernel('util', 'empty')}({typed(prod(dims))}, "
-                          f"{self.arena(dt)})")
+                self.call("util", "empty", prod(dims), self.arena(dt), target=rname,
+                          dtype=dt)
                 self.output_arrays[root] = rname
             ref = Ref(self.output_arrays[root], "0", dims, tuple(node.shapes[entry[1]]), dt)
         elif where == "arena":
@@ -279,9 +353,13 @@ class CodeGen:
             self.dims[(node.id, 0)] = [self.rt(d, "s") for d in node.shapes[0]]
             self.refs[(node.id, 0)] = Ref(f"v{node.id}", "0", self.dims[(node.id, 0)],
                                           tuple(node.shapes[0]), dt)
-            self.line(f"v{node.id} = {self.kernel('util', 'flat')}(x{k})")
+            self.arrays[f"x{k}"] = ("input", k)
+            self.call("util", "flat", f"x{k}", target=f"v{node.id}", dtype=dt)
         for step in self.fused.steps:
+            start = len(self.lines)
             self.emit_step(step)
+            if len(self.lines) > start:
+                self.steps[step.id] = "\n".join(self.lines[start:])
         self.emit_return()
         return self.assemble(params), list(self.meta)
 
@@ -470,8 +548,8 @@ class CodeGen:
             seen.add(e)
             ref = self.ref(e)
             if len(ref.dims) >= 2:
-                outs.append(f"{self.kernel('util', 'shaped')}({ref.arr}, "
-                            f"{typed('(' + ', '.join(ref.dims) + ')')})")
+                outs.append(self.call_text("util", "shaped", ref.arr,
+                                           "(" + ", ".join(ref.dims) + ")"))
             else:
                 outs.append(ref.arr)
         self.line("return (" + "".join(o + ", " for o in outs) + ")")
@@ -602,11 +680,12 @@ class Loops:
 
 
 def generate(fused: Fused, plan: MemoryPlan, is_train: bool = False,
-             loops_apart: bool = False) -> tuple[str, list, list]:
-    """(source of `run_graph`, the meta values it reads, the sources of its loops) for
-    one planned graph. The loops are inside run_graph unless `loops_apart`."""
+             loops_apart: bool = False) -> Generated:
+    """The source of `run_graph` for one planned graph, with its record (`Generated`).
+    The loops are inside run_graph unless `loops_apart`."""
     cg = CodeGen(fused, plan, is_train, loops_apart)
     source, meta = cg.generate()
     loops = list(zip(cg.loops.sources, map(sorted, cg.loops.signatures))) if loops_apart \
         else []
-    return source, meta, loops
+    return Generated(source, calls=tuple(cg.calls), arenas=tuple(cg.arenas), meta=meta,
+                     loops=loops, steps=cg.steps)

@@ -288,21 +288,19 @@ def kernel_items(plan, whole=False) -> list:
     if plan.tier == "steps":
         return plan.job()
     source = plan.stages["source"]
-    calls = _graph_tier_calls(source, plan._inputs())
+    calls = _graph_tier_calls(source.calls, plan._inputs())
     if whole:
         calls.append((("module", source, "run_graph"), plan._examples(source)))
     return calls
 
 
-def _graph_tier_calls(source: str, inputs: list) -> list:
-    """The kernel calls of a whole-graph function (`backend.kernel_call_lines`): a bare
-    integer there is a `Literal`, and the `k_util` helpers are kernels too. (Calls
-    inside fused loops are `inline="always"` maths, compiled into the loop, never on
-    their own.)"""
-    from .backend import kernel_call_lines
-    return [(("kernel", module, func), args) for module, func, args
-            in kernel_call_lines(source, inputs, integer=lambda text: Literal(int(text)))
-            if args is not None]
+def _graph_tier_calls(calls, inputs: list) -> list:
+    """The kernel calls of a whole-graph function (its record's `calls`): a flag there
+    is a `Literal`, and the `k_util` helpers are kernels too. (Calls inside fused loops
+    are `inline="always"` maths, compiled into the loop, never on their own.)"""
+    from .backend import call_examples
+    return [(("kernel", call.module, call.func), call_examples(call, inputs, Literal))
+            for call in calls]
 
 
 # ------------------------------------------------------------------- the plan
