@@ -59,16 +59,6 @@ ALLOWED = {
                                       "(fix: executor.py above cached_op)",
     ("symbol.symbol", "symbol.serialize"): "Symbol.tojson()/save() are MXNet's methods; the "
                                            "JSON format (which builds Symbols) is beside it",
-    # -- compiler/warmup.py compiles the library's kernels by running its own networks.
-    #    Fix: move it above gluon, into straightdope/warmup.py (which imports it today).
-    ("compiler.warmup", "gluon"): "warmup runs gluon networks",
-    ("compiler.warmup", "gluon.loss"): "warmup runs gluon networks",
-    ("compiler.warmup", "gluon.model_zoo.vision"): "warmup runs gluon networks",
-    ("compiler.warmup", "gluon.model_zoo.vision.resnet"): "warmup runs gluon networks",
-    ("compiler.warmup", "gluon.nn"): "warmup runs gluon networks",
-    ("compiler.warmup", "gluon.rnn"): "warmup runs gluon networks",
-    ("compiler.warmup", "optimizer"): "warmup trains a network",
-    ("compiler.warmup", ""): "warmup uses `from .. import nd, autograd, gluon, ...`",
     # -- knots inside compiler/ (imports inside functions). Fix: the shared names in the
     #    module both sides import (e.g. Executable and Flag in a small module of their own).
     ("compiler.numba_internals", "compiler.cache"): "Numba's cache locator calls back into "
@@ -77,7 +67,6 @@ ALLOWED = {
                                               "kernels use codegen's Flag",
     ("compiler.loops", "compiler.backend"): "a loop body is an Executable (backend's)",
     ("compiler.tiers", "compiler.backend"): "the tier worker compiles with NumbaBackend",
-    ("compiler.warmup", "compiler.backend"): "warmup compiles with NumbaBackend",
     ("compiler.tiers", "compiler.warmup"): "a tier job asks which kernels are missing",
     ("compiler.vm", "compiler.backend"): "the VM compiles a graph with backend's PIPELINE "
                                          "(backend -> tiers -> vm)",

@@ -149,7 +149,8 @@ def test_the_shared_dir_is_read_from_the_environment(monkeypatch, tmp_path):
 STUDENT = r"""
 import json, sys, warnings
 warnings.simplefilter("error", UserWarning)         # a CacheDirWarning fails the run
-from straightdope.compiler import cache, tiers, warmup
+from straightdope import warmup
+from straightdope.compiler import cache, tiers
 from straightdope.compiler.backend import Executable
 from straightdope import nd
 tiers.prepare()                          # what hybridize() does first: the VM loads?

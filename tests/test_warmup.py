@@ -1,4 +1,5 @@
-"""The setup step that compiles the library's kernels once per machine (compiler/warmup.py).
+"""The setup step that compiles the library's kernels once per machine (straightdope/warmup.py,
+compiler/warmup.py).
 
 The slow tests run `python -m straightdope.warmup --only mlp` in subprocesses, each with a
 fresh STRAIGHTDOPE_CACHE_DIR, and look at the cache from *other* fresh processes."""
@@ -15,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from straightdope.compiler import cache, warmup
+from straightdope import warmup as setup_step          # the networks, the command
+from straightdope.compiler import cache, warmup         # the manifest, the workers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +38,8 @@ def run(cache_dir, *args, **kwargs):
 # training step's forward and backward graphs) in the cache? Prints the missing ones.
 MLP_MISSING = r"""
 import json
-from straightdope.compiler import tiers, warmup
+from straightdope import warmup
+from straightdope.compiler import tiers
 from straightdope.compiler.backend import Executable
 graphs, _ = warmup.traced("mlp")
 items = [item for graph, is_train in graphs
@@ -68,7 +71,7 @@ def test_the_graph_tier_calls_are_typed_as_numba_types_them():
                 KernelCall("blas", "matmul", (f32, i, f32, i, f32, i, i, i, i,
                                               ("flag", 0), ("flag", 1))),
                 KernelCall("util", "shaped", (f32, ("tuple", 2)))]
-    calls = warmup._graph_tier_calls(recorded, [np.empty((0, 0), np.float32)])
+    calls = setup_step._graph_tier_calls(recorded, [np.empty((0, 0), np.float32)])
     assert [what for what, _ in calls] == [("kernel", "util", "flat"), ("kernel", "util", "empty"),
                                            ("kernel", "blas", "matmul"),
                                            ("kernel", "util", "shaped")]
@@ -95,7 +98,7 @@ def whole_graph_sources(net, shape) -> list:
     """The whole-graph functions' sources of `net`'s inference and training graphs."""
     from straightdope import autograd, init, nd
     from straightdope.compiler.backend import Executable, choose_tier
-    tracer = warmup._Tracer()
+    tracer = setup_step._Tracer()
     net.initialize(init.Xavier())
     net.hybridize(executor=tracer)
     x = nd.array(np.ones(shape, np.float32))
@@ -112,12 +115,12 @@ def test_the_plan_holds_the_small_networks_whole_graph_functions_other_sizes_sha
     """Sizes are run-time values of a whole-graph function (`meta`), so the warm-up's
     MLP (512-256-128-10) compiles the very functions of any MLP of two hidden ReLU
     layers; a third layer is another function."""
-    graphs = {item[0][1] for item in warmup.plan(["mlp"]) if item[0][0] == "graph"}
+    graphs = {item[0][1] for item in setup_step.plan(["mlp"]) if item[0][0] == "graph"}
     assert len(graphs) >= 3           # inference, a training step's forward and backward
     other_sizes = whole_graph_sources(mlp(300, 40), (5, 70))
     assert len(other_sizes) == 3 and set(other_sizes) <= graphs
     assert not set(whole_graph_sources(mlp(300, 40, 20), (5, 70))) & graphs
-    item = next(i for i in warmup.plan(["mlp"]) if i[0][0] == "graph")
+    item = next(i for i in setup_step.plan(["mlp"]) if i[0][0] == "graph")
     assert warmup.job_item(item) == ("module", item[0][1], "run_graph")
     assert warmup.label(item).startswith("graph ")
 
@@ -242,7 +245,7 @@ LENET_FIRST_CALL = r"""
 import json
 import numpy as np
 from straightdope import autograd, gluon
-from straightdope.compiler import warmup
+from straightdope import warmup
 net, inputs, labels, _ = warmup.NETWORKS["lenet"]()
 net.initialize()
 want = net(*inputs).asnumpy()
