@@ -67,7 +67,6 @@ ALLOWED = {
                                               "kernels use codegen's Flag",
     ("compiler.loops", "compiler.backend"): "a loop body is an Executable (backend's)",
     ("compiler.tiers", "compiler.backend"): "the tier worker compiles with NumbaBackend",
-    ("compiler.tiers", "compiler.warmup"): "a tier job asks which kernels are missing",
     ("compiler.vm", "compiler.backend"): "the VM compiles a graph with backend's PIPELINE "
                                          "(backend -> tiers -> vm)",
     # -- nd/__init__.py holds the functions generated from the registry (zeros, split, the

@@ -159,11 +159,11 @@ graphs, _ = warmup.traced("mlp")
 items = [item for graph, is_train in graphs
          for item in Executable(graph, is_train, tier="steps", compile=False).job()
          if item[0][0] == "kernel"]
-missing = [w for w, _ in tiers.missing(items)]
+missing = [w for w, _ in cache.missing(items)]
 if sys.argv[1:] == ["check"]:
     print(json.dumps({"missing": missing}))
     sys.exit()
-hits = [cache.compile_function(tiers.resolve(w), a, freeze=False)["cache_hit"] for w, a in items]
+hits = [cache.compile_function(cache.resolve(w), a, freeze=False)["cache_hit"] for w, a in items]
 net, inputs, _, _ = warmup.NETWORKS["mlp"]()
 net.initialize()
 net.hybridize(compile="sync")

@@ -39,13 +39,13 @@ def run(cache_dir, *args, **kwargs):
 MLP_MISSING = r"""
 import json
 from straightdope import warmup
-from straightdope.compiler import tiers
+from straightdope.compiler import cache
 from straightdope.compiler.backend import Executable
 graphs, _ = warmup.traced("mlp")
 items = [item for graph, is_train in graphs
          for item in Executable(graph, is_train, tier="steps", compile=False).job()
          if item[0][0] == "kernel"]
-print(json.dumps({"items": len(items), "missing": [w for w, _ in tiers.missing(items)]}))
+print(json.dumps({"items": len(items), "missing": [w for w, _ in cache.missing(items)]}))
 """
 
 

@@ -190,8 +190,7 @@ class Executable:
 
     def missing(self) -> list:
         """The items of `job()` that are not compiled in the caches yet."""
-        from .tiers import missing
-        return missing(self.job())
+        return cache.missing(self.job())
 
     def _inputs(self) -> list:
         return [np.empty((0,) * len(s), dt) for s, dt in zip(self._in_shapes,

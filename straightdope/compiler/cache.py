@@ -428,6 +428,25 @@ def is_cached(func, example_args) -> bool:
     return sig in func.overloads or numba_internals.is_cached(func, sig)
 
 
+# What Numba compiles for a graph (`Executable.job()`): (what, example arguments), what
+# being ("module", source, function name) for generated code or ("kernel", module,
+# function) for a library kernel.
+def resolve(what) -> object:
+    """The Numba function named by a job item (only our kernels and our own sources)."""
+    if what[0] == "module":
+        module, _ = load(what[1])
+        return getattr(module, what[2])
+    if what[0] == "kernel" and what[1].isidentifier() and what[2].isidentifier():
+        import importlib
+        return getattr(importlib.import_module(f"{__package__}.kernels.{what[1]}"), what[2])
+    raise ValueError(f"not a compile job item: {what[:1]}")
+
+
+def missing(job) -> list:
+    """The items of a job that are not compiled in the caches yet."""
+    return [(what, args) for what, args in job if not is_cached(resolve(what), args)]
+
+
 _BLAS = "scipy.linalg.cython_blas"
 
 

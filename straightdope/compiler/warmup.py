@@ -106,7 +106,7 @@ _FUNCTIONS = {kind: function for function, kind in _KINDS.items()}
 
 
 def job_item(item) -> tuple:
-    """The job item (`tiers.resolve`) of a plan item: a kernel, or the source of a fused
+    """The job item (`cache.resolve`) of a plan item: a kernel, or the source of a fused
     loop or of a whole-graph function."""
     if item[0][0] in _FUNCTIONS:
         return ("module", item[0][1], _FUNCTIONS[item[0][0]])
@@ -120,8 +120,7 @@ def label(item) -> str:
 
 
 def is_cached(item) -> bool:
-    from .tiers import resolve
-    return cache.is_cached(resolve(job_item(item)), [example(a) for a in item[1]])
+    return cache.is_cached(cache.resolve(job_item(item)), [example(a) for a in item[1]])
 
 
 NOT_RUN = "all (python -m straightdope.warmup has not run for this version of straightdope)"
@@ -144,7 +143,6 @@ def _worker():
     [number, seconds, error or null]. It ends when stdin closes or its parent dies."""
     import signal
     import threading
-    from .tiers import resolve
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches us too: the parent decides
     parent = os.getppid()
 
@@ -157,7 +155,7 @@ def _worker():
         number, name, args = json.loads(line)
         start, error = time.perf_counter(), None
         try:
-            cache.compile_function(resolve(job_item([name, args])),
+            cache.compile_function(cache.resolve(job_item([name, args])),
                                    [example(a) for a in args], freeze=False)
         except Exception as err:                    # reported by the parent
             error = f"{type(err).__name__}: {err}"
@@ -205,8 +203,7 @@ def batches(items) -> list:
     * An item that calls other items (a whole-graph function, the VM) *needs* them:
       compiled first, they are loaded from the cache when it compiles, not compiled
       again inside it. Without this, one worker would compile nearly everything."""
-    from .tiers import resolve
-    own = [resolve(job_item(item)) for item in items]
+    own = [cache.resolve(job_item(item)) for item in items]
     planned = set(own)
     reach = [_reach(f, stop=planned) for f in own]
     group = list(range(len(items)))           # union-find over the items
