@@ -3,7 +3,7 @@
 This is what a hybridized block runs instead of its Python code. It appears on
 the autograd tape as *one* node: its forward is the compiled forward graph
 (which also hands back the values the backward needs) and its backward is the
-compiled gradient graph from `graph.autodiff`.
+compiled gradient graph from `symbol.autodiff`.
 
 The executor that compiles graphs is pluggable: the Numba code generator in
 `straightdope.compiler` by default, or the NumPy reference interpreter with

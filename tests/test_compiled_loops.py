@@ -9,7 +9,7 @@ from straightdope import autograd, nd, sym
 from straightdope.compiler import NumbaBackend
 from straightdope.compiler.kernels import fmath
 from straightdope.graph import Graph, annotate
-from straightdope.graph.autodiff import differentiate
+from straightdope.symbol.autodiff import differentiate
 
 
 def _ulps(got, ref):

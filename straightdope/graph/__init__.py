@@ -1,6 +1,6 @@
-"""The graph IR and what works on it directly: shape inference, the reference
-executor and symbolic differentiation. The optimising passes live in
-`straightdope.compiler`.
+"""The graph IR and what works on it directly: shape inference and the reference
+executor (symbolic differentiation, Symbols only, is `symbol/autodiff.py`). The
+optimising passes live in `straightdope.compiler`.
 
 This layer is built on `straightdope.symbol` (a Graph is made from a Symbol's public
 API: `walk()`, `entries`, the nodes' fields) and never the other way round. The
@@ -11,7 +11,7 @@ from .ir import Graph, Node  # noqa: F401
 from .shapes import annotate, infer_shapes, symbol_shapes  # noqa: F401
 from .specialize import AnyShape  # noqa: F401
 from .interpret import ReferenceBackend, evaluate, run_reference  # noqa: F401
-from .autodiff import Differentiated, differentiate  # noqa: F401
+from ..symbol.autodiff import Differentiated, differentiate  # noqa: F401
 
 _symbol.GRAPH_ANALYSES.update(infer_shapes=symbol_shapes, evaluate=evaluate,
                               differentiate=differentiate)

@@ -29,7 +29,7 @@ def _shapes(attrs, in_shapes):
 def _gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
     """The subgraph applied to the node's inputs, differentiated (in a graph only)."""
     from .. import symbol
-    from ..graph.autodiff import gradient_symbols
+    from ..symbol.autodiff import gradient_symbols
     if not all(isinstance(x, symbol.Symbol) for x in inputs):
         raise OpError("_CachedOp: its gradient is built in a graph; run the Symbol through "
                       "a SymbolBlock or an executor rather than op by op")

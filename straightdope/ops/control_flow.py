@@ -74,12 +74,12 @@ _GRADIENTS: dict = {}   # id(subgraph Symbol) -> (Symbol, Differentiated or the 
 
 def body_gradient(subgraph):
     """The body differentiated once with respect to all its inputs
-    (`graph.autodiff.differentiate`): `.forward` gives the body's outputs and then the
+    (`symbol.autodiff.differentiate`): `.forward` gives the body's outputs and then the
     values its gradient reads ("saved"), `.backward` takes the body's inputs, those
     saved values and the output gradients. Raises OpError if the body has no gradient."""
     hit = _GRADIENTS.get(id(subgraph))
     if hit is None or hit[0] is not subgraph:
-        from ..graph.autodiff import differentiate
+        from ..symbol.autodiff import differentiate
         try:
             found = differentiate(subgraph, subgraph.list_inputs(), is_train=True)
         except Exception as err:   # an op without a gradient: the loop still runs forward
@@ -495,7 +495,7 @@ def _while_gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
     steps, backwards, that recomputes each step's body from the loop variables it saw
     and takes its gradient. A step that did not run (mask 0) passes the gradient of the
     loop variables through unchanged and adds nothing to the others."""
-    from ..graph.autodiff import gradient_symbols
+    from ..symbol.autodiff import gradient_symbols
     func = attrs["subgraphs"][1]
     names = func.list_inputs()
     n_vars, n_out = _while_counts(attrs)
@@ -582,7 +582,7 @@ def _cond_shapes(attrs, in_shapes):
 
 def _cond_gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
     """The gradient of a cond is a cond of the two branches' gradients."""
-    from ..graph.autodiff import gradient_symbols
+    from ..symbol.autodiff import gradient_symbols
     pred_g, then_g, else_g = attrs["subgraphs"]
     heads = [g if g is not None else F.zeros_like(o) for g, o in zip(out_grads, outputs)]
 

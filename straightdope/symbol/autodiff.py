@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .. import name as _name
 from ..base import postorder
-from ..symbol.symbol import Group, Node, Symbol, topological
+from .symbol import Group, Node, Symbol, topological
 
 
 @dataclass
