@@ -63,8 +63,6 @@ ALLOWED = {
     #    module both sides import (e.g. Executable and Flag in a small module of their own).
     ("compiler.numba_internals", "compiler.cache"): "Numba's cache locator calls back into "
                                                     "our cache (cache imports it)",
-    ("compiler.codegen", "compiler.kernels"): "codegen asks the kernels' EMITTERS and DIMS; "
-                                              "kernels use codegen's Flag",
     ("compiler.loops", "compiler.backend"): "a loop body is an Executable (backend's)",
     ("compiler.tiers", "compiler.backend"): "the tier worker compiles with NumbaBackend",
     ("compiler.vm", "compiler.backend"): "the VM compiles a graph with backend's PIPELINE "

@@ -31,6 +31,6 @@ def __getattr__(name):
         from . import backend
         return getattr(backend, name)
     if name == "CodegenError":
-        from .codegen import CodegenError
+        from .emitting import CodegenError
         return CodegenError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

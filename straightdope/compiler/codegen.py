@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dtypes import NUMBA_DTYPES as _NUMBA_DTYPES
+from .emitting import CodegenError, Flag  # noqa: F401  (the kernels' emitters use them)
 from .fuse import Fused
 from .memory import MemoryPlan
 
@@ -55,10 +56,6 @@ def _disk_cache() -> bool:
     must not import Numba (tiers.can_be_tiered reads it in a first call)."""
     from .numba_internals import DISK_CACHE
     return DISK_CACHE
-
-
-class CodegenError(ValueError):
-    """The graph cannot be compiled (an op without a Numba implementation, a bad attribute)."""
 
 
 def lit(value) -> str:
@@ -91,12 +88,6 @@ def dtype_name(dt) -> str:
 
 _INT = re.compile(r"\(?-?[0-9]+\)?")
 _FLOAT = re.compile(r"\(?-?[0-9.]+(e[+\-]?[0-9]+)?\)?|np\.nan|np\.inf|\(-np\.inf\)")
-
-
-class Flag(int):
-    """A small integer passed to a kernel *as a literal* on purpose (an op code, a
-    transpose flag): Numba then compiles the kernel once per flag value and prunes the
-    branches for the other values, so each variant is small and compiles fast."""
 
 
 def typed(arg) -> str:

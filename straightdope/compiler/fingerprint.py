@@ -25,7 +25,7 @@ HERE = Path(__file__).parent
 def kernel_hash() -> str:
     """Hash of the kernels' and the code generator's source."""
     h = hashlib.sha256()
-    for path in sorted(HERE.glob("kernels/*.py")) + [HERE / "codegen.py"]:
+    for path in sorted(HERE.glob("kernels/*.py")) + [HERE / "codegen.py", HERE / "emitting.py"]:
         h.update(path.read_bytes())
     return h.hexdigest()
 

@@ -44,7 +44,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ..codegen import Flag
+from ..emitting import Flag
 from ..numba_internals import DISK_CACHE
 
 JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)

@@ -308,7 +308,7 @@ def conv_args(cg, node, data, weight, out):
 def _check_float(*refs):
     if any(r.dtype.name not in ("float32", "float64") or r.dtype != refs[0].dtype
            for r in refs):
-        from ..codegen import CodegenError
+        from ..emitting import CodegenError
         raise CodegenError("Convolution needs float32 or float64 arrays of one dtype")
 
 

@@ -12,7 +12,7 @@ resolved while planning and passed as runtime values, never baked into code.
 """
 from numba import njit
 
-from ..codegen import Flag
+from ..emitting import Flag
 from ..numba_internals import DISK_CACHE
 from .softmax import split_axis
 from .util import copy_into

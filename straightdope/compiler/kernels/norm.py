@@ -8,7 +8,7 @@ squared deviations), as `np.var` does.
 import numpy as np
 from numba import njit
 
-from ..codegen import Flag
+from ..emitting import Flag
 from ..numba_internals import DISK_CACHE
 from .softmax import split_axis
 

@@ -9,7 +9,7 @@ as in the NumPy reference.
 import numpy as np
 from numba import njit
 
-from ..codegen import Flag
+from ..emitting import Flag
 from ..numba_internals import DISK_CACHE
 from .util import nan_max
 

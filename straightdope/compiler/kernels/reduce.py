@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from ...ops.reduce import norm_axes
-from ..codegen import Flag
+from ..emitting import Flag
 from ..numba_internals import DISK_CACHE
 from .util import nan_max, nan_min
 

@@ -7,7 +7,7 @@ Maxima are subtracted before `exp` (stable), sums are taken in float64.
 import numpy as np
 from numba import njit
 
-from ..codegen import Flag
+from ..emitting import Flag
 from ..numba_internals import DISK_CACHE
 
 JIT = dict(cache=DISK_CACHE, nogil=True, boundscheck=False)
