@@ -64,9 +64,6 @@ ALLOWED = {
     ("compiler.numba_internals", "compiler.cache"): "Numba's cache locator calls back into "
                                                     "our cache (cache imports it)",
     ("compiler.loops", "compiler.backend"): "a loop body is an Executable (backend's)",
-    ("compiler.tiers", "compiler.backend"): "the tier worker compiles with NumbaBackend",
-    ("compiler.vm", "compiler.backend"): "the VM compiles a graph with backend's PIPELINE "
-                                         "(backend -> tiers -> vm)",
     # -- nd/__init__.py holds the functions generated from the registry (zeros, split, the
     #    ops), and its submodules call back into them. Fix: the generated namespace in a
     #    module of its own that __init__ re-exports.

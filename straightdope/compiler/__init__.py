@@ -5,12 +5,15 @@
 * `lower.py`   rewrites a few ops into simpler ones (FullyConnected = dot + bias add)
 * `fuse.py`    groups elementwise chains into loops (pass 2)
 * `memory.py`  liveness and buffer reuse (pass 3)
-* `codegen.py` writes the Python source of the whole graph (pass 4)
+* `codegen.py` writes the Python source of the whole graph (pass 4), returned with its
+               record (`Generated`: kernel calls, arenas, loops, each step's lines)
+* `emitting.py` what codegen and the kernels' emitters share (Flag, CodegenError)
 * `cache.py`   the on-disk cache of generated modules and their machine code
 * `backend.py` NumbaBackend / Executable: for one set of input shapes (graph.AnyShape
                keeps one per shapes met), runs the passes (its PIPELINE list), then the
                code, as one whole-graph function ("graph" tier) or as steps called from
                Python, one function per distinct loop ("steps" tier, for large graphs)
+* `ready.py`   what identifies a compile, and the cache dir's "compiled" markers
 * `tiers.py`   hybridize(compile="tiered"), the default: the NumPy reference tier while a
                background process compiles the final tier into the caches, then a switch
                (it imports none of the rest, nor Numba, until compiled code is there)

@@ -234,8 +234,8 @@ class Executable:
         self.out_plan = _output_plan(lowered)  # None when outputs need no fixing up
         self.fn = fn
         if self.tier == choose_tier(self.graph):     # what a tiered first call looks for
-            from . import tiers
-            tiers.mark_ready(tiers.job_key(tiers.describe(self.graph, self.is_train)))
+            from . import ready
+            ready.mark_ready(ready.job_key(ready.describe(self.graph, self.is_train)))
         self._debug()
 
     def _compile_steps(self, source, loop_sources):

@@ -268,7 +268,7 @@ def seed_from_shared(shared: Path, write_dir: Path) -> int:
             for name in files:
                 if name.endswith(".json"):   # the warm-up's manifest
                     copied += _copy_missing(Path(root, name), here / name, owners)
-    # what was compiled there (tiers.is_ready): its graphs' modules are read from `shared`
+    # what was compiled there (ready.is_ready): its graphs' modules are read from `shared`
     # (_write_module), their machine code and the kernels are in the copy
     if os.path.isdir(shared / "ready") and untrusted_inside(shared / "ready", owners) is None:
         for path in (shared / "ready").iterdir():

@@ -1,7 +1,7 @@
 """What compiled code depends on besides its own source, read without importing Numba.
 
 Two keys are made from it: `cache.cache_key` (a generated module on disk) and
-`tiers.job_key` (a graph marked compiled). Both must change whenever the machine code
+`ready.job_key` (a graph marked compiled). Both must change whenever the machine code
 could: with Python, NumPy, Numba, this library, or the kernels' and code generator's
 source (Numba does not notice that a callee changed when it loads a cached caller).
 A first tiered call reads them, so nothing here imports Numba (its import costs a
