@@ -63,7 +63,6 @@ ALLOWED = {
     #    module both sides import (e.g. Executable and Flag in a small module of their own).
     ("compiler.numba_internals", "compiler.cache"): "Numba's cache locator calls back into "
                                                     "our cache (cache imports it)",
-    ("compiler.loops", "compiler.backend"): "a loop body is an Executable (backend's)",
     # -- nd/__init__.py holds the functions generated from the registry (zeros, split, the
     #    ops), and its submodules call back into them. Fix: the generated namespace in a
     #    module of its own that __init__ re-exports.

@@ -38,7 +38,7 @@ from .dtypes import dtypes_without_arithmetic
 from .fuse import fuse
 from .lower import lower
 from .memory import plan_memory
-from . import kernels, loops
+from . import kernels
 
 
 
@@ -441,3 +441,8 @@ class NumbaBackend:
         if loops.needs_loops(graph):     # loop nodes: compiled segments + compiled bodies
             return loops.LoopExecutable(graph, self, is_train, static_alloc, compile)
         return Executable(graph, is_train, static_alloc, tier, compile)
+
+    def without_loops(self, graph: Graph, is_train=False, static_alloc=False, compile=True):
+        """The Executable of a graph without loop nodes (a segment of a LoopExecutable:
+        loops.py asks here, and so imports nothing of this module)."""
+        return Executable(graph, is_train, static_alloc, "auto", compile)

@@ -8,12 +8,12 @@ nodes is cut into pieces:
     segment 0 (one compiled function) -> foreach (body compiled once, run T times)
               -> segment 1 (one compiled function) -> ...
 
-Each segment is an ordinary graph for `backend.Executable`; a loop node runs its
-compiled body in a Python loop, writing each step's outputs (and the states each
-step saw, which the backward pass reads) into arrays allocated once per call with
-a leading time axis. Compile time therefore does not depend on the number of
-steps, only on the size of the body. The backward pass of a `foreach` is itself a
-`foreach` (over the reversed sequence), so it runs the same way; the weight
+Each segment is an ordinary graph for `backend.Executable` (made by the backend's
+`without_loops`); a loop node runs its compiled body in a Python loop, writing each
+step's outputs (and the states each step saw, which the backward pass reads) into arrays
+allocated once per call with a leading time axis. Compile time therefore does not depend
+on the number of steps, only on the size of the body. The backward pass of a `foreach`
+is itself a `foreach` (over the reversed sequence), so it runs the same way; the weight
 gradients it adds up step by step leave its body and become one matrix product
 over all steps after the loop (`fission_sums`, "loop fission").
 
@@ -351,7 +351,6 @@ class LoopExecutable:
     def __init__(self, graph: Graph, backend, is_train=False, static_alloc=False,
                  compile=True):
         """compile=False: planned only (see backend.Executable)."""
-        from .backend import Executable
         self.graph, self.is_train = graph, is_train
         flags = dict(static_alloc=static_alloc, compile=compile)
         uses = {}
@@ -366,8 +365,8 @@ class LoopExecutable:
                 ids = {n.id for n in pending}
                 later = {e for e, users in uses.items() if e[0] in ids and
                          any(u not in ids for u in users)} | {e for e in outputs if e[0] in ids}
-                self.steps.append(_Segment(graph, list(pending), later, Executable,
-                                           is_train, flags))
+                self.steps.append(_Segment(graph, list(pending), later,
+                                           backend.without_loops, is_train, flags))
                 pending.clear()
 
         for n in graph.nodes:
