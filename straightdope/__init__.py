@@ -13,6 +13,7 @@ from .context import Context, Device, cpu, current_context, gpu, num_gpus  # noq
 from . import autograd, initializer, name, random  # noqa: F401
 from . import ndarray, symbol  # noqa: F401
 from . import graph  # noqa: F401  (built on symbol; gives Symbol.infer_shape and eval)
+from . import executor  # noqa: F401  (Symbol.bind and simple_bind, on a CachedOp)
 from . import attribute, numpy, numpy_extension, util  # noqa: F401
 from . import engine, profiler  # noqa: F401
 from .attribute import AttrScope  # noqa: F401

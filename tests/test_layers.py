@@ -16,6 +16,7 @@ LAYERS = [
     Layer("onnx", independent=False),
     Layer("gluon", "viz", independent=False),
     Layer("optimizer", "lr_scheduler", "metric", "initializer", "image", independent=False),
+    Layer("executor", independent=False),                        # Symbol.bind: a CachedOp
     Layer("cached_op", independent=False),
     Layer("compiler", independent=False),
     Layer("graph", independent=False),
@@ -55,8 +56,6 @@ ALLOWED = {
                                     "(new on main with engine.py; fix: one owner of run())",
     ("profiler", "engine"): "the profiler reads the engine's queue, the engine reports to it",
     ("profiler", "ndarray.ndarray"): "the profiler times NDArray's run (wraps nd_module)",
-    ("symbol.executor", "cached_op"): "Symbol.bind()/simple_bind() run through a CachedOp "
-                                      "(fix: executor.py above cached_op)",
     ("symbol.symbol", "symbol.serialize"): "Symbol.tojson()/save() are MXNet's methods; the "
                                            "JSON format (which builds Symbols) is beside it",
     # -- knots inside compiler/ (imports inside functions). Fix: the shared names in the

@@ -20,7 +20,6 @@ from ..ops.registry import bind_call as _bind_call
 from .symbol import (HIDDEN_KEYS, Group, Node, NpSymbol, Symbol, Variable, _create,  # noqa: F401
                      topological, user_attrs, var)
 from .serialize import SymbolFileError, load, load_json  # noqa: F401
-from .executor import Executor, bind as _bind, simple_bind as _simple_bind  # noqa: F401
 
 
 def _refuse_arrays(op, args, kwargs):
@@ -169,8 +168,6 @@ def _reshape(self, *shape, **kwargs):
 
 
 Symbol.reshape = _reshape
-Symbol.simple_bind = _simple_bind
-Symbol.bind = _bind
 Symbol.T = property(lambda self: globals()["transpose"](self))
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
 from ..ndarray.contrib import _contrib_ops  # noqa: E402

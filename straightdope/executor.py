@@ -11,13 +11,14 @@ An Executor owns one array per argument, per gradient, per auxiliary state and p
 output, and `forward` fills the outputs in place. Underneath it runs the same
 compiled graph a hybridized block runs (a `CachedOp`): the arguments that want
 gradients are marked for autograd, so `backward` is the compiled gradient graph.
+(`mx.executor`, as in MXNet; `import straightdope` attaches `Symbol.bind` from here.)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..base import MXNetError
-from .symbol import topological
+from .base import MXNetError
+from .symbol.symbol import Symbol, topological
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -88,8 +89,8 @@ class Executor:
     `symbol.bind(...)`; the attributes are MXNet's (`arg_dict`, `grad_dict`, `outputs`...)."""
 
     def __init__(self, symbol, ctx, args, grads, reqs, aux):
-        from ..cached_op import CachedOp
-        from ..ndarray import zeros
+        from .cached_op import CachedOp
+        from .ndarray import zeros
         self._symbol = symbol
         self._ctx = ctx
         self.arg_dict = {name: args[name] for name in symbol.list_arguments()}
@@ -132,8 +133,8 @@ class Executor:
     def forward(self, is_train=False, **kwargs):
         """Run the graph; `kwargs` are copied into the argument arrays first. The results
         are written into `outputs` (the same arrays every call), which it returns."""
-        from .. import autograd
-        from ..ndarray import NDArray
+        from . import autograd
+        from .ndarray import NDArray
         for name, value in kwargs.items():
             if name not in self.arg_dict:
                 raise ValueError(f"forward: '{name}' is not an argument of the symbol; its "
@@ -171,7 +172,7 @@ class Executor:
     def _watch(self, is_train, callback, monitor_all):
         # The compiled graph fuses ops, so their values do not exist there: the reference
         # interpreter runs the graph again on the same arguments, op by op.
-        from ..ndarray import NDArray
+        from .ndarray import NDArray
         feeds = {**self.arg_dict, **self.aux_dict}
         values = {}
         for node in topological(self._symbol.entries):
@@ -195,8 +196,8 @@ class Executor:
     def backward(self, out_grads=None, is_train=True):
         """Gradients of the last forward's outputs into `grad_dict` ('write' overwrites,
         'add' accumulates). `out_grads`: the outputs' gradients (ones by default)."""
-        from .. import autograd
-        from ..ndarray import NDArray
+        from . import autograd
+        from .ndarray import NDArray
         if not self._forwarded:
             # MXNet differentiates whatever its buffers hold (its tests call backward
             # straight after bind, for ops whose gradient does not read the forward's
@@ -269,7 +270,7 @@ class Executor:
 
     def _kept_for_backward(self):
         """Bytes of the intermediate values the gradient graph reads."""
-        from .symbol import _analysis
+        from .symbol.symbol import _analysis
         wrt = [n for n, req in self._reqs.items()
                if req != "null" and self.grad_dict.get(n) is not None]
         if not wrt:
@@ -288,7 +289,7 @@ class Executor:
 
 
 def _view_or_new(old, shape, allow_up_sizing, name):
-    from ..ndarray import NDArray, zeros
+    from .ndarray import NDArray, zeros
     size = int(np.prod(shape))
     if size <= old.size and old._data.flags.c_contiguous:
         return NDArray(old._data.reshape(-1)[:size].reshape(shape), old._ctx)
@@ -304,7 +305,7 @@ def simple_bind(symbol, ctx=None, grad_req="write", type_dict=None, stype_dict=N
     """Allocate every array from the input shapes given as keywords (`data=(32, 100)`),
     zero-filled, and return the Executor. Keywords that are not shapes are ignored, as
     MXNet's simple_bind reads only the tuples (its tests pass `axis=1` along)."""
-    from ..ndarray import zeros
+    from .ndarray import zeros
     shapes = {k: tuple(v) for k, v in shapes.items() if isinstance(v, (tuple, list))}
     arg_shapes, _, aux_shapes = symbol.infer_shape(**shapes)
     if arg_shapes is None:
@@ -349,3 +350,9 @@ def bind(symbol, ctx=None, args=None, args_grad=None, grad_req="write", aux_stat
     if missing:
         raise ValueError(f"bind: no aux_states array given for {missing}")
     return Executor(symbol, ctx, arg_arrays, grads, reqs, aux)
+
+
+# MXNet's Symbol methods, attached from here: this module is above the Symbol (it runs
+# a CachedOp), which therefore never imports it
+Symbol.simple_bind = simple_bind
+Symbol.bind = bind
