@@ -180,6 +180,6 @@ def __getattr__(attr):
     # traces the functions that have no array argument (np.zeros(shape)).
     if attr in ("np", "npx"):
         import importlib
-        return importlib.import_module({"np": "straightdope.symbol.numpy",
+        return importlib.import_module({"np": "straightdope.numpy._symbol",
                                         "npx": "straightdope.numpy_extension"}[attr])
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")

@@ -5,12 +5,13 @@ given Symbols they add graph nodes. Functions that make an array from a shape al
 (`zeros`, `ones`, `full`, `empty`, `eye`, `identity`) have no argument to look at; here they add a node,
 so that `x + F.np.zeros(shape)` traces just as it computes with `F` being `nd`.
 Like `np`'s arrays, these Symbols are np ones (`NpSymbol`, MXNet's `_Symbol`).
+(In `numpy/`, above the Symbol, as it reuses mx.np; `sym.np` names it.)
 """
 import numpy as _onp
 
 from .. import numpy as _np
 from .. import symbol as _sym
-from .symbol import NpSymbol as _Symbol  # noqa: F401  (MXNet's name)
+from ..symbol.symbol import NpSymbol as _Symbol  # noqa: F401  (MXNet's name)
 
 
 def _dtype_name(dtype):
