@@ -27,7 +27,7 @@ def get_net():
 
 def bench(net, x, calls=1000):
     """Seconds for `calls` forward passes (the article's bench(), with waitall)."""
-    from straightdope import nd
+    from straightdope import ndarray as nd
     start = time.perf_counter()
     for _ in range(calls):
         net(x)
@@ -41,9 +41,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
 
-    import straightdope as mx
-    from straightdope import nd
-    mx.random.seed(0)
+    from straightdope import ndarray as nd, random
+    random.seed(0)
     net = get_net()
     net.initialize()
     x = nd.random_normal(shape=(1, 512))

@@ -68,8 +68,6 @@ ALLOWED = {
     ("ndarray.ndarray", "ndarray"): "gradient rules run with F = nd (_module())",
     ("ndarray._internal", "ndarray"): "nd._internal._op is nd._op (looked up on use)",
     ("ndarray.contrib", "ndarray"): "foreach/while_loop stack and split their outputs",
-    # -- the demo is an entry point that imports the package it demonstrates
-    ("demo", ""): "python -m straightdope.demo: `import straightdope as mx`",
 }
 
 
