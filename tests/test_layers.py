@@ -56,8 +56,6 @@ ALLOWED = {
                                     "(new on main with engine.py; fix: one owner of run())",
     ("profiler", "engine"): "the profiler reads the engine's queue, the engine reports to it",
     ("profiler", "ndarray.ndarray"): "the profiler times NDArray's run (wraps nd_module)",
-    ("symbol.symbol", "symbol.serialize"): "Symbol.tojson()/save() are MXNet's methods; the "
-                                           "JSON format (which builds Symbols) is beside it",
     # -- knots inside compiler/ (imports inside functions). Fix: the shared names in the
     #    module both sides import (e.g. Executable and Flag in a small module of their own).
     ("compiler.numba_internals", "compiler.cache"): "Numba's cache locator calls back into "

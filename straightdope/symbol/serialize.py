@@ -12,7 +12,7 @@ import json
 from ..ops import OpError, get_op
 from ..ops.control_flow import check_loaded
 from ..util import is_np_shape
-from .symbol import Node, Symbol, topological
+from .symbol import JSON_FORMAT, Node, Symbol, topological
 
 MXNET_VERSION = 10901       # the layout of MXNet 1.9
 MAX_NODES = 1_000_000       # per file: more is refused before building anything
@@ -199,3 +199,6 @@ def load(fname) -> Symbol:
     except UnicodeDecodeError:
         raise SymbolFileError(f"{fname}: not a UTF-8 text file; a symbol file is JSON") from None
     return from_json(text, source=str(fname))
+
+
+JSON_FORMAT.update(to_json=to_json, load_json=load_json)      # Symbol.tojson(), pickle

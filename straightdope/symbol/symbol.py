@@ -99,6 +99,9 @@ def topological(entries):
 # it is imported (by `import straightdope`), graph/ plugs its shape inference and its
 # reference executor in here, for `Symbol.infer_shape_partial` and `Symbol.eval`.
 GRAPH_ANALYSES: dict = {}
+# The JSON format's to_json and load_json: serialize.py (which builds Symbols from JSON,
+# so imports this module) puts them here when it is imported, as symbol/__init__ does.
+JSON_FORMAT: dict = {}
 
 
 def _analysis(name):
@@ -392,8 +395,7 @@ class Symbol:
         return {"json": self.tojson()}
 
     def __setstate__(self, state):
-        from .serialize import load_json
-        self._outputs = load_json(state["json"])._outputs
+        self._outputs = JSON_FORMAT["load_json"](state["json"])._outputs
 
     # -------------------------------------------------------------- running
     def eval(self, ctx=None, **kwargs):
@@ -410,8 +412,7 @@ class Symbol:
 
     # ------------------------------------------------------------------ JSON
     def tojson(self, remove_amp_cast=True):
-        from .serialize import to_json
-        return to_json(self)
+        return JSON_FORMAT["to_json"](self)
 
     def save(self, fname, remove_amp_cast=True):
         from ..serialization import atomic_write
