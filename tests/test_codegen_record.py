@@ -132,7 +132,8 @@ def test_the_record_knows_the_arenas_and_each_steps_code(graphs):
         shown += 1
     assert shown >= 5
     assert type(ex.stages["source"]) is not str and isinstance(ex.stages["source"], str)
-    assert type(__import__("copy").deepcopy(source)) is str      # copies keep the text
+    copied = __import__("copy").deepcopy(source)                 # a copied Executable's
+    assert copied == source and copied.calls == source.calls and copied.steps == source.steps
 
 
 @pytest.mark.parametrize("path", ["straightdope/compiler/backend.py",

@@ -183,8 +183,12 @@ class Generated(str):
         assert not record, record
         return text
 
-    def __reduce__(self):                # pickled or copied: the text only
-        return str, (str(self),)
+    def __reduce__(self):                # copied or pickled: the text and its record
+        return _generated, (str(self), dict(vars(self)))
+
+
+def _generated(source: str, record: dict) -> Generated:
+    return Generated(source, **record)
 
 
 class CodeGen:
