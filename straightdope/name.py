@@ -4,11 +4,25 @@ Gluon blocks open `Prefix('dense0_')` while they trace, so the nodes of the
 graph carry the name of the layer that made them.
 """
 import threading
+import warnings
 
 _local = threading.local()
 
 
-class NameManager:
+class _ClassWithCurrent(type):
+    @property
+    def current(cls):
+        """MXNet 1.x's deprecated `NameManager.current`: this thread's manager."""
+        warnings.warn("NameManager.current has been deprecated. It is advised to use the "
+                      "`with` statement with NameManager.", DeprecationWarning, stacklevel=2)
+        return current()
+
+    @current.setter
+    def current(cls, manager):
+        _local.manager = manager
+
+
+class NameManager(metaclass=_ClassWithCurrent):
     """Hands out `hint` + a per-hint counter for nodes that were not named."""
 
     def __init__(self):

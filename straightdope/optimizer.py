@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from .ndarray import NDArray, random as _random, zeros as _nd_zeros
+from .util import is_np_array
 
 __all__ = ['Optimizer', 'SGD', 'NAG', 'Adam', 'RMSProp', 'AdaGrad', 'AdaDelta', 'Adamax',
            'Nadam', 'Signum', 'FTML', 'LAMB', 'SGLD', 'DCASGD', 'Ftrl', 'Updater', 'create',
@@ -119,6 +120,9 @@ class Optimizer:
         self.wd_mult: dict = {}
         self.idx2name = dict(param_idx2name or {})
         self.param_dict = dict(param_dict or {})
+        # MXNet's flag (made under npx.set_np(): for mx.np arrays). Informational here:
+        # mx.np arrays are NDArrays, so every optimizer updates both kinds.
+        self.allow_np_array = is_np_array()
         # a Symbol's variables may carry __lr_mult__/__wd_mult__ (sym.var('w', lr_mult=0))
         self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
         self.set_lr_mult({})

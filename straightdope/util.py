@@ -10,6 +10,7 @@ flags comes from the types here: `mx.np.ndarray` and np Symbols carry NumPy's
 semantics, so classic and NumPy-style code run side by side in one process.
 """
 import functools
+import inspect
 import threading
 
 
@@ -83,17 +84,23 @@ def reset_np():
     set_np(False, False)
 
 
-# The methods of a decorated class (a Block) that run with the switches on, as MXNet's
-# use_np does for every method: then a block's calls and traces see is_np_array().
-_SCOPED_METHODS = ("__init__", "__call__", "forward", "hybrid_forward")
+def _functions_of(cls):
+    """The names of the plain functions a class has, its own and inherited (MXNet's
+    use_np scopes every method; static and class methods are left as they are)."""
+    for name in dir(cls):
+        if not isinstance(inspect.getattr_static(cls, name), (staticmethod, classmethod)) \
+                and inspect.isfunction(getattr(cls, name)):
+            yield name
 
 
 def _decorator(setter_pairs):
     def decorate(func):
         if isinstance(func, type):
-            for name in _SCOPED_METHODS:
-                method = getattr(func, name, None)
-                if callable(method) and not getattr(method, "_np_scoped", False):
+            # Every method, as MXNet's use_np: then initialize() makes mx.np Parameters
+            # and the block's calls and traces see is_np_array().
+            for name in list(_functions_of(func)):
+                method = getattr(func, name)
+                if not getattr(method, "_np_scoped", False):
                     setattr(func, name, decorate(method))
             return func
 

@@ -306,3 +306,68 @@ def test_negative_binomial_samplers_have_their_means():
     assert abs(mixed.var() - (mu + alpha * mu * mu)) < 3.0      # var 40
     with pytest.raises(mx.MXNetError, match="alpha"):   # at the read under ThreadedEngine
         mx.nd.random.generalized_negative_binomial(1.0, -1.0, shape=(2,)).asnumpy()
+
+
+# ------------------------------------------------ use_np blocks, NameManager.current
+def _np_block(decorate):
+    class Block(mx.gluon.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.w = self.params.get("w", shape=(3, 4))
+
+        def hybrid_forward(self, F, x, w):
+            return F.np.dot(x, w) if decorate else F.dot(x, w)
+
+        @staticmethod
+        def kind():
+            return "static"
+    return mx.use_np(Block) if decorate else Block
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_a_use_np_block_makes_np_parameters_a_plain_block_nd_ones(hybridize):
+    x = mx.nd.ones((2, 3))
+    for decorate, expected in ((True, mx.np.ndarray), (False, mx.nd.NDArray)):
+        net = _np_block(decorate)()
+        net.initialize()                      # a method of Block, scoped by use_np too
+        if hybridize:
+            net.hybridize()
+        out = net(x.as_np_ndarray() if decorate else x)
+        assert type(net.w.data()) is expected and type(net.w.grad()) is expected
+        assert type(out) is expected and out.shape == (2, 4)
+        assert net.kind() == "static"         # static methods are left unwrapped
+    assert not mx.util.is_np_array()          # the scope ended with each call
+
+
+def test_name_manager_current_is_this_threads_manager_and_can_be_set():
+    seen = {}
+
+    def other_thread():
+        with mx.name.Prefix("spawned_"):
+            with pytest.warns(DeprecationWarning):
+                seen["name"] = mx.name.NameManager.current.get(None, "hello")
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    thread.join()
+    assert seen["name"] == "spawned_hello0"
+    manager = mx.name.NameManager()
+    with pytest.warns(DeprecationWarning):
+        previous = mx.name.NameManager.current
+    mx.name.NameManager.current = manager
+    try:
+        assert mx.sym.relu(mx.sym.var("x")).name == "relu0"
+        assert manager.get(None, "relu") == "relu1"   # the set manager named the node
+    finally:
+        mx.name.NameManager.current = previous
+
+
+def test_an_optimizer_made_under_set_np_allows_np_arrays_and_updates_without_the_flag():
+    assert mx.optimizer.SGD().allow_np_array is False
+    with mx.util.np_array(True):
+        assert mx.optimizer.SGD().allow_np_array is True
+    optimizer = mx.optimizer.SGD(learning_rate=0.5)
+    del optimizer.allow_np_array               # one pickled before the flag existed
+    weight = mx.np.ones((2, 2))
+    mx.optimizer.Updater(optimizer)(0, mx.np.ones((2, 2)), weight)
+    assert np.allclose(weight.asnumpy(), 0.5)

@@ -24,6 +24,7 @@ from ..base import MXNetError
 from ..context import check_context, cpu
 from ..ndarray import NDArray
 from ..serialization import read_headers, save_arrays
+from ..util import is_np_array
 
 __all__ = ["DeferredInitializationError", "Parameter", "Constant", "ParameterDict",
            "tensor_types"]
@@ -217,7 +218,7 @@ class Parameter:
         if not self._deferred_init or not shape_is_known(self._shape):
             return
         init, ctx, default_init = self._deferred_init
-        data = NDArray(_np.zeros(self._shape, dtype=self._dtype), ctx)
+        data = self._new_array(_np.zeros(self._shape, dtype=self._dtype), ctx)
         explicit = init if init is not None else self.init
         with autograd.pause():
             if explicit is not None:
@@ -228,6 +229,13 @@ class Parameter:
                 # The network-wide initializer looks at the name: *_bias -> 0, *_gamma -> 1...
                 initializer.create(default_init)(initializer.InitDesc(self.name), data)
         self._set(data)
+
+    @staticmethod
+    def _new_array(values, ctx) -> NDArray:
+        """An `mx.np.ndarray` when made under `npx.set_np()` / `@use_np` (as MXNet's
+        Parameter decides at initialization), else an NDArray."""
+        array = NDArray(values, ctx)
+        return array.as_np_ndarray() if is_np_array() else array
 
     def _set(self, data: NDArray):
         self._data = data
@@ -240,8 +248,8 @@ class Parameter:
             self._grad = None
             autograd.mark_variables([self._data], [None], "null")
             return
-        self._grad = NDArray(_np.zeros(self._data.shape, dtype=self._data._data.dtype),
-                             self._ctx)
+        self._grad = self._new_array(_np.zeros(self._data.shape, self._data._data.dtype),
+                                     self._ctx)
         autograd.mark_variables([self._data], [self._grad], self._grad_req)
 
     # --------------------------------------------------------------- access
