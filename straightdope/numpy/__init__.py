@@ -463,7 +463,8 @@ def diag(v, k=0):
 
 
 def diagflat(v, k=0):
-    return diag(ravel(v), k)
+    """A 2-D array with v's elements (flattened) on diagonal k."""
+    return _rearrange("diagflat", v, int(k))
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
@@ -633,6 +634,108 @@ def shares_memory(a, b, max_work=None):
 
 def may_share_memory(a, b, max_work=None):
     return bool(_onp.may_share_memory(a._data, b._data))
+
+
+# ------------------------------------------- functions that move elements (ops/np_ops.py)
+def _literal(value):
+    """An argument written as a Python literal, for the `args` attribute of the
+    `_np_rearrange` ops (arrays of indices as lists, a slice as ("slice", ...))."""
+    if isinstance(value, _NDArray):
+        return value.asnumpy().tolist()
+    if isinstance(value, slice):
+        return ("slice",) + tuple(_literal(v) for v in (value.start, value.stop, value.step))
+    if isinstance(value, _onp.ndarray):
+        return value.tolist()
+    if isinstance(value, _onp.generic):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_literal(v) for v in value)
+    return value
+
+
+def _rearrange(function, a, *args):
+    if not isinstance(a, (_NDArray, _Symbol)):
+        a = array(a)
+    return _world(a)._np_rearrange(a, function=function, args=repr(_literal(args)))
+
+
+def roll(a, shift, axis=None):
+    """Elements shifted by `shift` along `axis` (of the flattened array when None),
+    wrapping around."""
+    return _rearrange("roll", a, shift, axis)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotated by 90 degrees k times in the plane of `axes` (from the first towards the
+    second)."""
+    axes = tuple(axes)
+    if len(axes) != 2 or axes[0] == axes[1]:
+        raise ValueError(f"np.rot90: axes must be two different axes, got {axes}")
+    return _rearrange("rot90", m, int(k), axes)
+
+
+def tril(m, k=0):
+    """The elements on and below diagonal k of the last two axes; zeros above."""
+    return _rearrange("tril", m, int(k))
+
+
+def triu(m, k=0):
+    """The elements on and above diagonal k of the last two axes; zeros below."""
+    return _rearrange("triu", m, int(k))
+
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap", "maximum", "minimum")
+
+
+def pad(x, pad_width, mode="constant", constant_values=0, reflect_type="even"):
+    """x with `pad_width` = ((before, after), ...) elements added on each axis, as NumPy's
+    pad in `mode`. Gradients flow back to x (not through 'maximum'/'minimum')."""
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"np.pad: mode={mode!r} is not supported; use one of "
+                                  f"{list(_PAD_MODES)}")
+    if reflect_type != "even":
+        raise NotImplementedError("np.pad: reflect_type='odd' is not supported (as in MXNet)")
+    return _rearrange("pad", x, pad_width, mode, constant_values)
+
+
+def resize(a, new_shape):
+    """An array of `new_shape` filled with a's elements in order, repeated as needed."""
+    if isinstance(new_shape, (int, _onp.integer)):
+        new_shape = (int(new_shape),)
+    return _rearrange("resize", a, tuple(new_shape))
+
+
+def _in_axis(function, arr, axis):
+    if isinstance(arr, _Symbol):
+        raise NotImplementedError(f"np.{function} with index arrays on a Symbol: give "
+                                  f"ints or slices, or call it on arrays")
+    return arr.size if axis is None else arr.shape[axis]
+
+
+def delete(arr, obj, axis=None):
+    """arr without the entries `obj` (an int, a slice or indices) along `axis` (of the
+    flattened array when None). Indices outside the axis are ignored, as in MXNet."""
+    if isinstance(obj, (_NDArray, _onp.ndarray, list, tuple)):
+        if isinstance(obj, (_NDArray, _onp.ndarray)) and _onp.dtype(obj.dtype).kind == "b":
+            raise NotImplementedError("np.delete: boolean masks are not supported; give "
+                                      "the indices (np.nonzero(mask))")
+        length = _in_axis("delete", arr, axis)
+        obj = [int(i) for i in _onp.asarray(_literal(obj)).reshape(-1) if 0 <= i < length]
+    return _rearrange("delete", arr, obj, axis)
+
+
+def insert(arr, obj, values, axis=None):
+    """arr with `values` inserted before the entries `obj` (an int, a slice or indices)
+    along `axis` (of the flattened array when None); values take arr's dtype. Gradients
+    flow to arr and to values."""
+    if isinstance(obj, (_NDArray, _onp.ndarray)) and _onp.dtype(obj.dtype).kind not in "iu":
+        raise TypeError(f"np.insert: obj must be integers, got dtype {obj.dtype}")
+    args = repr(_literal((obj, axis)))
+    if not isinstance(values, (_NDArray, _Symbol)):
+        if _onp.ndim(values) == 0:
+            return _rearrange("insert_scalar", arr, obj, axis, _literal(values))
+        values = array(values, dtype=arr.dtype if isinstance(arr, _NDArray) else None)
+    return _world(arr, values)._np_insert(arr, values, args=args)
 
 
 from . import linalg  # noqa: E402,F401
