@@ -1,4 +1,14 @@
-"""`np.linalg`: the norms d2l and NumPy code use, built on straightdope ops."""
+"""`np.linalg`: norms, decompositions and solvers on stacks of matrices (the last two
+axes). Each is a registry op (ops/np_ops.py), so it is traced by hybridize() and, but for
+eig, eigvals and pinv (as in MXNet), recorded by autograd."""
+import numpy as _onp
+
+from .. import ndarray as _nd
+from .. import symbol as _sym
+
+
+def _F(*args):
+    return _sym if any(isinstance(a, _sym.Symbol) for a in args) else _nd
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
@@ -8,3 +18,74 @@ def norm(x, ord=None, axis=None, keepdims=False):
         raise ValueError(f"np.linalg.norm: ord must be None, 1, 2 or 'fro', got {ord!r}")
     # the fluent method: an NDArray computes, a Symbol (a traced forward) adds a node
     return x.norm(ord=1 if ord == 1 else 2, axis=axis, keepdims=keepdims)
+
+
+def det(a):
+    return _F(a)._npi_det(a)
+
+
+def slogdet(a):
+    """(sign, log of the absolute value) of the determinant."""
+    return tuple(_F(a)._npi_slogdet(a))
+
+
+def inv(a):
+    return _F(a)._npi_inv(a)
+
+
+def cholesky(a):
+    """The lower-triangular L with L @ L.T == a (a symmetric positive-definite)."""
+    return _F(a)._npi_cholesky(a)
+
+
+def solve(a, b):
+    """x with a @ x == b; b is a stack of vectors when it has one axis fewer than a."""
+    return _F(a, b)._npi_solve(a, b)
+
+
+def eigh(a, UPLO="L"):
+    """(eigenvalues ascending, eigenvectors) of a symmetric matrix read from its lower
+    (UPLO='L') or upper triangle."""
+    return tuple(_F(a)._npi_eigh(a, UPLO=UPLO))
+
+
+def eigvalsh(a, UPLO="L"):
+    return _F(a)._npi_eigvalsh(a, UPLO=UPLO)
+
+
+def eig(a):
+    """(eigenvalues, eigenvectors), real ones only (as in MXNet): no gradient."""
+    return tuple(_F(a)._npi_eig(a))
+
+
+def eigvals(a):
+    return _F(a)._npi_eigvals(a)
+
+
+def svd(a):
+    """(ut, l, v) with a == ut @ diag(l) @ v, for a of shape (..., m, n), m <= n (MXNet's
+    form: NumPy's u, s, vh of full_matrices=False)."""
+    return tuple(_F(a)._npi_svd(a))
+
+
+def tensorinv(a, ind=2):
+    """The inverse of a read as a matrix of its first `ind` axes by the others."""
+    return _F(a)._npi_tensorinv(a, ind=ind)
+
+
+def tensorsolve(a, b, axes=None):
+    """x with tensordot(a, x, x.ndim) == b."""
+    if axes is not None:
+        raise NotImplementedError("np.linalg.tensorsolve: axes= is not supported; move "
+                                  "the axes first (np.moveaxis)")
+    return _F(a, b)._npi_tensorsolve(a, b)
+
+
+def pinv(a, rcond=1e-15, hermitian=False):
+    """The pseudo-inverse (singular values below rcond * the largest count as 0); no
+    gradient, as in MXNet."""
+    F = _F(a, rcond)
+    if not isinstance(rcond, (_nd.NDArray, _sym.Symbol)):
+        rcond = _nd.array(_onp.asarray(rcond, _onp.float64), dtype="float64") if F is _nd \
+            else _sym.full(_onp.shape(rcond), float(rcond), dtype="float64")
+    return F._npi_pinv(a, rcond, hermitian=hermitian)

@@ -156,3 +156,304 @@ register("_np_insert_backward", inputs=("out_grad", "data", "values"),
          infer_shape=lambda attrs, s: (s, [s[1], s[2]]),
          output_names=("data_grad", "values_grad"),
          doc="The gradient of _np_insert: out_grad split back to data and values.")
+
+
+# ------------------------------------------------------------------- linalg
+# np.linalg's functions on stacks of matrices (the last two axes), each a host op whose
+# gradient is a second host op computed in NumPy from the out-grads, inputs and outputs
+# (the formulas of MXNet's own src/operator/numpy/linalg/).
+def _t(m):
+    return np.swapaxes(m, -1, -2)
+
+
+def _square(name, shape):
+    if shape is not None and (len(shape) < 2 or shape[-1] != shape[-2]):
+        raise OpError(f"np.linalg.{name}: needs square matrices in the last two axes "
+                      f"(..., n, n), got an array of shape {tuple(shape)}")
+    return shape
+
+
+def _numpy_linalg(name, function, *arrays):
+    try:
+        with np.errstate(all="ignore"):
+            return function(*arrays)
+    except np.linalg.LinAlgError as err:
+        raise OpError(f"np.linalg.{name}: {err} (input of shape {arrays[0].shape})") from None
+
+
+def _solve_np1(a, b):
+    """NumPy 1's (and MXNet's) solve: b is a stack of vectors when it has one axis fewer
+    than a (NumPy 2 asks for b of one axis)."""
+    if b.ndim == a.ndim - 1:
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    return np.linalg.solve(a, b)
+
+
+def _inv_grad(og, y):
+    return -np.matmul(np.matmul(_t(y), og), _t(y))
+
+
+def _det_grad(og, a, d):
+    return (og * d)[..., None, None] * _t(np.linalg.inv(a)) if a.size else np.zeros_like(a)
+
+
+def _slogdet_grad(og_sign, og_log, a, sign, log):
+    return og_log[..., None, None] * _t(np.linalg.inv(a)) if a.size else np.zeros_like(a)
+
+
+def _solve_grad(og, a, b, x):
+    vector = b.ndim == a.ndim - 1
+    gb = _solve_np1(_t(a), og)
+    ga = -(gb[..., :, None] * x[..., None, :] if vector else np.matmul(gb, _t(x)))
+    return ga, gb
+
+
+def _copyltu(m):
+    """The lower triangle mirrored to the upper one."""
+    return np.tril(m) + _t(np.tril(m, -1))
+
+
+def _cholesky_grad(og, l):
+    if l.size == 0:
+        return np.zeros_like(l)
+    l_inv = np.linalg.inv(l)
+    return 0.5 * np.matmul(np.matmul(_t(l_inv), _copyltu(np.matmul(_t(l), og))), l_inv)
+
+
+def _eigh_grad(og_w, og_v, a, w, v):
+    """V (diag(w') + F o (V^T V')) V^T, F_ij = 1 / (w_j - w_i) off the diagonal."""
+    if a.size == 0:
+        return np.zeros_like(a)
+    diff = w[..., None, :] - w[..., :, None]
+    with np.errstate(divide="ignore"):
+        f = np.where(diff == 0, 0.0, 1.0 / np.where(diff == 0, 1.0, diff))
+    inner = f * np.matmul(_t(v), og_v) + og_w[..., :, None] * np.eye(w.shape[-1])
+    return np.matmul(np.matmul(v, inner), _t(v))
+
+
+def _eigvalsh_grad(og, a, w, uplo):
+    if a.size == 0:
+        return np.zeros_like(a)
+    _, v = np.linalg.eigh(a, uplo)
+    return np.matmul(v * og[..., None, :], _t(v))
+
+
+def _svd_grad(og_ut, og_l, og_v, a, ut, l, v):
+    """MXNet's gesvd backward (a = ut diag(l) v, a of shape (..., m, n), m <= n)."""
+    if a.size == 0:
+        return np.zeros_like(a)
+    m = v.shape[-2]
+    li, lj = l[..., :, None], l[..., None, :]
+    with np.errstate(all="ignore"):
+        e = 1.0 / np.maximum(li - lj, 1e-20) / np.maximum(li + lj, 1e-20)
+    upper = np.triu(np.ones((m, m), bool), 1)
+    e = np.where(upper, e, 0.0)
+    e = e - _t(e)
+    g1 = np.matmul(og_v / li, _t(v)) * lj + np.matmul(_t(og_ut), ut)
+    x = g1 * e
+    g2 = np.eye(m) * og_l[..., None, :] + (x + _t(x)) * lj - np.matmul(og_v, _t(v)) / li * np.eye(m)
+    return np.matmul(ut, np.matmul(g2, v) + og_v / li)
+
+
+def _svd_forward(attrs, a):
+    if a.shape[-2] > a.shape[-1]:
+        raise OpError(f"np.linalg.svd: needs matrices of at most as many rows as columns "
+                      f"(..., m, n), m <= n (as in MXNet), got shape {a.shape}")
+    if a.size == 0:
+        m, n = a.shape[-2:]
+        return (np.zeros(a.shape[:-1] + (m,), a.dtype), np.zeros(a.shape[:-1], a.dtype),
+                np.zeros(a.shape, a.dtype))
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    return u.astype(a.dtype), s.astype(a.dtype), vh.astype(a.dtype)
+
+
+def _eigh_forward(attrs, a):
+    if a.size == 0:
+        return np.zeros(a.shape[:-1], a.dtype), np.zeros(a.shape, a.dtype)
+    w, v = _numpy_linalg("eigh", lambda m: np.linalg.eigh(m, attrs["UPLO"]), a)
+    return w.astype(a.dtype), v.astype(a.dtype)
+
+
+def _eig_forward(attrs, a, vectors):
+    """Real eigen-decomposition, as MXNet's (it refuses complex eigenvalues)."""
+    if a.size == 0:
+        w, v = np.zeros(a.shape[:-1], a.dtype), np.zeros(a.shape, a.dtype)
+    else:
+        w, v = _numpy_linalg("eig", np.linalg.eig, a)
+        if np.iscomplexobj(w) and np.any(w.imag != 0):
+            raise OpError("np.linalg.eig: this matrix has complex eigenvalues, which "
+                          "mx.np does not represent (as in MXNet)")
+        w, v = w.real.astype(a.dtype), v.real.astype(a.dtype)
+    return (w, v) if vectors else w
+
+
+def _linalg_shapes(name, rule):
+    def infer(attrs, in_shapes):
+        a = in_shapes[0]
+        if not is_complete(a):
+            return in_shapes, [None] * len(rule(a if a is not None else (0, 0)))
+        if name != "svd":
+            _square(name, a)
+        return in_shapes, rule(tuple(a))
+    return infer
+
+
+def _register_linalg(name, forward, shapes, grad, num_outputs=1, attrs=None, inputs=("A",),
+                     output_names=("output",)):
+    """`_npi_<name>` and, with a gradient, `_npi_<name>_backward`, whose inputs are the
+    out-grads, the inputs and the outputs (NumPy's function `grad` computes from them)."""
+    attrs = attrs or {}
+    back = f"_npi_{name}_backward"
+    if grad is not None:
+        def gradient(F, a, i, o, og):
+            result = getattr(F, back)(*og, *i, *o, **a)
+            return list(result) if len(i) > 1 else [result]
+        outs = [f"out{k}" for k in range(num_outputs)]
+        register(back, inputs=tuple(f"og{k}" for k in range(num_outputs)) + inputs
+                 + tuple(outs), attrs=dict(attrs), placement="host",
+                 num_outputs=len(inputs), index_inputs=inputs + tuple(outs),
+                 forward=lambda at, *args: _cast_all(grad(*args, **at), args[0].dtype),
+                 infer_shape=lambda at, s: (s, list(s[num_outputs:num_outputs + len(inputs)])),
+                 doc=f"The gradient of np.linalg.{name}.")
+    else:
+        gradient = None
+    register(f"_npi_{name}", inputs=inputs, attrs=dict(attrs), placement="host",
+             num_outputs=num_outputs, output_names=output_names, forward=forward,
+             infer_shape=shapes, gradient=gradient, doc=f"np.linalg.{name}.")
+
+
+def _cast_all(result, dtype):
+    if isinstance(result, tuple):
+        return tuple(r.astype(dtype, copy=False) for r in result)
+    return result.astype(dtype, copy=False)
+
+
+def _one(name, function):
+    return lambda attrs, a: _cast_all(_empty_result(name, a, function), a.dtype)
+
+
+def _empty_result(name, a, function):
+    if a.size:
+        return _numpy_linalg(name, function, a)
+    return {"det": np.ones(a.shape[:-2], a.dtype), "inv": np.zeros_like(a),
+            "cholesky": np.zeros_like(a)}[name]
+
+
+_register_linalg("det", _one("det", np.linalg.det), _linalg_shapes("det", lambda a: [a[:-2]]),
+                 lambda og, a, d: _det_grad(og, a, d))
+_register_linalg("slogdet",
+                 lambda attrs, a: _cast_all(tuple(np.linalg.slogdet(a)) if a.size else
+                                            (np.ones(a.shape[:-2], a.dtype),
+                                             np.zeros(a.shape[:-2], a.dtype)), a.dtype),
+                 _linalg_shapes("slogdet", lambda a: [a[:-2], a[:-2]]),
+                 lambda og1, og2, a, s, l: _slogdet_grad(og1, og2, a, s, l), num_outputs=2,
+                 output_names=("sign", "logabsdet"))
+_register_linalg("inv", _one("inv", np.linalg.inv), _linalg_shapes("inv", lambda a: [a]),
+                 lambda og, a, y: _inv_grad(og, y))
+_register_linalg("cholesky", _one("cholesky", np.linalg.cholesky),
+                 _linalg_shapes("cholesky", lambda a: [a]), lambda og, a, l: _cholesky_grad(og, l))
+_register_linalg("eigvalsh", lambda attrs, a: _eigh_forward(attrs, a)[0],
+                 _linalg_shapes("eigvalsh", lambda a: [a[:-1]]),
+                 lambda og, a, w, UPLO: _eigvalsh_grad(og, a, w, UPLO),
+                 attrs={"UPLO": Attr("str", "L", choices=("L", "U"))})
+_register_linalg("eigh", _eigh_forward, _linalg_shapes("eigh", lambda a: [a[:-1], a]),
+                 lambda og1, og2, a, w, v, UPLO: _eigh_grad(og1, og2, a, w, v), num_outputs=2,
+                 attrs={"UPLO": Attr("str", "L", choices=("L", "U"))},
+                 output_names=("w", "v"))
+_register_linalg("eigvals", lambda attrs, a: _eig_forward(attrs, a, False),
+                 _linalg_shapes("eigvals", lambda a: [a[:-1]]), None)
+_register_linalg("eig", lambda attrs, a: _eig_forward(attrs, a, True),
+                 _linalg_shapes("eig", lambda a: [a[:-1], a]), None, num_outputs=2,
+                 output_names=("w", "v"))
+_register_linalg("svd", _svd_forward,
+                 _linalg_shapes("svd", lambda a: [a[:-1] + (a[-2],), a[:-1], a]),
+                 lambda o1, o2, o3, a, ut, l, v: _svd_grad(o1, o2, o3, a, ut, l, v),
+                 num_outputs=3, output_names=("ut", "l", "v"))
+
+
+def _solve_shapes(attrs, in_shapes):
+    a, b = in_shapes
+    if not (is_complete(a) and is_complete(b)):
+        return in_shapes, [b]
+    _square("solve", a)
+    rows = b[-1] if len(b) == len(a) - 1 else b[-2] if len(b) >= 2 else None
+    if rows != a[-1]:
+        raise OpError(f"np.linalg.solve: a of shape {tuple(a)} and b of shape {tuple(b)} "
+                      f"do not match (b needs {a[-1]} rows)")
+    return in_shapes, [tuple(b)]
+
+
+_register_linalg("solve", lambda attrs, a, b: _cast_all(
+                     _numpy_linalg("solve", _solve_np1, a, b) if a.size and b.size
+                     else np.zeros(b.shape, b.dtype), a.dtype),
+                 _solve_shapes, lambda og, a, b, x: _solve_grad(og, a, b, x),
+                 inputs=("A", "B"))
+
+
+# tensorinv and tensorsolve: inv and solve of the array read as one matrix
+def _tensorinv_forward(attrs, a):
+    ind = attrs["ind"]
+    rows = int(np.prod(a.shape[:ind]))
+    inv = _numpy_linalg("tensorinv", np.linalg.inv, a.reshape(rows, -1))
+    return inv.reshape(a.shape[ind:] + a.shape[:ind]).astype(a.dtype)
+
+
+def _tensorinv_grad(og, a, y, ind):
+    rows = int(np.prod(a.shape[:ind]))
+    ym = y.reshape(-1, rows)
+    return _inv_grad(og.reshape(ym.shape), ym).reshape(a.shape)
+
+
+def _tensorinv_shapes(attrs, in_shapes):
+    a, ind = in_shapes[0], attrs["ind"]
+    if not is_complete(a):
+        return in_shapes, [None]
+    if int(np.prod(a[:ind])) != int(np.prod(a[ind:])):
+        raise OpError(f"np.linalg.tensorinv: the first {ind} axes of shape {tuple(a)} must "
+                      f"hold as many elements as the others")
+    return in_shapes, [tuple(a[ind:]) + tuple(a[:ind])]
+
+
+_register_linalg("tensorinv", _tensorinv_forward, _tensorinv_shapes,
+                 lambda og, a, y, ind: _tensorinv_grad(og, a, y, ind),
+                 attrs={"ind": Attr("int", 2, minimum=1)})
+
+
+def _tensorsolve_forward(attrs, a, b):
+    x_shape = a.shape[b.ndim:]
+    x = _numpy_linalg("tensorsolve", np.linalg.solve, a.reshape(b.size, -1), b.reshape(-1))
+    return x.reshape(x_shape).astype(a.dtype)
+
+
+def _tensorsolve_grad(og, a, b, x):
+    ga, gb = _solve_grad(og.reshape(-1), a.reshape(b.size, -1), b.reshape(-1), x.reshape(-1))
+    return ga.reshape(a.shape), gb.reshape(b.shape)
+
+
+def _tensorsolve_shapes(attrs, in_shapes):
+    a, b = in_shapes
+    if not (is_complete(a) and is_complete(b)):
+        return in_shapes, [None]
+    if tuple(a[:len(b)]) != tuple(b) or int(np.prod(a[len(b):])) != int(np.prod(b)):
+        raise OpError(f"np.linalg.tensorsolve: a of shape {tuple(a)} must start with b's "
+                      f"shape {tuple(b)} and be square when read as a matrix")
+    return in_shapes, [tuple(a[len(b):])]
+
+
+_register_linalg("tensorsolve", _tensorsolve_forward, _tensorsolve_shapes,
+                 lambda og, a, b, x: _tensorsolve_grad(og, a, b, x), inputs=("A", "B"))
+
+
+def _pinv_forward(attrs, a, rcond):
+    if a.size == 0:
+        return np.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
+    return np.linalg.pinv(a, rcond.astype(np.float64), hermitian=attrs["hermitian"]) \
+        .astype(a.dtype)
+
+
+register("_npi_pinv", inputs=("A", "rcond"), attrs={"hermitian": Attr("bool", False)},
+         placement="host", forward=_pinv_forward, index_inputs=("rcond",),
+         infer_shape=lambda attrs, s: (s, [None if not is_complete(s[0]) else
+                                           tuple(s[0][:-2]) + (s[0][-1], s[0][-2])]),
+         doc="np.linalg.pinv(A, rcond, hermitian): the pseudo-inverse (no gradient, as in "
+             "MXNet).")
