@@ -607,3 +607,62 @@ add(Case("_npi_around", inputs(U((3, 4), -300, 300, kinks=tuple(range(-295, 300,
          {"decimals": -1}, expected=lambda ins, a: [np.around(ins[0], -1)]))
 add(Case("_npi_around", inputs(U((3, 4))), {"decimals": 1}, wrt=(),
          expected=lambda ins, a: [np.around(ins[0], 1)]))
+
+
+# mx.np functions that move elements (ops/np_ops.py) and np.linalg's ops
+add(Case("_np_rearrange", inputs(U((3, 4))), {"function": "roll", "args": "((1, -1), (0, 1))"},
+         expected=lambda ins, a: [np.roll(ins[0], (1, -1), (0, 1))]))
+add(Case("_np_rearrange", inputs(U((2, 3))),
+         {"function": "pad", "args": "(((1, 0), (2, 1)), 'constant', 1.5)"},
+         expected=lambda ins, a: [np.pad(ins[0], ((1, 0), (2, 1)), constant_values=1.5)]))
+add(Case("_np_insert", inputs(U((3, 2)), U((2,))), {"args": "(1, 0)"}, wrt=(0, 1),
+         expected=lambda ins, a: [np.insert(ins[0], 1, ins[1], 0)]))
+
+
+def _well_conditioned(shape):
+    def make(rng):
+        n = shape[-1]
+        return rng.uniform(-0.5, 0.5, shape) + 2 * np.eye(n)
+    return make
+
+
+def _spd(shape):
+    def make(rng):
+        m = rng.uniform(-1, 1, shape)
+        return m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])
+    return make
+
+
+def _mxnet_solve(a, b):
+    return np.linalg.solve(a, b[..., None])[..., 0] if b.ndim == a.ndim - 1 \
+        else np.linalg.solve(a, b)
+
+
+add(Case("_npi_det", inputs(_well_conditioned((2, 3, 3))),
+         expected=lambda ins, a: [np.linalg.det(ins[0])]))
+add(Case("_npi_slogdet", inputs(_well_conditioned((3, 3))),
+         expected=lambda ins, a: list(np.linalg.slogdet(ins[0]))))
+add(Case("_npi_inv", inputs(_well_conditioned((2, 3, 3))),
+         expected=lambda ins, a: [np.linalg.inv(ins[0])]))
+add(Case("_npi_solve", inputs(_well_conditioned((2, 3, 3)), U((2, 3))), wrt=(0, 1),
+         expected=lambda ins, a: [_mxnet_solve(ins[0], ins[1])]))
+# cholesky reads the lower triangle but its gradient is MXNet's symmetric one, which finite
+# differences of single entries do not see: test_np_functions_gradients checks it on a @ a.T
+add(Case("_npi_cholesky", inputs(_spd((3, 3))), wrt=(),
+         expected=lambda ins, a: [np.linalg.cholesky(ins[0])]))
+add(Case("_npi_eigvalsh", inputs(_spd((3, 3))),
+         expected=lambda ins, a: [np.linalg.eigvalsh(ins[0])]))
+add(Case("_npi_eigh", inputs(_spd((3, 3))),
+         expected=lambda ins, a: list(np.linalg.eigh(ins[0]))))
+add(Case("_npi_eig", inputs(_spd((3, 3))), wrt=(),
+         expected=lambda ins, a: [m.real for m in np.linalg.eig(ins[0])]))
+add(Case("_npi_eigvals", inputs(_spd((3, 3))), wrt=(),
+         expected=lambda ins, a: [np.linalg.eigvals(ins[0]).real]))
+add(Case("_npi_svd", inputs(U((2, 3))), wrt=(),
+         expected=lambda ins, a: list(np.linalg.svd(ins[0], full_matrices=False))))
+add(Case("_npi_tensorinv", inputs(_well_conditioned((4, 2, 2))), {"ind": 1},
+         expected=lambda ins, a: [np.linalg.tensorinv(ins[0], ind=1)]))
+add(Case("_npi_tensorsolve", inputs(_well_conditioned((4, 4)), U((4,))), wrt=(0, 1),
+         expected=lambda ins, a: [np.linalg.tensorsolve(ins[0], ins[1])]))
+add(Case("_npi_pinv", inputs(U((2, 3)), lambda rng: np.array(1e-15)), wrt=(),
+         expected=lambda ins, a: [np.linalg.pinv(ins[0])]))

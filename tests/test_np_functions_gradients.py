@@ -23,6 +23,30 @@ CASES = {
     "meshgrid_xy": (lambda m, a: m.meshgrid(a[0], a[1, :2])[0] * m.meshgrid(a[0], a[1, :2])[1],
                     (2, 3)),
     "meshgrid_ij": (lambda m, a: m.meshgrid(a[0], a[1], indexing="ij")[1], (2, 3)),
+    # the functions that move elements (ops/np_ops.py's index maps)
+    "roll": (lambda m, a: m.roll(a, (1, -2), axis=(0, 1)), (3, 4)),
+    "roll_flat": (lambda m, a: m.roll(a, 5), (3, 4)),
+    "rot90": (lambda m, a: m.rot90(a, 3, axes=(2, 0)), (2, 3, 4)),
+    "tril": (lambda m, a: m.tril(a, -1), (2, 3, 4)),
+    "triu": (lambda m, a: m.triu(a, 1), (4, 3)),
+    "pad_constant": (lambda m, a: m.pad(a, ((1, 2), (0, 1)), constant_values=3.5), (2, 3)),
+    "pad_reflect": (lambda m, a: m.pad(a, ((2, 2), (1, 0)), mode="reflect"), (3, 3)),
+    "pad_edge": (lambda m, a: m.pad(a, ((2, 1), (1, 2)), mode="edge"), (2, 3)),
+    "resize": (lambda m, a: m.resize(a, (3, 5)), (2, 3)),
+    "delete": (lambda m, a: m.delete(a, [0, 2], axis=1), (2, 4)),
+    "delete_slice": (lambda m, a: m.delete(a, slice(1, None, 2)), (2, 4)),
+    "insert_scalar": (lambda m, a: m.insert(a, 1, 9.0, axis=0), (2, 3)),
+    "insert_rows": (lambda m, a: m.insert(a, [0, 2], a[:1] * 2, axis=0), (3, 2)),
+    "diagflat": (lambda m, a: m.diagflat(a, -1), (2, 2)),
+    # np.linalg: NumPy-computed gradients (MXNet's formulas)
+    "det": (lambda m, a: m.linalg.det(a), (2, 3, 3)),
+    "slogdet": (lambda m, a: m.linalg.slogdet(a)[1], (2, 3, 3)),
+    "inv": (lambda m, a: m.linalg.inv(a), (3, 3)),
+    "solve_vectors": (lambda m, a: m.linalg.solve(a[:3], a[3]), (4, 3)),
+    "solve_matrix": (lambda m, a: m.linalg.solve(a[:, :2], a[:, 2:]), (2, 4)),
+    "cholesky": (lambda m, a: m.linalg.cholesky(m.dot(a, a.T) + 4 * m.eye(3)), (3, 3)),
+    "eigvalsh": (lambda m, a: m.linalg.eigvalsh(a + a.T), (3, 3)),
+    "tensorinv": (lambda m, a: m.linalg.tensorinv(a, ind=1), (4, 2, 2)),
 }
 
 

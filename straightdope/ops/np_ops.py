@@ -4,7 +4,7 @@ Each output element of these is one input element (or a constant), so one pair o
 covers them all, with gradients:
 
   `_np_rearrange(data, function=, args=)`    the NumPy function itself, as the forward;
-  `_np_rearrange_backward(out_grad, data)`   its gradient: each output gradient is added
+  `_np_rearrange_grad(out_grad, data)`   its gradient: each output gradient is added
                                              to the input element it came from.
 
 Which element that is, the *index map* says: the function applied to the numbers
@@ -104,11 +104,11 @@ ATTRS = {"function": Attr("str", required=True, choices=tuple(REARRANGE)),
 
 register("_np_rearrange", inputs=("data",), attrs=dict(ATTRS), placement="host",
          forward=lambda attrs, x: _apply(attrs, x), infer_shape=_out_shape,
-         gradient=lambda F, a, i, o, og: [F._np_rearrange_backward(og[0], i[0], **a)],
+         gradient=lambda F, a, i, o, og: [F._np_rearrange_grad(og[0], i[0], **a)],
          key_attrs=("function",),
          doc="An mx.np function that moves elements (`function`: roll, rot90, tril, triu, "
              "pad, delete, resize, diagflat, insert_scalar) applied with `args`.")
-register("_np_rearrange_backward", inputs=("out_grad", "data"), attrs=dict(ATTRS),
+register("_np_rearrange_grad", inputs=("out_grad", "data"), attrs=dict(ATTRS),
          placement="host", forward=_backward_forward,
          infer_shape=lambda attrs, s: (s, [s[1]]), index_inputs=("data",),
          gradient=lambda F, a, i, o, og: [F._np_rearrange(og[0], **a), F.zeros_like(i[1])],
@@ -147,10 +147,10 @@ def _insert_backward(attrs, og, x, values):
 
 register("_np_insert", inputs=("data", "values"), attrs={"args": Attr("str", "()")},
          placement="host", forward=_insert, infer_shape=_insert_shape,
-         gradient=lambda F, a, i, o, og: list(F._np_insert_backward(og[0], i[0], i[1], **a)),
+         gradient=lambda F, a, i, o, og: list(F._np_insert_grad(og[0], i[0], i[1], **a)),
          doc="np.insert(data, obj, values, axis) with args=(obj, axis); values are cast to "
              "data's dtype.")
-register("_np_insert_backward", inputs=("out_grad", "data", "values"),
+register("_np_insert_grad", inputs=("out_grad", "data", "values"),
          attrs={"args": Attr("str", "()")}, placement="host", num_outputs=2,
          forward=_insert_backward, index_inputs=("data", "values"),
          infer_shape=lambda attrs, s: (s, [s[1], s[2]]),
@@ -220,22 +220,31 @@ def _cholesky_grad(og, l):
     return 0.5 * np.matmul(np.matmul(_t(l_inv), _copyltu(np.matmul(_t(l), og))), l_inv)
 
 
-def _eigh_grad(og_w, og_v, a, w, v):
-    """V (diag(w') + F o (V^T V')) V^T, F_ij = 1 / (w_j - w_i) off the diagonal."""
+def _read_triangle(g, uplo):
+    """The gradient of a symmetric matrix's function with respect to the triangle eigh
+    reads (UPLO): each entry off the diagonal stands for two."""
+    tri = np.tril if uplo == "L" else np.triu
+    return tri(g) + tri(g, -1 if uplo == "L" else 1)
+
+
+def _eigh_grad(og_w, og_v, a, w, v, uplo):
+    """V (diag(w') + F o (V^T V')) V^T, F_ij = 1 / (w_j - w_i) off the diagonal, on the
+    triangle read."""
     if a.size == 0:
         return np.zeros_like(a)
     diff = w[..., None, :] - w[..., :, None]
     with np.errstate(divide="ignore"):
         f = np.where(diff == 0, 0.0, 1.0 / np.where(diff == 0, 1.0, diff))
     inner = f * np.matmul(_t(v), og_v) + og_w[..., :, None] * np.eye(w.shape[-1])
-    return np.matmul(np.matmul(v, inner), _t(v))
+    g = np.matmul(np.matmul(v, inner), _t(v))
+    return _read_triangle(0.5 * (g + _t(g)), uplo)
 
 
 def _eigvalsh_grad(og, a, w, uplo):
     if a.size == 0:
         return np.zeros_like(a)
     _, v = np.linalg.eigh(a, uplo)
-    return np.matmul(v * og[..., None, :], _t(v))
+    return _read_triangle(np.matmul(v * og[..., None, :], _t(v)), uplo)
 
 
 def _svd_grad(og_ut, og_l, og_v, a, ut, l, v):
@@ -300,10 +309,10 @@ def _linalg_shapes(name, rule):
 
 def _register_linalg(name, forward, shapes, grad, num_outputs=1, attrs=None, inputs=("A",),
                      output_names=("output",)):
-    """`_npi_<name>` and, with a gradient, `_npi_<name>_backward`, whose inputs are the
+    """`_npi_<name>` and, with a gradient, `_npi_<name>_grad`, whose inputs are the
     out-grads, the inputs and the outputs (NumPy's function `grad` computes from them)."""
     attrs = attrs or {}
-    back = f"_npi_{name}_backward"
+    back = f"_npi_{name}_grad"
     if grad is not None:
         def gradient(F, a, i, o, og):
             result = getattr(F, back)(*og, *i, *o, **a)
@@ -357,7 +366,7 @@ _register_linalg("eigvalsh", lambda attrs, a: _eigh_forward(attrs, a)[0],
                  lambda og, a, w, UPLO: _eigvalsh_grad(og, a, w, UPLO),
                  attrs={"UPLO": Attr("str", "L", choices=("L", "U"))})
 _register_linalg("eigh", _eigh_forward, _linalg_shapes("eigh", lambda a: [a[:-1], a]),
-                 lambda og1, og2, a, w, v, UPLO: _eigh_grad(og1, og2, a, w, v), num_outputs=2,
+                 lambda og1, og2, a, w, v, UPLO: _eigh_grad(og1, og2, a, w, v, UPLO), num_outputs=2,
                  attrs={"UPLO": Attr("str", "L", choices=("L", "U"))},
                  output_names=("w", "v"))
 _register_linalg("eigvals", lambda attrs, a: _eig_forward(attrs, a, False),
