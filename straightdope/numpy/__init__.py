@@ -738,6 +738,59 @@ def insert(arr, obj, values, axis=None):
     return _world(arr, values)._np_insert(arr, values, args=args)
 
 
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """The n-th differences along `axis` (after joining prepend and append there)."""
+    if n < 0:
+        raise ValueError(f"np.diff: order must be non-negative, got n={n}")
+    if prepend is not None or append is not None:
+        F = _world(a)
+        parts = [_edge(F, v, a, axis) for v in (prepend,)] if prepend is not None else []
+        parts.append(a)
+        if append is not None:
+            parts.append(_edge(F, append, a, axis))
+        a = concatenate(parts, axis=axis)
+    return _world(a)._npi_diff(a, n=int(n), axis=int(axis))
+
+
+def _edge(F, value, a, axis):
+    """prepend/append of np.diff: a number becomes a slice of length 1 along axis."""
+    if isinstance(value, (_NDArray, _Symbol)):
+        return value
+    shape = list(a.shape)
+    shape[axis] = 1
+    return full(tuple(shape), value, dtype=a.dtype)
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    """The differences of the flattened array, with to_begin before and to_end after
+    (numbers, or arrays)."""
+    arrays = {k: v for k, v in (("to_begin", to_begin), ("to_end", to_end))
+              if isinstance(v, (_NDArray, _Symbol))}
+    numbers = {k: "" if k in arrays or v is None else repr(_onp.ravel(v).tolist())
+               for k, v in (("to_begin", to_begin), ("to_end", to_end))}
+    out = _world(ary)._npi_ediff1d(ary, **numbers)
+    if not arrays:
+        return out
+    parts = [ravel(arrays["to_begin"])] if "to_begin" in arrays else []
+    parts.append(out)
+    if "to_end" in arrays:
+        parts.append(ravel(arrays["to_end"]))
+    return concatenate(parts, axis=0)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """x with NaN replaced by `nan` and infinities by posinf/neginf (the dtype's largest
+    and smallest numbers by default); gradients flow where x is finite. copy=False writes
+    the result into x (an array, not while recording)."""
+    if not isinstance(x, (_NDArray, _Symbol)):
+        return _onp.nan_to_num(x, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+    out = _world(x)._npi_nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+    if not copy and isinstance(x, _NDArray):
+        x[...] = out
+        return x
+    return out
+
 from . import linalg  # noqa: E402,F401
 
 

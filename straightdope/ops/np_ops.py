@@ -466,3 +466,93 @@ register("_npi_pinv", inputs=("A", "rcond"), attrs={"hermitian": Attr("bool", Fa
                                            tuple(s[0][:-2]) + (s[0][-1], s[0][-2])]),
          doc="np.linalg.pinv(A, rcond, hermitian): the pseudo-inverse (no gradient, as in "
              "MXNet).")
+
+
+# ------------------------------------------------------- diff and nan_to_num
+def _diff_grad(attrs, og, x):
+    """diff is linear; its transpose, n times: minus diff of og padded with zeros."""
+    for _ in range(attrs["n"]):
+        og = -np.diff(og, 1, attrs["axis"], prepend=0, append=0)
+    return og.astype(x.dtype, copy=False) if og.shape == x.shape else np.zeros_like(x)
+
+
+def _diff_shape(attrs, in_shapes):
+    a = in_shapes[0]
+    if not is_complete(a):
+        return in_shapes, [None]
+    if not a:
+        raise OpError("np.diff: needs an array of at least one axis, got a 0-d one")
+    out, axis = list(a), attrs["axis"] % len(a)
+    out[axis] = max(a[axis] - attrs["n"], 0)
+    return in_shapes, [tuple(out)]
+
+
+DIFF_ATTRS = {"n": Attr("int", 1, minimum=0), "axis": Attr("int", -1)}
+register("_npi_diff", inputs=("a",), attrs=dict(DIFF_ATTRS), placement="host",
+         forward=lambda attrs, x: np.diff(x, attrs["n"], attrs["axis"]), infer_shape=_diff_shape,
+         gradient=lambda F, a, i, o, og: [F._npi_diff_grad(og[0], i[0], **a)],
+         doc="np.diff(a, n, axis): the n-th differences along axis.")
+register("_npi_diff_grad", inputs=("out_grad", "a"), attrs=dict(DIFF_ATTRS), placement="host",
+         forward=_diff_grad, infer_shape=lambda attrs, s: (s, [s[1]]), index_inputs=("a",),
+         doc="The gradient of np.diff.")
+
+
+def _nan_to_num(attrs, x):
+    if x.dtype.kind not in "fc":
+        return x.copy()
+    return np.nan_to_num(x, nan=attrs["nan"], posinf=attrs["posinf"], neginf=attrs["neginf"])
+
+
+NAN_ATTRS = {"nan": Attr("float", 0.0), "posinf": Attr("float_or_none", None),
+             "neginf": Attr("float_or_none", None)}
+register("_npi_nan_to_num", inputs=("data",), attrs=dict(NAN_ATTRS), placement="host",
+         forward=_nan_to_num, infer_shape=lambda attrs, s: (s, [s[0]]),
+         gradient=lambda F, a, i, o, og: [F._npi_nan_to_num_grad(og[0], i[0])],
+         doc="np.nan_to_num: NaN and infinities replaced by `nan`, `posinf`, `neginf` (the "
+             "dtype's largest and smallest numbers by default).")
+register("_npi_nan_to_num_grad", inputs=("out_grad", "data"), placement="host",
+         forward=lambda attrs, og, x: og * np.isfinite(x) if x.dtype.kind in "fc" else og,
+         infer_shape=lambda attrs, s: (s, [s[1]]), index_inputs=("data",),
+         doc="The gradient of np.nan_to_num: out_grad where data is finite, 0 elsewhere.")
+
+
+def _literal_values(attrs, name):
+    """The numbers of to_begin/to_end ("" for none: a str attribute "None" is None)."""
+    if not attrs[name]:
+        return None
+    return np.ravel(np.asarray(ast.literal_eval(attrs[name]), np.float64))
+
+
+def _ediff1d(attrs, x):
+    begin, end = _literal_values(attrs, "to_begin"), _literal_values(attrs, "to_end")
+    parts = [np.diff(x.reshape(-1))]
+    parts = ([] if begin is None else [begin]) + parts + ([] if end is None else [end])
+    return np.concatenate(parts).astype(x.dtype, copy=False)
+
+
+def _ediff1d_grad(attrs, og, x):
+    begin = _literal_values(attrs, "to_begin")
+    start = 0 if begin is None else begin.size
+    middle = og[start:start + max(x.size - 1, 0)]
+    if x.size <= 1:
+        return np.zeros_like(x)
+    return (-np.diff(middle, prepend=0, append=0)).reshape(x.shape).astype(og.dtype)
+
+
+def _ediff1d_shape(attrs, in_shapes):
+    if not is_complete(in_shapes[0]):
+        return in_shapes, [None]
+    extra = sum(0 if v is None else v.size
+                for v in (_literal_values(attrs, "to_begin"), _literal_values(attrs, "to_end")))
+    return in_shapes, [(max(int(np.prod(in_shapes[0])) - 1, 0) + extra,)]
+
+
+EDIFF_ATTRS = {"to_begin": Attr("str", ""), "to_end": Attr("str", "")}
+register("_npi_ediff1d", inputs=("data",), attrs=dict(EDIFF_ATTRS), placement="host",
+         forward=_ediff1d, infer_shape=_ediff1d_shape,
+         gradient=lambda F, a, i, o, og: [F._npi_ediff1d_grad(og[0], i[0], **a)],
+         doc="np.ediff1d(data, to_end, to_begin) with the numbers to put before and after "
+             "as literals (arrays are joined with concat).")
+register("_npi_ediff1d_grad", inputs=("out_grad", "data"), attrs=dict(EDIFF_ATTRS),
+         placement="host", forward=_ediff1d_grad, infer_shape=lambda attrs, s: (s, [s[1]]),
+         index_inputs=("data",), doc="The gradient of np.ediff1d.")
