@@ -666,3 +666,14 @@ add(Case("_npi_tensorsolve", inputs(_well_conditioned((4, 4)), U((4,))), wrt=(0,
          expected=lambda ins, a: [np.linalg.tensorsolve(ins[0], ins[1])]))
 add(Case("_npi_pinv", inputs(U((2, 3)), lambda rng: np.array(1e-15)), wrt=(),
          expected=lambda ins, a: [np.linalg.pinv(ins[0])]))
+add(Case("_np_combine", inputs(U((2, 3)), U((2, 1))), {"function": "hstack", "num_args": 2},
+         wrt=(0, 1), expected=lambda ins, a: [np.hstack(ins)]))
+add(Case("_npi_diff", inputs(U((3, 4))), {"n": 2, "axis": 1},
+         expected=lambda ins, a: [np.diff(ins[0], 2, 1)]))
+add(Case("_npi_ediff1d", inputs(U((2, 3))), {"to_begin": "[1.5]", "to_end": "[2.0, 3.0]"},
+         expected=lambda ins, a: [np.ediff1d(ins[0], to_begin=1.5, to_end=[2.0, 3.0])]))
+add(Case("_npi_nan_to_num", lambda rng: [np.array([[np.nan, 1.5], [np.inf, -np.inf]])],
+         {"nan": 2.0, "posinf": 9.0}, wrt=(),
+         expected=lambda ins, a: [np.nan_to_num(ins[0], nan=2.0, posinf=9.0)]))
+add(Case("_npi_nan_to_num", inputs(U((2, 3))),
+         expected=lambda ins, a: [ins[0]]))

@@ -47,6 +47,20 @@ CASES = {
     "cholesky": (lambda m, a: m.linalg.cholesky(m.dot(a, a.T) + 4 * m.eye(3)), (3, 3)),
     "eigvalsh": (lambda m, a: m.linalg.eigvalsh(a + a.T), (3, 3)),
     "tensorinv": (lambda m, a: m.linalg.tensorinv(a, ind=1), (4, 2, 2)),
+    # more element moves, and several inputs joined (_np_combine)
+    "moveaxis": (lambda m, a: m.moveaxis(a, 0, -1), (2, 3, 4)),
+    "flip_all": (lambda m, a: m.flip(a), (2, 3)),
+    "diag_of_vector": (lambda m, a: m.diag(a[0], 1), (2, 3)),
+    "diagonal": (lambda m, a: m.diagonal(a, -1, 2, 0), (3, 2, 4)),
+    "atleast_3d": (lambda m, a: m.atleast_3d(a), (2, 3)),
+    "hstack": (lambda m, a: m.hstack([a[0], a[1, :2]]), (2, 3)),
+    "vstack": (lambda m, a: m.vstack([a[0], a[1:]]), (3, 2)),
+    "dstack": (lambda m, a: m.dstack([a, a[:, ::-1] * 2]), (2, 3)),
+    "column_stack": (lambda m, a: m.column_stack([a[0], a[1:].T]), (3, 2)),
+    # linear ones with gradient ops of their own
+    "diff": (lambda m, a: m.diff(a, 2, axis=0), (4, 3)),
+    "ediff1d": (lambda m, a: m.ediff1d(a, to_begin=[-1.0, 2.0], to_end=5.0), (2, 3)),
+    "nan_to_num": (lambda m, a: m.nan_to_num(a * 2), (2, 3)),
 }
 
 
@@ -125,3 +139,64 @@ def test_arange_and_friends_take_their_context():
     for make in (lambda c: np.arange(3, ctx=c), lambda c: np.arange(3, device=c),
                  lambda c: np.linspace(0, 1, 3, ctx=c), lambda c: np.eye(2, device=c)):
         assert make(mx.cpu(1)).context == mx.cpu(1)
+
+
+def test_traced_functions_that_move_elements_give_the_imperative_values_and_gradients():
+    """hybridize() traces these on Symbols, whose shapes are unknown while tracing."""
+    class Net(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x, v):
+            moved = F.np.roll(F.np.moveaxis(F.np.pad(x, ((1, 0), (0, 2))), 0, 1), 1)
+            joined = F.np.vstack([F.np.atleast_2d(F.np.diff(x, axis=0)), x])
+            return (F.np.insert(x, 1, v, axis=0).sum() + moved.sum() * 2
+                    + (joined * joined).sum() + F.np.linalg.det(F.np.dot(x.T, x)))
+
+    data = onp.arange(6.0).reshape(3, 2) * 0.3 + onp.array([[1.0, 0.0]] * 3)
+    results = []
+    for hybridize in (False, True):
+        net = Net()
+        if hybridize:
+            net.hybridize()
+        x, v = np.array(data, dtype="float64"), np.array([[7.0, 8.0]], dtype="float64")
+        x.attach_grad(), v.attach_grad()
+        with autograd.record():
+            out = net(x, v)
+        out.backward()
+        results.append((out.item(), x.grad.asnumpy(), v.grad.asnumpy()))
+    (y0, gx0, gv0), (y1, gx1, gv1) = results
+    assert onp.isclose(y0, y1) and onp.allclose(gx0, gx1) and onp.allclose(gv0, gv1)
+    onp.testing.assert_array_equal(gv0, [[1.0, 1.0]])
+
+
+def test_gradients_of_insert_reach_the_inserted_values():
+    x, v = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([10.0, 20.0])
+    x.attach_grad(), v.attach_grad()
+    weights = np.array(onp.arange(6.0).reshape(3, 2))
+    with autograd.record():
+        out = np.insert(x, 1, v, axis=0)
+        (out * weights).sum().backward()
+    onp.testing.assert_array_equal(out.asnumpy(), [[1, 2], [10, 20], [3, 4]])
+    onp.testing.assert_array_equal(v.grad.asnumpy(), [2.0, 3.0])
+    onp.testing.assert_array_equal(x.grad.asnumpy(), [[0.0, 1.0], [4.0, 5.0]])
+
+
+def test_delete_ignores_indices_outside_the_axis_as_mxnet_does():
+    x = np.array(onp.arange(8.0).reshape(2, 4))
+    onp.testing.assert_array_equal(np.delete(x, [0, 9, -1], axis=1).asnumpy(),
+                                   onp.delete(onp.arange(8.0).reshape(2, 4), [0], axis=1))
+
+
+def test_what_has_no_gradient_says_so():
+    x = np.array(onp.arange(4.0).reshape(2, 2))
+    x.attach_grad()
+    with autograd.record():
+        out = np.pad(x, ((1, 1), (0, 0)), mode="maximum")
+    onp.testing.assert_array_equal(out.asnumpy(), onp.pad(x.asnumpy(), ((1, 1), (0, 0)),
+                                                          mode="maximum"))
+    with pytest.raises(mx.base.MXNetError, match=r"np.pad\(mode='maximum'\) has no gradient"):
+        out.backward()
+    with pytest.raises(mx.base.MXNetError, match="complex eigenvalues"):
+        np.linalg.eig(np.array([[0.0, -1.0], [1.0, 0.0]]))
+    with pytest.raises(mx.base.MXNetError, match=r"square matrices .* shape \(2, 3\)"):
+        np.linalg.inv(np.ones((2, 3)))
+    with pytest.raises(mx.base.MXNetError, match="N and M must be at least 0"):
+        np.eye(-1)

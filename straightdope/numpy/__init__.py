@@ -12,6 +12,7 @@ import functools
 import numpy as _onp
 
 from .. import ndarray as _nd
+from ..base import MXNetError as _MXNetError
 from .. import symbol as _sym
 from ..ndarray import NDArray as _NDArray
 from ..symbol import NpSymbol as _NpSymbol
@@ -226,6 +227,9 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, ctx=
 
 
 def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
+    """An N x M array of ones on diagonal k, zeros elsewhere."""
+    if N < 0 or (M is not None and M < 0):
+        raise _MXNetError(f"np.eye: N and M must be at least 0, got N={N}, M={M}")
     return array(_onp.eye(N, M, k), dtype, ctx or device)
 
 
@@ -415,21 +419,12 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
-    if isinstance(a, _Symbol):
-        raise NotImplementedError("np.moveaxis on a Symbol (its number of axes is unknown "
-                                  "while tracing): use np.transpose with all the axes")
-    return _nd.moveaxis(a, source, destination)
+    return _rearrange("moveaxis", a, source, destination)
 
 
 def flip(m, axis=None):
     """The elements in reverse order along `axis` (every axis when None)."""
-    if axis is None:
-        if isinstance(m, _Symbol):
-            raise NotImplementedError("np.flip(axis=None) on a Symbol: give the axes")
-        axis = tuple(range(m.ndim))
-    if isinstance(axis, (tuple, list)) and not axis:
-        return m
-    return _world(m).flip(m, axis=axis)
+    return _rearrange("flip", m, axis)
 
 
 def flipud(m):
@@ -454,12 +449,14 @@ def take(a, indices, axis=None, mode="raise", out=None):
 
 
 def diagonal(a, offset=0, axis1=0, axis2=1):
-    return _world(a).diag(a, k=offset, axis1=axis1, axis2=axis2)
+    """Diagonal `offset` of the axes axis1, axis2 (moved last); empty when it does not
+    exist, as in NumPy."""
+    return _rearrange("diagonal", a, int(offset), int(axis1), int(axis2))
 
 
 def diag(v, k=0):
-    """A 1-D array on diagonal k of a matrix, or diagonal k of a 2-D array."""
-    return _world(v).diag(v, k=k)
+    """A 2-D array with v on diagonal k (v 1-D), or diagonal k of a 2-D array."""
+    return _rearrange("diag", v, int(k))
 
 
 def diagflat(v, k=0):
@@ -555,15 +552,7 @@ def full_like(a, fill_value, dtype=None, order="C", subok=False, shape=None, ctx
 
 
 def _at_least(ndim, arrays):
-    out = []
-    for a in arrays:
-        a = a if isinstance(a, (_NDArray, _Symbol)) else array(a)
-        shape = {0: (1,) * ndim, 1: (1, -1) if ndim >= 2 else (-1,)}.get(a.ndim)
-        if shape is not None and a.ndim < ndim:
-            a = reshape(a, (1, a.shape[0], 1) if ndim == 3 and a.ndim == 1 else shape)
-        elif a.ndim == 2 and ndim == 3:
-            a = expand_dims(a, -1)
-        out.append(a)
+    out = [_rearrange(f"atleast_{ndim}d", a) for a in arrays]
     return out[0] if len(out) == 1 else out
 
 
@@ -579,8 +568,14 @@ def atleast_3d(*arys):
     return _at_least(3, arys)
 
 
+def _combine(function, tup):
+    arrays = [a if isinstance(a, (_NDArray, _Symbol)) else array(a) for a in tup]
+    return _world(*arrays)._np_combine(*arrays, function=function, num_args=len(arrays))
+
+
 def vstack(tup):
-    return concatenate([atleast_2d(a) for a in tup], axis=0)
+    """The arrays (at least 2-D) joined along axis 0."""
+    return _combine("vstack", tup)
 
 
 def row_stack(tup):
@@ -588,17 +583,18 @@ def row_stack(tup):
 
 
 def hstack(tup):
-    arrays = [atleast_1d(a) for a in tup]
-    return concatenate(arrays, axis=0 if arrays[0].ndim == 1 else 1)
+    """The arrays joined along axis 1 (axis 0 for 1-D ones)."""
+    return _combine("hstack", tup)
 
 
 def dstack(tup):
-    return concatenate([atleast_3d(a) for a in tup], axis=2)
+    """The arrays (at least 3-D) joined along axis 2."""
+    return _combine("dstack", tup)
 
 
 def column_stack(tup):
-    arrays = [reshape(a, (-1, 1)) if a.ndim < 2 else a for a in tup]
-    return concatenate(arrays, axis=1)
+    """1-D arrays as columns, joined with 2-D ones along axis 1."""
+    return _combine("column_stack", tup)
 
 
 def append(arr, values, axis=None):

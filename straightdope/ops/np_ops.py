@@ -36,7 +36,7 @@ def _resize(x, new_shape):
 # function name -> f(x, *args); args exactly as the mx.np function passes them
 REARRANGE = {
     "roll": lambda x, shift, axis: np.roll(x, shift, axis),
-    "rot90": lambda x, k, axes: np.ascontiguousarray(np.rot90(x, k, axes)),
+    "rot90": lambda x, k, axes: np.rot90(x, k, axes).copy(),     # copies are C-ordered
     "tril": lambda x, k: np.tril(x, k),
     "triu": lambda x, k: np.triu(x, k),
     "pad": _pad,
@@ -44,6 +44,13 @@ REARRANGE = {
     "resize": _resize,
     "diagflat": lambda x, k: np.diagflat(x, k),
     "insert_scalar": lambda x, obj, axis, value: np.insert(x, obj, value, axis),
+    "atleast_1d": np.atleast_1d,
+    "atleast_2d": np.atleast_2d,
+    "atleast_3d": np.atleast_3d,
+    "moveaxis": lambda x, source, destination: np.moveaxis(x, source, destination).copy(),
+    "flip": lambda x, axis: np.flip(x, axis).copy(),
+    "diag": lambda x, k: np.diag(x, k),
+    "diagonal": lambda x, offset, axis1, axis2: np.diagonal(x, offset, axis1, axis2).copy(),
 }
 FILLS = ("pad", "insert_scalar")     # their last argument is the constant they fill in
 
@@ -107,7 +114,8 @@ register("_np_rearrange", inputs=("data",), attrs=dict(ATTRS), placement="host",
          gradient=lambda F, a, i, o, og: [F._np_rearrange_grad(og[0], i[0], **a)],
          key_attrs=("function",),
          doc="An mx.np function that moves elements (`function`: roll, rot90, tril, triu, "
-             "pad, delete, resize, diagflat, insert_scalar) applied with `args`.")
+             "pad, delete, resize, diagflat, insert_scalar, atleast_nd, moveaxis, flip, diag, "
+             "diagonal) applied with `args`.")
 register("_np_rearrange_grad", inputs=("out_grad", "data"), attrs=dict(ATTRS),
          placement="host", forward=_backward_forward,
          infer_shape=lambda attrs, s: (s, [s[1]]), index_inputs=("data",),
@@ -342,6 +350,7 @@ def _one(name, function):
 
 
 def _empty_result(name, a, function):
+    _square(name, a.shape)
     if a.size:
         return _numpy_linalg(name, function, a)
     return {"det": np.ones(a.shape[:-2], a.dtype), "inv": np.zeros_like(a),
@@ -556,3 +565,53 @@ register("_npi_ediff1d", inputs=("data",), attrs=dict(EDIFF_ATTRS), placement="h
 register("_npi_ediff1d_grad", inputs=("out_grad", "data"), attrs=dict(EDIFF_ATTRS),
          placement="host", forward=_ediff1d_grad, infer_shape=lambda attrs, s: (s, [s[1]]),
          index_inputs=("data",), doc="The gradient of np.ediff1d.")
+
+
+
+# ------------------------------------------------- stacking: several inputs
+# The same index maps over several inputs: input k's elements are numbered after those
+# of the inputs before it, so the gradient is split back by ranges.
+COMBINE = {"hstack": np.hstack, "vstack": np.vstack, "dstack": np.dstack,
+           "column_stack": np.column_stack}
+
+
+def _combine(attrs, *xs):
+    try:
+        return COMBINE[attrs["function"]](xs)
+    except ValueError as err:
+        raise OpError(f"np.{attrs['function']}: {err} (arrays of shapes "
+                      f"{[x.shape for x in xs]})") from None
+
+
+def _combine_grad(attrs, og, *xs):
+    offsets = np.cumsum([0] + [x.size for x in xs])
+    numbered = [np.arange(1, x.size + 1, dtype=np.int64).reshape(x.shape) + start
+                for x, start in zip(xs, offsets)]
+    mapped = _combine(attrs, *numbered)
+    total = _scatter(mapped, og, int(offsets[-1]), (int(offsets[-1]),))
+    return tuple(total[a:b].reshape(x.shape) for a, b, x in zip(offsets, offsets[1:], xs))
+
+
+def _combine_shape(attrs, in_shapes):
+    if not all(is_complete(s) for s in in_shapes):
+        return in_shapes, [None]
+    probes = [np.broadcast_to(np.zeros((), np.int8), s) for s in in_shapes]
+    return in_shapes, [_combine(attrs, *probes).shape]
+
+
+COMBINE_ATTRS = {"function": Attr("str", required=True, choices=tuple(COMBINE)),
+                 "num_args": Attr("int_or_none", None)}
+register("_np_combine", variadic=True, attrs=dict(COMBINE_ATTRS), placement="host",
+         forward=_combine, infer_shape=_combine_shape, key_attrs=("function",),
+         gradient=lambda F, a, i, o, og: list(_parts(F._np_combine_grad(
+             og[0], *i, function=a["function"], num_args=len(i)), len(i))),
+         doc="np.hstack, vstack, dstack or column_stack (`function`) of the inputs.")
+register("_np_combine_grad", variadic=True, attrs=dict(COMBINE_ATTRS), placement="host",
+         num_outputs=lambda attrs: attrs["num_args"], forward=_combine_grad,
+         infer_shape=lambda attrs, s: (s, list(s[1:])),
+         doc="The gradient of _np_combine: out_grad split back to the inputs.")
+
+
+def _parts(result, count):
+    """An op's outputs as a list (one output comes back alone)."""
+    return [result] if count == 1 else [result[k] for k in range(count)]
