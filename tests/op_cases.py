@@ -677,3 +677,7 @@ add(Case("_npi_nan_to_num", lambda rng: [np.array([[np.nan, 1.5], [np.inf, -np.i
          expected=lambda ins, a: [np.nan_to_num(ins[0], nan=2.0, posinf=9.0)]))
 add(Case("_npi_nan_to_num", inputs(U((2, 3))),
          expected=lambda ins, a: [ins[0]]))
+# a normal of scale 0 is deterministic, so every path can compare it (and its gradient)
+add(Case("_npi_sample", inputs(U((2, 3))),
+         {"distribution": "normal", "scalars": "(None, 0.0)", "dtype": "float64",
+          "num_args": 1}, expected=lambda ins, a: [ins[0]]))

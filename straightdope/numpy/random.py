@@ -1,13 +1,78 @@
-"""`np.random`: NumPy's argument names (size=), straightdope arrays."""
+"""`np.random`: NumPy's argument names (size=), straightdope arrays.
+
+The distributions are one registry op (`_npi_sample`, ops/np_ops.py): array parameters
+are traced by hybridize() and, for the reparameterizable distributions (normal,
+uniform, lognormal, exponential, rayleigh, weibull, pareto), get gradients."""
+import numbers as _numbers
+
+import numpy as _onp
+
+from .. import ndarray as _nd
+from .. import symbol as _sym
+from ..context import check_context as _check_context
 from ..ndarray import random as _r
 
 
+def _sample(distribution, params, size, dtype, ctx=None, device=None):
+    if ctx is not None or device is not None:
+        _check_context(ctx or device)
+    arrays = [p for p in params if isinstance(p, (_nd.NDArray, _sym.Symbol))]
+    scalars = []
+    for p in params:
+        if isinstance(p, (_nd.NDArray, _sym.Symbol)):
+            scalars.append(None)
+        elif isinstance(p, _numbers.Real):
+            scalars.append(float(p))
+        else:                                   # a list or NumPy array of parameters
+            raise TypeError(f"np.random.{distribution}: parameters must be numbers or "
+                            f"arrays, got {type(p).__name__}; wrap it in np.array(...)")
+    if isinstance(size, (int, _onp.integer)):
+        size = (int(size),)
+    F = _sym if any(isinstance(a, _sym.Symbol) for a in arrays) else _nd
+    return F._npi_sample(*arrays, distribution=distribution, scalars=repr(tuple(scalars)),
+                         size=None if size is None else tuple(size),
+                         dtype="float32" if dtype is None else _onp.dtype(dtype).name,
+                         num_args=len(arrays))
+
+
 def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, device=None):
-    return _r.uniform(low, high, size if size is not None else (), dtype=dtype)
+    return _sample("uniform", (low, high), size, dtype, ctx, device)
 
 
 def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None):
-    return _r.normal(loc, scale, size if size is not None else (), dtype=dtype)
+    return _sample("normal", (loc, scale), size, dtype, ctx, device)
+
+
+def lognormal(mean=0.0, sigma=1.0, size=None, dtype=None, ctx=None, device=None):
+    return _sample("lognormal", (mean, sigma), size, dtype, ctx, device)
+
+
+def exponential(scale=1.0, size=None, dtype=None, ctx=None, device=None):
+    return _sample("exponential", (scale,), size, dtype, ctx, device)
+
+
+def rayleigh(scale=1.0, size=None, dtype=None, ctx=None, device=None):
+    return _sample("rayleigh", (scale,), size, dtype, ctx, device)
+
+
+def weibull(a, size=None, dtype=None, ctx=None, device=None):
+    return _sample("weibull", (a,), size, dtype, ctx, device)
+
+
+def pareto(a, size=None, dtype=None, ctx=None, device=None):
+    return _sample("pareto", (a,), size, dtype, ctx, device)
+
+
+def gamma(shape, scale=1.0, size=None, dtype=None, ctx=None, device=None):
+    return _sample("gamma", (shape, scale), size, dtype, ctx, device)
+
+
+def beta(a, b, size=None, dtype=None, ctx=None, device=None):
+    return _sample("beta", (a, b), size, dtype, ctx, device)
+
+
+def chisquare(df, size=None, dtype=None, ctx=None, device=None):
+    return _sample("chisquare", (df,), size, dtype, ctx, device)
 
 
 def randint(low, high=None, size=None, dtype=None, ctx=None, device=None):

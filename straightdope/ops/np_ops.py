@@ -615,3 +615,99 @@ register("_np_combine_grad", variadic=True, attrs=dict(COMBINE_ATTRS), placement
 def _parts(result, count):
     """An op's outputs as a list (one output comes back alone)."""
     return [result] if count == 1 else [result[k] for k in range(count)]
+
+
+# ------------------------------------------------------------------ sampling
+# np.random's distributions as one op: parameters that are arrays are its inputs, the
+# others numbers in `scalars` (None where an input goes). Samples come from NumPy's
+# global generator, as nd.random's do (mx.random.seed seeds it). The reparameterizable
+# ones have gradients: d sample / d parameter, from the sample and the parameters.
+def _sample_grads(name, x, p):
+    """[d x / d p_k] for the distribution `name` (None: no gradient for that one)."""
+    with np.errstate(all="ignore"):
+        if name == "normal":
+            return [np.ones_like(x), (x - p[0]) / p[1]]
+        if name == "uniform":
+            width = p[1] - p[0]
+            return [(p[1] - x) / width, (x - p[0]) / width]
+        if name == "lognormal":
+            return [x, x * (np.log(x) - p[0]) / p[1]]
+        if name in ("exponential", "rayleigh"):
+            return [x / p[0]]
+        if name == "weibull":
+            return [-x * np.log(x) / p[0]]
+        if name == "pareto":
+            return [-(x + 1) * np.log(x + 1) / p[0]]
+    return None
+
+
+SAMPLERS = {"normal": 2, "uniform": 2, "lognormal": 2, "exponential": 1, "rayleigh": 1,
+            "weibull": 1, "pareto": 1, "gamma": 2, "beta": 2, "chisquare": 1}
+SAMPLE_ATTRS = {"distribution": Attr("str", required=True, choices=tuple(SAMPLERS)),
+                "scalars": Attr("str", "()"), "size": Attr("shape_or_none", None),
+                "dtype": Attr("str", "float32"), "num_args": Attr("int_or_none", None)}
+
+
+def _params(attrs, arrays):
+    arrays = iter(arrays)
+    return [next(arrays) if s is None else np.float64(s)
+            for s in ast.literal_eval(attrs["scalars"])]
+
+
+def _sample_shape(attrs, shapes):
+    if attrs["size"] is not None:
+        return tuple(attrs["size"])
+    return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+
+
+def _sample(attrs, *arrays):
+    name, params = attrs["distribution"], _params(attrs, arrays)
+    shape = _sample_shape(attrs, [np.shape(p) for p in params])
+    try:
+        if name == "gamma":      # MXNet's and NumPy's: shape, scale
+            draw = np.random.gamma(params[0], params[1], shape)
+        else:
+            draw = getattr(np.random, name)(*params, size=shape)
+    except ValueError as err:
+        raise OpError(f"np.random.{name}: {err}") from None
+    return np.asarray(draw).astype(attrs["dtype"])
+
+
+def _sample_grad(attrs, og, x, *arrays):
+    name, params = attrs["distribution"], _params(attrs, arrays)
+    grads = _sample_grads(name, x.astype(np.float64), params)
+    if grads is None:
+        raise OpError(f"np.random.{name} has no gradient (its samples are not a "
+                      f"differentiable function of its parameters): stop the gradient "
+                      f"(x.detach()) or use a reparameterizable distribution")
+    out, arrays = [], list(arrays)
+    for scalar, g in zip(ast.literal_eval(attrs["scalars"]), grads):
+        if scalar is None:
+            like = arrays.pop(0)
+            total = og * g
+            while total.ndim > like.ndim:        # undo broadcasting to the sample's shape
+                total = total.sum(axis=0)
+            for axis, n in enumerate(like.shape):
+                if n == 1 and total.shape[axis] != 1:
+                    total = total.sum(axis=axis, keepdims=True)
+            out.append(total.astype(like.dtype))
+    return tuple(out) if len(out) != 1 else out[0]
+
+
+def _sample_infer(attrs, in_shapes):
+    if not all(is_complete(s) for s in in_shapes):
+        return in_shapes, [None]
+    return in_shapes, [_sample_shape(attrs, [tuple(s) for s in in_shapes])]
+
+
+register("_npi_sample", variadic=True, attrs=dict(SAMPLE_ATTRS), placement="host",
+         is_random=True, forward=_sample, infer_shape=_sample_infer,
+         dtype_rule="attr", key_attrs=("distribution",),
+         gradient=lambda F, a, i, o, og: _parts(F._npi_sample_grad(
+             og[0], o[0], *i, **dict(a, num_args=len(i))), len(i)) if i else [],
+         doc="np.random.<distribution>(parameters..., size, dtype): array parameters are "
+             "the inputs, numbers are in `scalars`.")
+register("_npi_sample_grad", variadic=True, attrs=dict(SAMPLE_ATTRS), placement="host",
+         num_outputs=lambda attrs: attrs["num_args"], forward=_sample_grad,
+         infer_shape=lambda attrs, s: (s, list(s[2:])),
+         doc="The gradient of _npi_sample with respect to its array parameters.")
