@@ -200,3 +200,32 @@ def test_what_has_no_gradient_says_so():
         np.linalg.inv(np.ones((2, 3)))
     with pytest.raises(mx.base.MXNetError, match="N and M must be at least 0"):
         np.eye(-1)
+
+
+def test_ufunc_keywords_other_than_numpys_defaults_are_refused():
+    x = np.array([1.0, 4.0])
+    onp.testing.assert_allclose(np.sqrt(x, where=True, casting="same_kind", order="K").asnumpy(),
+                                [1.0, 2.0])
+    for kwargs in ({"where": False}, {"subok": False}, {"dtype": "int8"},
+                   {"casting": "safe"}, {"order": "C"}):
+        with pytest.raises(NotImplementedError, match=r"np\.sqrt: (dtype|\w+=)"):
+            np.sqrt(x, **kwargs)
+    for kwargs in ({"dtype": "abcdefg"}, {"casting": "mxnet"}):
+        with pytest.raises(TypeError):
+            np.sqrt(x, **kwargs)
+
+
+def test_bool_functions_match_numpy_and_write_into_out():
+    data = onp.array([1.0, onp.inf, -onp.inf, onp.nan, 0.0, -2.5])
+    x = np.array(data)
+    for name in ("isnan", "isinf", "isposinf", "isneginf", "isfinite", "logical_not"):
+        got = getattr(np, name)(x)
+        assert got.dtype == onp.bool_, name
+        onp.testing.assert_array_equal(got.asnumpy(), getattr(onp, name)(data), err_msg=name)
+    out = np.zeros(data.shape, dtype="bool")
+    assert np.isnan(x, out) is out and out.asnumpy()[3] and not out.asnumpy()[0]
+    with pytest.raises(TypeError, match="out= has dtype float32"):
+        np.isnan(x, out=np.zeros(data.shape))
+    ints = onp.array([-3, 0, 5], dtype="int32")
+    onp.testing.assert_array_equal(np.bitwise_not(np.array(ints, dtype="int32")).asnumpy(),
+                                   onp.bitwise_not(ints))

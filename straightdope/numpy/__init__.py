@@ -199,12 +199,60 @@ def clip(a, a_min, a_max):
     return _world(a).clip(a, a_min=a_min, a_max=a_max)
 
 
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _ufunc_arguments(name, where=True, casting="same_kind", order="K", dtype=None,
+                     subok=True):
+    """NumPy's ufunc keywords: the defaults are honoured, anything else is refused (as in
+    MXNet): NotImplementedError for a valid value we do not support, TypeError for an
+    invalid one."""
+    if dtype is not None:
+        _onp.dtype(dtype)                      # a TypeError for a name that is no dtype
+        raise NotImplementedError(f"np.{name}: dtype= is not supported; cast the result "
+                                  f"(.astype(dtype))")
+    if casting not in _CASTINGS:
+        raise TypeError(f"np.{name}: casting must be one of {list(_CASTINGS)}, got {casting!r}")
+    for key, value, default in (("where", where, True), ("casting", casting, "same_kind"),
+                                ("order", order, "K"), ("subok", subok, True)):
+        if value is not default and value != default:
+            raise NotImplementedError(f"np.{name}: {key}={value!r} is not supported (only "
+                                      f"{key}={default!r}, as in MXNet)")
+
+
+def _write_out(name, result, out):
+    """`out=`: the result written into `out`, which must have its dtype."""
+    if out is None:
+        return result
+    if _onp.dtype(out.dtype) != _onp.dtype(result.dtype):
+        raise TypeError(f"np.{name}: out= has dtype {_onp.dtype(out.dtype).name}, the "
+                        f"result {_onp.dtype(result.dtype).name}")
+    out[...] = result
+    return out
+
+
+def _ufunc(name, compute, doc=None):
+    def function(x, out=None, **kwargs):
+        _ufunc_arguments(name, **kwargs)
+        return _write_out(name, compute(x), out)
+    function.__name__ = name
+    function.__doc__ = doc or f"NumPy-style `{name}` (computes on NDArrays, traces on Symbols)."
+    return function
+
+
 for _name in ("exp", "log", "sqrt", "square", "abs", "tanh", "sign", "sin", "cos",
-              "negative", "zeros_like", "ones_like", "tan", "sinh", "cosh", "arcsin", "arccos",
+              "negative", "tan", "sinh", "cosh", "arcsin", "arccos",
               "arctan", "arcsinh", "arccosh", "arctanh", "log2", "log10", "log1p", "expm1",
-              "reciprocal", "cbrt", "floor", "ceil", "trunc", "fix", "rint"):
+              "reciprocal", "cbrt", "floor", "ceil", "trunc", "fix", "rint", "degrees",
+              "radians"):
+    globals()[_name] = _ufunc(_name, _dispatching(_name))
+for _name in ("zeros_like", "ones_like"):
     globals()[_name] = _dispatching(_name)
-absolute = globals()["abs"]
+absolute = _ufunc("absolute", _dispatching("abs"))
+rad2deg = _ufunc("rad2deg", _dispatching("degrees"))
+deg2rad = _ufunc("deg2rad", _dispatching("radians"))
+logical_not = _ufunc("logical_not", lambda x: (x == 0).astype("bool"),
+                     "Whether each element is zero, as a bool array.")
 
 
 def around(a, decimals=0, out=None):
@@ -396,8 +444,18 @@ def equal(x1, x2):
     return x1 == x2
 
 
-def isnan(x):
-    return (x != x).astype("bool")      # NaN is the one value unequal to itself
+bitwise_not = invert = _ufunc("bitwise_not", lambda x: -x - 1,
+                              "~x of integers (two's complement: -x - 1).")
+# NaN is the one value unequal to itself, and compares False with everything
+isnan = _ufunc("isnan", lambda x: (x != x).astype("bool"), "Whether each element is NaN.")
+isinf = _ufunc("isinf", lambda x: (_world(x).abs(x) == _onp.inf).astype("bool"),
+               "Whether each element is infinite.")
+isposinf = _ufunc("isposinf", lambda x: (x == _onp.inf).astype("bool"),
+                  "Whether each element is +inf.")
+isneginf = _ufunc("isneginf", lambda x: (x == -_onp.inf).astype("bool"),
+                  "Whether each element is -inf.")
+isfinite = _ufunc("isfinite", lambda x: (_world(x).abs(x) < _onp.inf).astype("bool"),
+                  "Whether each element is finite (neither NaN nor infinite).")
 
 
 def shape(a):
