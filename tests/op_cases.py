@@ -681,3 +681,5 @@ add(Case("_npi_nan_to_num", inputs(U((2, 3))),
 add(Case("_npi_sample", inputs(U((2, 3))),
          {"distribution": "normal", "scalars": "(None, 0.0)", "dtype": "float64",
           "num_args": 1}, expected=lambda ins, a: [ins[0]]))
+add(Case("_npi_tensordot", inputs(U((2, 3, 4)), U((4, 3, 5))), {"axes": "([1, 2], [1, 0])"},
+         wrt=(0, 1), expected=lambda ins, a: [np.tensordot(ins[0], ins[1], ([1, 2], [1, 0]))]))

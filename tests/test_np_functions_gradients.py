@@ -61,6 +61,11 @@ CASES = {
     "diff": (lambda m, a: m.diff(a, 2, axis=0), (4, 3)),
     "ediff1d": (lambda m, a: m.ediff1d(a, to_begin=[-1.0, 2.0], to_end=5.0), (2, 3)),
     "nan_to_num": (lambda m, a: m.nan_to_num(a * 2), (2, 3)),
+    "tensordot": (lambda m, a: m.tensordot(a, a[:, ::-1] * 2, ([0, 2], [2, 0])), (2, 3, 2)),
+    "tensordot_int": (lambda m, a: m.tensordot(a, a, 1), (3, 3)),
+    "inner": (lambda m, a: m.inner(a, a[::-1]), (2, 3)),
+    "dot_nd": (lambda m, a: m.dot(a, m.transpose(a, (1, 2, 0))), (2, 3, 2)),
+    "dot_nd_vector": (lambda m, a: m.dot(a, a[0, 0]), (2, 3, 2)),
 }
 
 

@@ -91,7 +91,14 @@ def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
 
 
 def dot(a, b, out=None):
-    return _world(a, b).dot(a, b)
+    """NumPy's dot: a product for a 0-d operand, else sums over a's last axis and b's
+    second-to-last (its only one when 1-D)."""
+    if out is not None:
+        raise NotImplementedError("np.dot: out= is not supported; use the result")
+    if isinstance(a, _NDArray) and isinstance(b, _NDArray) and 0 < a.ndim <= 2 \
+            and 0 < b.ndim <= 2:
+        return _nd.dot(a, b)            # the compiled kernel
+    return _world(a, b)._npi_tensordot(a, b, axes=repr("dot"))
 
 
 def matmul(a, b):
@@ -540,36 +547,16 @@ def vdot(a, b):
 
 def tensordot(a, b, axes=2):
     """Sum products over the last `axes` axes of a and the first of b (or the given
-    pairs of axes), as one dot of the arrays transposed and reshaped to 2-D."""
-    if isinstance(a, _Symbol) or isinstance(b, _Symbol):
-        raise NotImplementedError("np.tensordot on Symbols (their shapes are unknown while "
-                                  "tracing): use np.dot, or call it on arrays")
-    if isinstance(axes, (int, _onp.integer)):
-        a_axes = list(range(a.ndim - int(axes), a.ndim))
-        b_axes = list(range(int(axes)))
-    else:
-        a_axes, b_axes = ([x] if isinstance(x, (int, _onp.integer)) else list(x)
-                          for x in axes)
-    a_axes = [x % a.ndim for x in a_axes]
-    b_axes = [x % b.ndim for x in b_axes]
-    if len(a_axes) != len(b_axes) or _builtins.any(a.shape[i] != b.shape[j]
-                                         for i, j in zip(a_axes, b_axes)):
-        raise ValueError(f"np.tensordot: shape-mismatch for sum: axes {a_axes} of "
-                         f"{a.shape} and {b_axes} of {b.shape}")
-    a_keep = [i for i in range(a.ndim) if i not in a_axes]
-    b_keep = [i for i in range(b.ndim) if i not in b_axes]
-    inner = int(_onp.prod([a.shape[i] for i in a_axes]))
-    a2 = _nd.reshape(_nd.transpose(a, axes=tuple(a_keep + a_axes)), shape=(-1, inner)) \
-        if a.ndim else _nd.reshape(a, shape=(1, 1))
-    b2 = _nd.reshape(_nd.transpose(b, axes=tuple(b_axes + b_keep)), shape=(inner, -1)) \
-        if b.ndim else _nd.reshape(b, shape=(1, 1))
-    out_shape = tuple(a.shape[i] for i in a_keep) + tuple(b.shape[i] for i in b_keep)
-    return _nd.reshape(_nd.dot(a2, b2), shape=out_shape)
+    pairs of axes)."""
+    if not isinstance(axes, (int, _onp.integer)):
+        axes = tuple(_literal(x) if isinstance(x, (list, tuple)) else int(x) for x in axes)
+    return _world(a, b)._npi_tensordot(a, b, axes=repr(_literal(axes)))
 
 
 def inner(a, b):
-    """Sum of products over the last axes of a and b."""
-    if a.ndim == 0 or b.ndim == 0:
+    """Sum of products over the last axes of a and b (a product for a 0-d one)."""
+    if not isinstance(a, _Symbol) and not isinstance(b, _Symbol) and (a.ndim == 0 or
+                                                                      b.ndim == 0):
         return a * b
     return tensordot(a, b, ([-1], [-1]))
 

@@ -711,3 +711,60 @@ register("_npi_sample_grad", variadic=True, attrs=dict(SAMPLE_ATTRS), placement=
          num_outputs=lambda attrs: attrs["num_args"], forward=_sample_grad,
          infer_shape=lambda attrs, s: (s, list(s[2:])),
          doc="The gradient of _npi_sample with respect to its array parameters.")
+
+
+# ---------------------------------------------------------------- tensordot
+def _tensordot_axes(attrs, a_ndim, b_ndim):
+    """(a's summed axes, b's) from `axes`: a number N (a's last N with b's first N), two
+    lists, or "dot": NumPy's dot (a's last with b's second-to-last; none for a 0-d one)."""
+    axes = ast.literal_eval(attrs["axes"])
+    if axes == "dot":
+        if a_ndim == 0 or b_ndim == 0:
+            return [], []
+        return [a_ndim - 1], [max(b_ndim - 2, 0)]
+    if isinstance(axes, int):
+        return list(range(a_ndim - axes, a_ndim)), list(range(axes))
+    a_axes, b_axes = ([x] if isinstance(x, int) else list(x) for x in axes)
+    return [x % a_ndim for x in a_axes], [x % b_ndim for x in b_axes]
+
+
+def _tensordot(attrs, a, b):
+    a_axes, b_axes = _tensordot_axes(attrs, a.ndim, b.ndim)
+    try:
+        return np.tensordot(a, b, (a_axes, b_axes)).astype(a.dtype, copy=False)
+    except ValueError as err:
+        raise OpError(f"np.tensordot: {err} (summing axes {a_axes} of {a.shape} with "
+                      f"{b_axes} of {b.shape})") from None
+
+
+def _tensordot_grad(attrs, og, a, b):
+    a_axes, b_axes = _tensordot_axes(attrs, a.ndim, b.ndim)
+    a_free = [i for i in range(a.ndim) if i not in a_axes]
+    b_free = [i for i in range(b.ndim) if i not in b_axes]
+    n = len(a_free)
+    # what is left of b (a) is in its own axis order; each left axis pairs with one of a (b)
+    ga = np.tensordot(og, b, (list(range(n, og.ndim)), b_free))
+    ga_axes = a_free + [a_axes[b_axes.index(j)] for j in sorted(b_axes)]
+    gb = np.tensordot(a, og, (a_free, list(range(n))))
+    gb_axes = [b_axes[a_axes.index(i)] for i in sorted(a_axes)] + b_free
+    return (np.transpose(ga, np.argsort(ga_axes)).astype(a.dtype, copy=False),
+            np.transpose(gb, np.argsort(gb_axes)).astype(b.dtype, copy=False))
+
+
+def _tensordot_shape(attrs, in_shapes):
+    if not all(is_complete(s) for s in in_shapes):
+        return in_shapes, [None]
+    probes = [np.broadcast_to(np.zeros((), np.int8), s) for s in in_shapes]
+    return in_shapes, [_tensordot(attrs, *probes).shape]
+
+
+TENSORDOT_ATTRS = {"axes": Attr("str", "2")}
+register("_npi_tensordot", inputs=("a", "b"), attrs=dict(TENSORDOT_ATTRS), placement="host",
+         forward=_tensordot, infer_shape=_tensordot_shape,
+         gradient=lambda F, a, i, o, og: list(F._npi_tensordot_grad(og[0], i[0], i[1], **a)),
+         doc="np.tensordot(a, b, axes): sums of products over the given axes (`axes`: a "
+             "number, or two lists, as a literal).")
+register("_npi_tensordot_grad", inputs=("out_grad", "a", "b"), attrs=dict(TENSORDOT_ATTRS),
+         placement="host", num_outputs=2, forward=_tensordot_grad,
+         index_inputs=("a", "b"), infer_shape=lambda attrs, s: (s, [s[1], s[2]]),
+         doc="The gradient of np.tensordot.")
