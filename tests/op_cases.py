@@ -683,3 +683,8 @@ add(Case("_npi_sample", inputs(U((2, 3))),
           "num_args": 1}, expected=lambda ins, a: [ins[0]]))
 add(Case("_npi_tensordot", inputs(U((2, 3, 4)), U((4, 3, 5))), {"axes": "([1, 2], [1, 0])"},
          wrt=(0, 1), expected=lambda ins, a: [np.tensordot(ins[0], ins[1], ([1, 2], [1, 0]))]))
+add(Case("_np_make", lambda rng: [], {"function": "hanning", "args": "(5,)", "dtype": "float64"},
+         wrt=(), expected=lambda ins, a: [np.hanning(5)]))
+add(Case("_np_make", lambda rng: [], {"function": "eye", "args": "(2, 3, 1)",
+                                      "dtype": "float64"},
+         wrt=(), expected=lambda ins, a: [np.eye(2, 3, 1)]))

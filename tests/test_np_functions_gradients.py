@@ -234,3 +234,23 @@ def test_bool_functions_match_numpy_and_write_into_out():
     ints = onp.array([-3, 0, 5], dtype="int32")
     onp.testing.assert_array_equal(np.bitwise_not(np.array(ints, dtype="int32")).asnumpy(),
                                    onp.bitwise_not(ints))
+
+
+def test_windows_indices_and_eye_compute_and_trace_alike():
+    class Net(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return (x + F.np.hanning(5, dtype="float64") + F.np.blackman(5, dtype="float64"),
+                    F.np.indices((2, 3)), F.np.eye(2, 0), F.np.hamming(0))
+
+    x = np.zeros((), dtype="float64")
+    want = [onp.hanning(5) + onp.blackman(5), onp.indices((2, 3)), onp.eye(2, 0),
+            onp.hamming(0)]
+    for hybridize in (False, True):
+        net = Net()
+        if hybridize:
+            net.hybridize()
+        got = net(x)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            onp.testing.assert_allclose(g.asnumpy(), w, atol=1e-12)
+        assert got[1].dtype == onp.int64

@@ -288,6 +288,31 @@ def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
     return array(_onp.eye(N, M, k), dtype, ctx or device)
 
 
+def _window(name, M, dtype, ctx, device):
+    return array(getattr(_onp, name)(M), dtype or "float32", ctx or device)
+
+
+def hanning(M, dtype=None, ctx=None, device=None):
+    """The Hann window of M points (empty for M < 1)."""
+    return _window("hanning", M, dtype, ctx, device)
+
+
+def hamming(M, dtype=None, ctx=None, device=None):
+    """The Hamming window of M points (empty for M < 1)."""
+    return _window("hamming", M, dtype, ctx, device)
+
+
+def blackman(M, dtype=None, ctx=None, device=None):
+    """The Blackman window of M points (empty for M < 1)."""
+    return _window("blackman", M, dtype, ctx, device)
+
+
+def indices(dimensions, dtype=None, ctx=None, device=None):
+    """The index of each position along each axis of a grid of `dimensions`: shape
+    (len(dimensions),) + dimensions (int64 by default)."""
+    return array(_onp.indices(tuple(dimensions)), dtype or "int64", ctx or device)
+
+
 def identity(n, dtype=None, ctx=None, device=None):
     """The n x n identity matrix."""
     return eye(n, dtype=dtype, ctx=ctx, device=device)

@@ -2,7 +2,7 @@
 
 Functions of arrays are `straightdope.np`'s own: they look at their arguments, so
 given Symbols they add graph nodes. Functions that make an array from a shape alone
-(`zeros`, `ones`, `full`, `empty`, `eye`, `identity`) have no argument to look at; here they add a node,
+(`zeros`, `ones`, `full`, `empty`, `eye`, `identity`, the windows, `indices`) have no argument to look at; here they add a node,
 so that `x + F.np.zeros(shape)` traces just as it computes with `F` being `nd`.
 Like `np`'s arrays, these Symbols are np ones (`NpSymbol`, MXNet's `_Symbol`).
 (In `numpy/`, above the Symbol, as it reuses mx.np; `sym.np` names it.)
@@ -33,8 +33,30 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
 empty = zeros       # the values of np.empty are unspecified; zeros are a fine choice
 
 
+def _make(function, args, dtype):
+    return _sym._np_make(function=function, args=repr(args), dtype=dtype).as_np_ndarray()
+
+
 def eye(N, M=None, k=0, dtype=None, ctx=None, device=None):
-    return _sym.eye(N, M or 0, k, dtype=_dtype_name(dtype)).as_np_ndarray()
+    _np.eye(N, M, k)                 # its checks (sizes of at least 0)
+    return _make("eye", (int(N), None if M is None else int(M), int(k)), _dtype_name(dtype))
+
+
+def hanning(M, dtype=None, ctx=None, device=None):
+    return _make("hanning", (int(M),), _dtype_name(dtype))
+
+
+def hamming(M, dtype=None, ctx=None, device=None):
+    return _make("hamming", (int(M),), _dtype_name(dtype))
+
+
+def blackman(M, dtype=None, ctx=None, device=None):
+    return _make("blackman", (int(M),), _dtype_name(dtype))
+
+
+def indices(dimensions, dtype=None, ctx=None, device=None):
+    return _make("indices", (tuple(int(d) for d in dimensions),),
+                 "int64" if dtype is None else _onp.dtype(dtype).name)
 
 
 def identity(n, dtype=None, ctx=None, device=None):

@@ -768,3 +768,24 @@ register("_npi_tensordot_grad", inputs=("out_grad", "a", "b"), attrs=dict(TENSOR
          placement="host", num_outputs=2, forward=_tensordot_grad,
          index_inputs=("a", "b"), infer_shape=lambda attrs, s: (s, [s[1], s[2]]),
          doc="The gradient of np.tensordot.")
+
+
+# ------------------------------------------- arrays made from numbers alone
+MAKE = {"hanning": np.hanning, "hamming": np.hamming, "blackman": np.blackman,
+        "indices": lambda dimensions: np.indices(dimensions),
+        "eye": lambda n, m, k: np.eye(n, m, k)}
+
+
+def _make(attrs):
+    return np.asarray(MAKE[attrs["function"]](*ast.literal_eval(attrs["args"]))) \
+        .astype(attrs["dtype"])
+
+
+register("_np_make", inputs=(), attrs={"function": Attr("str", required=True,
+                                                          choices=tuple(MAKE)),
+                                         "args": Attr("str", "()"),
+                                         "dtype": Attr("str", "float32")},
+         placement="host", forward=_make, dtype_rule="attr", key_attrs=("function",),
+         infer_shape=lambda attrs, s: (s, [_make(attrs).shape]),
+         doc="An array NumPy's `function` (hanning, hamming, blackman, indices, eye) makes "
+             "from the numbers in `args`: how sym.np traces them.")
