@@ -254,3 +254,21 @@ def test_windows_indices_and_eye_compute_and_trace_alike():
             assert g.shape == w.shape
             onp.testing.assert_allclose(g.asnumpy(), w, atol=1e-12)
         assert got[1].dtype == onp.int64
+
+
+def test_out_is_written_or_refused_never_ignored():
+    x = np.array([[1.0, 0.0], [2.0, 3.0]])
+    out = np.zeros((), dtype="float32")
+    assert np.trace(x, out=out) is out and out.item() == 4.0
+    flags = np.zeros((2,), dtype="bool")
+    assert np.any(x, axis=1, out=flags) is flags
+    onp.testing.assert_array_equal(flags.asnumpy(), [True, True])
+    assert np.all(x, axis=1, out=flags) is flags
+    onp.testing.assert_array_equal(flags.asnumpy(), [False, True])
+    with pytest.raises(TypeError, match="out= has dtype"):
+        np.all(x, axis=1, out=np.zeros((2,)))
+    for call in (lambda: np.dot(x, x, out=np.zeros((2, 2))),
+                 lambda: np.cumsum(x, out=np.zeros((4,))),
+                 lambda: np.around(x, out=np.zeros((2, 2)))):
+        with pytest.raises(NotImplementedError, match="out= is not supported"):
+            call()

@@ -557,7 +557,7 @@ def diagflat(v, k=0):
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """The sum along diagonal `offset` of axes axis1, axis2."""
     d = diagonal(a, offset, axis1, axis2)
-    return sum(d, axis=-1, dtype=dtype)
+    return _write_out("trace", sum(d, axis=-1, dtype=dtype), out)
 
 
 def outer(a, b):
@@ -596,12 +596,12 @@ def _truth(function, a, axis, keepdims, test):
 
 def any(a, axis=None, out=None, keepdims=False):  # noqa: A001
     """Whether some element (along `axis`) is nonzero, as a bool array."""
-    return _truth("any", a, axis, keepdims, "_not_equal_scalar")
+    return _write_out("any", _truth("any", a, axis, keepdims, "_not_equal_scalar"), out)
 
 
 def all(a, axis=None, out=None, keepdims=False):  # noqa: A001
     """Whether every element (along `axis`) is nonzero, as a bool array."""
-    return _truth("all", a, axis, keepdims, "_equal_scalar")
+    return _write_out("all", _truth("all", a, axis, keepdims, "_equal_scalar"), out)
 
 
 def empty_like(prototype, dtype=None, order="C", subok=False, shape=None, ctx=None,
