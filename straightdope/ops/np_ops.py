@@ -155,12 +155,13 @@ def _insert_backward(attrs, og, x, values):
 
 register("_np_insert", inputs=("data", "values"), attrs={"args": Attr("str", "()")},
          placement="host", forward=_insert, infer_shape=_insert_shape,
+         index_inputs=("values",),            # cast to data's dtype
          gradient=lambda F, a, i, o, og: list(F._np_insert_grad(og[0], i[0], i[1], **a)),
          doc="np.insert(data, obj, values, axis) with args=(obj, axis); values are cast to "
              "data's dtype.")
 register("_np_insert_grad", inputs=("out_grad", "data", "values"),
          attrs={"args": Attr("str", "()")}, placement="host", num_outputs=2,
-         forward=_insert_backward, index_inputs=("data", "values"),
+         forward=_insert_backward, infer_dtype=lambda attrs, dtypes: [dtypes[1], dtypes[2]],
          infer_shape=lambda attrs, s: (s, [s[1], s[2]]),
          output_names=("data_grad", "values_grad"),
          doc="The gradient of _np_insert: out_grad split back to data and values.")
@@ -589,7 +590,8 @@ def _combine_grad(attrs, og, *xs):
                 for x, start in zip(xs, offsets)]
     mapped = _combine(attrs, *numbered)
     total = _scatter(mapped, og, int(offsets[-1]), (int(offsets[-1]),))
-    return tuple(total[a:b].reshape(x.shape) for a, b, x in zip(offsets, offsets[1:], xs))
+    return tuple(total[a:b].reshape(x.shape).astype(x.dtype, copy=False)
+                 for a, b, x in zip(offsets, offsets[1:], xs))
 
 
 def _combine_shape(attrs, in_shapes):
@@ -602,12 +604,14 @@ def _combine_shape(attrs, in_shapes):
 COMBINE_ATTRS = {"function": Attr("str", required=True, choices=tuple(COMBINE)),
                  "num_args": Attr("int_or_none", None)}
 register("_np_combine", variadic=True, attrs=dict(COMBINE_ATTRS), placement="host",
+         infer_dtype=lambda attrs, dtypes: np.result_type(*dtypes),    # NumPy's promotion
          forward=_combine, infer_shape=_combine_shape, key_attrs=("function",),
          gradient=lambda F, a, i, o, og: list(_parts(F._np_combine_grad(
              og[0], *i, function=a["function"], num_args=len(i)), len(i))),
          doc="np.hstack, vstack, dstack or column_stack (`function`) of the inputs.")
 register("_np_combine_grad", variadic=True, attrs=dict(COMBINE_ATTRS), placement="host",
          num_outputs=lambda attrs: attrs["num_args"], forward=_combine_grad,
+         infer_dtype=lambda attrs, dtypes: list(dtypes[1:]),
          infer_shape=lambda attrs, s: (s, list(s[1:])),
          doc="The gradient of _np_combine: out_grad split back to the inputs.")
 
@@ -709,6 +713,7 @@ register("_npi_sample", variadic=True, attrs=dict(SAMPLE_ATTRS), placement="host
              "the inputs, numbers are in `scalars`.")
 register("_npi_sample_grad", variadic=True, attrs=dict(SAMPLE_ATTRS), placement="host",
          num_outputs=lambda attrs: attrs["num_args"], forward=_sample_grad,
+         infer_dtype=lambda attrs, dtypes: list(dtypes[2:]),     # each parameter's
          infer_shape=lambda attrs, s: (s, list(s[2:])),
          doc="The gradient of _npi_sample with respect to its array parameters.")
 
