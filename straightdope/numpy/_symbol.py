@@ -1,9 +1,10 @@
 """`sym.np`: what `F.np` is inside `hybrid_forward(self, F, x)` while a block is traced.
 
 Functions of arrays are `straightdope.np`'s own: they look at their arguments, so
-given Symbols they add graph nodes. Functions that make an array from a shape alone
-(`zeros`, `ones`, `full`, `empty`, `eye`, `identity`, the windows, `indices`) have no argument to look at; here they add a node,
-so that `x + F.np.zeros(shape)` traces just as it computes with `F` being `nd`.
+given Symbols they add graph nodes. Functions that make an array from numbers alone
+(`zeros`, `ones`, `full`, `empty`, `eye`, `identity`, the windows, `indices`) have no
+argument to look at; here they add a node, so that `x + F.np.zeros(shape)` traces just
+as it computes with `F` being `nd`.
 Like `np`'s arrays, these Symbols are np ones (`NpSymbol`, MXNet's `_Symbol`).
 (In `numpy/`, above the Symbol, as it reuses mx.np; `sym.np` names it.)
 """
