@@ -272,3 +272,11 @@ def test_out_is_written_or_refused_never_ignored():
                  lambda: np.around(x, out=np.zeros((2, 2)))):
         with pytest.raises(NotImplementedError, match="out= is not supported"):
             call()
+
+
+def test_a_failed_factorization_gives_nan_not_an_error_for_the_whole_batch():
+    batch = np.array([[[2.0, 0.0], [0.0, 2.0]], [[0.0, 0.0], [0.0, 0.0]]])
+    got = np.linalg.inv(batch).asnumpy()
+    assert onp.isnan(got).all() and got.shape == (2, 2, 2)
+    assert onp.isnan(np.linalg.cholesky(np.array([[-1.0, 0.0], [0.0, 1.0]])).asnumpy()).all()
+    onp.testing.assert_allclose(np.linalg.inv(batch[0]).asnumpy(), [[0.5, 0.0], [0.0, 0.5]])

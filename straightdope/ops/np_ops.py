@@ -183,11 +183,19 @@ def _square(name, shape):
 
 
 def _numpy_linalg(name, function, *arrays):
-    try:
-        with np.errstate(all="ignore"):
+    """function(*arrays); where LAPACK fails (a singular or not positive-definite
+    matrix, NaN in the input) the results are NaN, as a failed factorization leaves
+    them, rather than an error for the whole batch."""
+    with np.errstate(all="ignore"):
+        try:
             return function(*arrays)
-    except np.linalg.LinAlgError as err:
-        raise OpError(f"np.linalg.{name}: {err} (input of shape {arrays[0].shape})") from None
+        except np.linalg.LinAlgError:
+            a = arrays[0]          # an input of that shape LAPACK handles: I, or zeros
+            safe = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape) \
+                if a.shape[-1] == a.shape[-2] else np.zeros_like(a)
+            result = function(safe, *arrays[1:])
+            nan = lambda r: np.full(np.shape(r), np.nan, np.result_type(r, np.float32))
+            return tuple(nan(r) for r in result) if isinstance(result, tuple) else nan(result)
 
 
 def _solve_np1(a, b):
@@ -281,11 +289,12 @@ def _svd_forward(attrs, a):
         m, n = a.shape[-2:]
         return (np.zeros(a.shape[:-1] + (m,), a.dtype), np.zeros(a.shape[:-1], a.dtype),
                 np.zeros(a.shape, a.dtype))
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    u, s, vh = _numpy_linalg("svd", lambda m: np.linalg.svd(m, full_matrices=False), a)
     return u.astype(a.dtype), s.astype(a.dtype), vh.astype(a.dtype)
 
 
 def _eigh_forward(attrs, a):
+    _square("eigh", a.shape)
     if a.size == 0:
         return np.zeros(a.shape[:-1], a.dtype), np.zeros(a.shape, a.dtype)
     w, v = _numpy_linalg("eigh", lambda m: np.linalg.eigh(m, attrs["UPLO"]), a)
@@ -294,6 +303,7 @@ def _eigh_forward(attrs, a):
 
 def _eig_forward(attrs, a, vectors):
     """Real eigen-decomposition, as MXNet's (it refuses complex eigenvalues)."""
+    _square("eig", a.shape)
     if a.size == 0:
         w, v = np.zeros(a.shape[:-1], a.dtype), np.zeros(a.shape, a.dtype)
     else:
@@ -361,7 +371,8 @@ def _empty_result(name, a, function):
 _register_linalg("det", _one("det", np.linalg.det), _linalg_shapes("det", lambda a: [a[:-2]]),
                  lambda og, a, d: _det_grad(og, a, d))
 _register_linalg("slogdet",
-                 lambda attrs, a: _cast_all(tuple(np.linalg.slogdet(a)) if a.size else
+                 lambda attrs, a: _cast_all(tuple(np.linalg.slogdet(a)) if _square(
+                     "slogdet", a.shape) and a.size else
                                             (np.ones(a.shape[:-2], a.dtype),
                                              np.zeros(a.shape[:-2], a.dtype)), a.dtype),
                  _linalg_shapes("slogdet", lambda a: [a[:-2], a[:-2]]),
@@ -466,8 +477,8 @@ _register_linalg("tensorsolve", _tensorsolve_forward, _tensorsolve_shapes,
 def _pinv_forward(attrs, a, rcond):
     if a.size == 0:
         return np.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
-    return np.linalg.pinv(a, rcond.astype(np.float64), hermitian=attrs["hermitian"]) \
-        .astype(a.dtype)
+    return _numpy_linalg("pinv", lambda m: np.linalg.pinv(
+        m, rcond.astype(np.float64), hermitian=attrs["hermitian"]), a).astype(a.dtype)
 
 
 register("_npi_pinv", inputs=("A", "rcond"), attrs={"hermitian": Attr("bool", False)},
