@@ -688,3 +688,62 @@ add(Case("_np_make", lambda rng: [], {"function": "hanning", "args": "(5,)", "dt
 add(Case("_np_make", lambda rng: [], {"function": "eye", "args": "(2, 3, 1)",
                                       "dtype": "float64"},
          wrt=(), expected=lambda ins, a: [np.eye(2, 3, 1)]))
+
+# MXNet's linalg ops (issue 32): matrices in the last two axes, stacks in the leading ones
+def _spd(shape):
+    """Symmetric positive-definite matrices (potrf, syevd need them)."""
+    def make(rng):
+        a = rng.uniform(-1, 1, shape)
+        return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+    return make
+
+
+def _lower_factor(shape):
+    """Lower-triangular matrices with a diagonal away from 0 (solves stay well-posed)."""
+    return lambda rng: np.tril(rng.uniform(-1, 1, shape)) + 2 * np.eye(shape[-1])
+
+
+add(Case("_linalg_gemm", inputs(U((2, 3, 4)), U((2, 5, 4)), U((2, 3, 5))),
+         {"transpose_b": True, "alpha": 2.0, "beta": 0.5}, wrt=(0, 1, 2),
+         expected=lambda ins, a: [2 * ins[0] @ np.swapaxes(ins[1], 1, 2) + 0.5 * ins[2]]))
+add(Case("_linalg_gemm2", inputs(U((2, 3, 4)), U((4, 3, 5))), {"axis": 0}, wrt=(0, 1),
+         expected=lambda ins, a: [np.moveaxis(np.moveaxis(ins[0], 0, -2)
+                                              @ np.moveaxis(ins[1], 0, -2), -2, 0)]))
+add(Case("_linalg_potrf", inputs(_spd((2, 3, 3))), wrt=(),     # gradient: test_linalg.py
+         expected=lambda ins, a: [np.linalg.cholesky(ins[0])]))
+add(Case("_linalg_potri", inputs(_lower_factor((2, 3, 3))),
+         expected=lambda ins, a: [np.linalg.inv(ins[0] @ np.swapaxes(ins[0], 1, 2))]))
+add(Case("_linalg_trmm", inputs(_lower_factor((2, 3, 3)), U((2, 4, 3))),
+         {"rightside": True, "transpose": True, "alpha": 1.5}, wrt=(0, 1),
+         expected=lambda ins, a: [1.5 * ins[1] @ np.swapaxes(ins[0], 1, 2)]))
+add(Case("_linalg_trsm", inputs(_lower_factor((2, 3, 3)), U((2, 3, 4))),
+         {"lower": False, "alpha": 2.0}, wrt=(0, 1),
+         expected=lambda ins, a: [np.linalg.solve(np.triu(ins[0]), 2 * ins[1])]))
+add(Case("_linalg_sumlogdiag", inputs(U((2, 3, 3), 0.5, 3)),
+         expected=lambda ins, a: [np.log(np.diagonal(ins[0], axis1=1, axis2=2)).sum(-1)]))
+add(Case("_linalg_syrk", inputs(U((2, 3, 4))), {"transpose": True, "alpha": 0.5},
+         expected=lambda ins, a: [0.5 * np.swapaxes(ins[0], 1, 2) @ ins[0]]))
+
+
+def _syevd_reference(a):
+    """U's rows are the eigenvectors, each signed so that its largest entry is positive."""
+    lam, v = np.linalg.eigh(a)
+    u = np.ascontiguousarray(np.swapaxes(v, -1, -2))
+    for row in u.reshape(-1, u.shape[-1]):
+        row *= np.sign(row[np.argmax(np.abs(row))])
+    return [u, lam]
+
+
+add(Case("_linalg_syevd", inputs(_spd((2, 3, 3))), wrt=(),     # gradient: test_linalg.py
+         expected=lambda ins, a: _syevd_reference(ins[0])))
+add(Case("_linalg_extractdiag", inputs(U((2, 3, 3))), {"offset": -1},
+         expected=lambda ins, a: [np.diagonal(ins[0], -1, 1, 2)]))
+add(Case("_linalg_makediag", inputs(U((2, 3))), {"offset": 1},
+         expected=lambda ins, a: [np.stack([np.diagflat(r, 1) for r in ins[0]])]))
+add(Case("_linalg_extracttrian", inputs(U((2, 3, 3))), {"lower": False},
+         expected=lambda ins, a: [ins[0][:, [0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]]))
+add(Case("_linalg_maketrian", inputs(U((2, 3))), {"offset": -1},
+         expected=lambda ins, a: [np.stack([[[0, 0, 0], [r[0], 0, 0], [r[1], r[2], 0]]
+                                            for r in ins[0]])]))
+add(Case("_arange", lambda rng: [], {"start": 1.0, "stop": 3.0, "step": 0.5, "repeat": 2},
+         wrt=(), expected=lambda ins, a: [np.repeat(np.arange(1.0, 3.0, 0.5), 2)]))

@@ -6,7 +6,7 @@ None of these is elementwise, so each one cuts a fusion group in the compiler.
 import math
 import numpy as np
 
-from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptInt, OptShape, Shape, alias,
+from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptFloat, OptInt, OptShape, Shape, alias,
                        axis_in, is_complete, like_input, register, unify)
 from .elemwise import same_shape
 
@@ -593,6 +593,31 @@ register("_eye", inputs=(), attrs={"N": Int(required=True, minimum=0), "M": Int(
          infer_shape=lambda attrs, s: (s, [(attrs["N"], attrs["M"] or attrs["N"])]),
          gradient=lambda F, a, i, o, og: [], placement="host",
          doc="eye(N, M=0, k=0, dtype): ones on diagonal k of an N x M (M=0: N) matrix.")
+
+
+def _arange_count(attrs):
+    start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+    if stop is None:
+        start, stop = 0.0, start
+    if step == 0:
+        raise OpError(f"_arange: step must not be 0, got {step}")
+    return max(int(np.ceil((stop - start) / step)), 0) * attrs["repeat"]
+
+
+def _arange(attrs):
+    start = attrs["start"] if attrs["stop"] is not None else 0.0
+    return range_values(start, attrs["step"], attrs["repeat"], _arange_count(attrs),
+                        attrs["dtype"])
+
+
+register("_arange", inputs=(), attrs={"start": Attr("float", required=True), "stop": OptFloat(),
+                                      "step": Float(1.0), "repeat": Int(1, minimum=1),
+                                      "infer_range": Bool(False), "ctx": Attr("str", ""),
+                                      "dtype": Choice(*DTYPES)},
+         forward=_arange, infer_shape=lambda attrs, s: (s, [(_arange_count(attrs),)]),
+         gradient=lambda F, a, i, o, og: [], placement="host",
+         doc="arange(start, stop=None, step=1, repeat=1, dtype): start, start + step, ... "
+             "below stop, each `repeat` times (sym.arange; nd.arange computes it directly).")
 
 
 # ------------------------------------------------------------------ casting

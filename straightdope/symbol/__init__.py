@@ -131,6 +131,15 @@ def eye(N, M=0, k=0, dtype="float32", **kwargs):
     return globals()["_eye"](N=N, M=M, k=k, dtype=dtype or "float32", **kwargs)
 
 
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None,
+           **kwargs):
+    """start, start + step, ... below stop, each `repeat` times, as a graph node."""
+    kwargs.pop("ctx", None)
+    return globals()["_arange"](start=start, stop=stop, step=step, repeat=repeat,
+                                infer_range=infer_range, dtype=dtype or "float32", name=name,
+                                **kwargs)
+
+
 def full(shape, val, dtype="float32", **kwargs):
     return globals()["_full"](shape=shape, value=val, dtype=dtype, **kwargs)
 
