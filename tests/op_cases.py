@@ -747,3 +747,25 @@ add(Case("_linalg_maketrian", inputs(U((2, 3))), {"offset": -1},
                                             for r in ins[0]])]))
 add(Case("_arange", lambda rng: [], {"start": 1.0, "stop": 3.0, "step": 0.5, "repeat": 2},
          wrt=(), expected=lambda ins, a: [np.repeat(np.arange(1.0, 3.0, 0.5), 2)]))
+
+
+# MXNet's InstanceNorm, GroupNorm, L2Normalization and SVMOutput ops (issue 32)
+def _group_normalised(x, gamma, beta, groups, eps):
+    rows = x.reshape(x.shape[0], groups, -1)
+    xhat = (rows - rows.mean(2, keepdims=True)) / np.sqrt(rows.var(2, keepdims=True) + eps)
+    return (xhat * gamma[None, :, None] + beta[None, :, None]).reshape(x.shape)
+
+
+add(Case("InstanceNorm", inputs(U((2, 3, 2, 2)), U((3,)), U((3,))), wrt=(0, 1, 2),
+         expected=lambda ins, a: [_group_normalised(*ins, 3, 1e-3)]))
+add(Case("GroupNorm", inputs(U((2, 4, 3)), U((2,)), U((2,))), {"num_groups": 2}, wrt=(0, 1, 2),
+         expected=lambda ins, a: [_group_normalised(*ins, 2, 1e-5)]))
+add(Case("L2Normalization", inputs(U((2, 3, 4))), {"mode": "channel"},
+         expected=lambda ins, a: [ins[0] / np.sqrt((ins[0] ** 2).sum(1, keepdims=True)
+                                                   + 1e-10)]))
+add(Case("L2Normalization", inputs(U((2, 3, 4))),
+         expected=lambda ins, a: [ins[0] / np.sqrt((ins[0] ** 2).sum((1, 2), keepdims=True)
+                                                   + 1e-10)]))
+# its backward ignores the output gradient (the hinge loss's): tests/test_nn_ops_mxnet.py
+add(Case("SVMOutput", inputs(U((4, 3)), labels((4,), 3)), wrt=(),
+         expected=lambda ins, a: [ins[0]]))

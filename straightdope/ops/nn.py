@@ -832,3 +832,194 @@ register("SoftmaxActivation", placement="host", attrs={"mode": Choice("instance"
          gradient=_softmax_activation_gradient,
          doc="SoftmaxActivation(data, mode='instance'|'channel'): softmax over each "
              "example's values, or over axis 1.")
+
+
+# ------------------------------------------- InstanceNorm, GroupNorm, L2Normalization
+# MXNet's ops of these names (gluon's layers compose LayerNorm instead, which compiles to a
+# kernel). Each normalises groups of a sample's values: the data seen as (N, G, M), each
+# of the N x G rows of M values normalised on its own; statistics in float64.
+
+def _rows_stats(x, groups, eps):
+    """x as (N, groups, M) rows: (x_hat, mean, 1 / sqrt(var + eps)), in float64."""
+    if x.ndim < 2 or x.shape[1] % groups:
+        raise OpError(f"cannot split the {x.shape[1] if x.ndim > 1 else 0} channels of data "
+                      f"of shape {x.shape} into {groups} groups")
+    rows = x.reshape(x.shape[0], groups, -1).astype(np.float64)
+    mean = rows.mean(axis=2, keepdims=True)
+    inv = 1.0 / np.sqrt(rows.var(axis=2, keepdims=True) + eps)
+    return (rows - mean) * inv, mean, inv
+
+
+def _rows_grad(og, x, gamma, groups, eps):
+    """(d data, d gamma, d beta) of x_hat * gamma + beta per row (the LayerNorm formula)."""
+    xhat, _, inv = _rows_stats(x, groups, eps)
+    og = og.reshape(xhat.shape).astype(np.float64)
+    g = og * gamma.astype(np.float64).reshape(1, -1, 1)
+    m = xhat.shape[2]
+    dx = inv / m * (m * g - g.sum(2, keepdims=True) - xhat * (g * xhat).sum(2, keepdims=True))
+    return (dx.reshape(x.shape).astype(x.dtype), (og * xhat).sum((0, 2)).astype(x.dtype),
+            og.sum((0, 2)).astype(x.dtype))
+
+
+def _affine_rows(xhat, gamma, beta, shape, dtype):
+    return (xhat * gamma.reshape(1, -1, 1) + beta.reshape(1, -1, 1)).reshape(shape).astype(dtype)
+
+
+def _per_group_params(name, groups_of):
+    def infer(attrs, s):
+        x = s[0]
+        if x is None:
+            return s, [None] * _norm_count(name, attrs)
+        if len(x) < 2:
+            raise OpError(f"{name}: needs data with a channel axis (N, C, ...), got shape "
+                          f"{tuple(x)}")
+        g = groups_of(attrs, x)
+        for k, p in ((1, "gamma"), (2, "beta")):
+            if s[k] is not None and tuple(s[k]) != (g,):
+                raise OpError(f"{name}: {p} must have shape ({g},), got {tuple(s[k])}")
+        out = [tuple(x)]
+        if _norm_count(name, attrs) == 3:
+            out += [(x[0], g), (x[0], g)]
+        return [tuple(x), (g,), (g,)], out
+    return infer
+
+
+def _norm_count(name, attrs):
+    return 3 if name == "GroupNorm" and attrs["output_mean_var"] else 1
+
+
+def _instance_norm(attrs, x, gamma, beta):
+    xhat, _, _ = _rows_stats(x, x.shape[1], attrs["eps"])
+    return _affine_rows(xhat, gamma, beta, x.shape, x.dtype)
+
+
+register("InstanceNorm", inputs=("data", "gamma", "beta"), attrs={"eps": Float(1e-3)},
+         forward=_instance_norm, placement="host", dtype_rule="strict",
+         infer_shape=_per_group_params("InstanceNorm", lambda attrs, x: x[1]),
+         gradient=lambda F, a, i, o, og: list(F._instance_norm_grad(og[0], i[0], i[1], **a)),
+         doc="InstanceNorm(data, gamma, beta, eps=1e-3): each channel of each sample "
+             "normalised over its positions, then scaled and shifted per channel.")
+register("_instance_norm_grad", inputs=("out_grad", "data", "gamma"),
+         attrs={"eps": Float(1e-3)}, placement="host", num_outputs=3,
+         forward=lambda a, og, x, gamma: _rows_grad(og, x, gamma, x.shape[1], a["eps"]),
+         infer_shape=lambda attrs, s: (s, [s[1], s[2], s[2]]),
+         doc="Gradient of InstanceNorm: (d data, d gamma, d beta).")
+
+
+def _group_norm(attrs, x, gamma, beta):
+    groups = attrs["num_groups"]
+    xhat, mean, inv = _rows_stats(x, groups, attrs["eps"])
+    out = _affine_rows(xhat, gamma, beta, x.shape, x.dtype)
+    if not attrs["output_mean_var"]:
+        return out
+    return out, mean[..., 0].astype(x.dtype), (1.0 / inv[..., 0]).astype(x.dtype)
+
+
+_GN_ATTRS = {"num_groups": Int(1, minimum=1), "eps": Float(1e-5), "output_mean_var": Bool()}
+register("GroupNorm", inputs=("data", "gamma", "beta"), attrs=dict(_GN_ATTRS),
+         forward=_group_norm, placement="host", dtype_rule="strict",
+         num_outputs=lambda attrs: _norm_count("GroupNorm", attrs),
+         infer_shape=_per_group_params("GroupNorm", lambda attrs, x: attrs["num_groups"]),
+         gradient=lambda F, a, i, o, og: list(F._group_norm_grad(og[0], i[0], i[1], **a)),
+         output_names=("output", "mean", "std"),
+         doc="GroupNorm(data, gamma, beta, num_groups=1, eps=1e-5, output_mean_var=False): "
+             "each group of channels of each sample normalised; gamma and beta per group "
+             "(MXNet 1.x); with output_mean_var also the groups' means and standard "
+             "deviations sqrt(var + eps), shape (N, num_groups).")
+register("_group_norm_grad", inputs=("out_grad", "data", "gamma"), attrs=dict(_GN_ATTRS),
+         placement="host", num_outputs=3,
+         forward=lambda a, og, x, gamma: _rows_grad(og, x, gamma, a["num_groups"], a["eps"]),
+         infer_shape=lambda attrs, s: (s, [s[1], s[2], s[2]]),
+         doc="Gradient of GroupNorm's output: (d data, d gamma, d beta).")
+
+
+def _l2_axes(attrs, ndim):
+    mode = attrs["mode"]
+    need = 2 if mode == "instance" else 3
+    if ndim < need:
+        raise OpError(f"L2Normalization: mode '{mode}' needs data of at least {need} "
+                      f"dimensions, got {ndim}")
+    return {"instance": tuple(range(1, ndim)), "channel": (1,),
+            "spatial": tuple(range(2, ndim))}[mode]
+
+
+def _l2_norm(attrs, x):
+    """sqrt(sum of squares + eps) over the mode's axes (MXNet adds eps under the root)."""
+    axes = _l2_axes(attrs, x.ndim)
+    return np.sqrt((x.astype(np.float64) ** 2).sum(axes, keepdims=True) + attrs["eps"])
+
+
+def _l2_normalization(attrs, x):
+    return (x / _l2_norm(attrs, x)).astype(x.dtype)
+
+
+def _l2_normalization_grad(attrs, og, x):
+    """d x = (g - y * sum(g * y)) / norm, summed over the mode's axes."""
+    norm = _l2_norm(attrs, x)
+    y, g = x / norm, og.astype(np.float64)
+    axes = _l2_axes(attrs, x.ndim)
+    return ((g - y * (g * y).sum(axes, keepdims=True)) / norm).astype(x.dtype)
+
+
+def _l2_shape(attrs, s):
+    if s[0] is not None:
+        _l2_axes(attrs, len(s[0]))
+    return s, [s[0]]
+
+
+_L2_ATTRS = {"eps": Float(1e-10), "mode": Choice("instance", "channel", "spatial")}
+register("L2Normalization", attrs=dict(_L2_ATTRS), forward=_l2_normalization,
+         placement="host", infer_shape=_l2_shape,
+         gradient=lambda F, a, i, o, og: [F._l2_normalization_grad(og[0], i[0], **a)],
+         doc="L2Normalization(data, eps=1e-10, mode='instance'): data / sqrt(sum(data^2) + "
+             "eps) over each sample ('instance'), each position's channels ('channel') or "
+             "each channel's positions ('spatial').")
+register("_l2_normalization_grad", inputs=("out_grad", "data"), attrs=dict(_L2_ATTRS),
+         forward=_l2_normalization_grad, placement="host", infer_shape=like_input(1),
+         doc="Gradient of L2Normalization.")
+
+
+# ------------------------------------------------------------------- SVMOutput
+_SVM_ATTRS = {"margin": Float(1.0), "regularization_coefficient": Float(1.0),
+              "use_linear": Bool()}
+
+
+def _svm_grad(attrs, out, label):
+    """MXNet's hinge-loss gradient (it ignores the incoming gradient, as SoftmaxOutput):
+    sign = +1 at the label's class, -1 elsewhere; L1: -sign * reg * (margin > sign * x),
+    L2 (default): -2 * sign * reg * max(margin - sign * x, 0)."""
+    x = out.reshape(out.shape[0], -1).astype(np.float64)
+    sign = -np.ones_like(x)
+    sign[np.arange(x.shape[0]), label.reshape(-1).astype(np.int64)] = 1.0
+    gap = attrs["margin"] - sign * x
+    reg = attrs["regularization_coefficient"]
+    g = -sign * reg * ((gap > 0) if attrs["use_linear"] else 2 * np.maximum(gap, 0))
+    return g.reshape(out.shape).astype(out.dtype)
+
+
+def _svm_shape(attrs, s):
+    x, label = s
+    if x is not None and label is not None and tuple(label) != (x[0],):
+        raise OpError(f"SVMOutput: label must have shape ({x[0]},), one class per sample of "
+                      f"data {tuple(x)}, got {tuple(label)}")
+    return [x, label if label is not None or x is None else (x[0],)], [x]
+
+
+def _svm_check_labels(out, label):
+    classes = int(np.prod(out.shape[1:]))
+    if label.size and (label.min() < 0 or label.max() >= classes):
+        raise OpError(f"SVMOutput: labels must be class indices in [0, {classes}), got "
+                      f"values from {label.min()} to {label.max()}")
+
+
+register("SVMOutput", inputs=("data", "label"), attrs=dict(_SVM_ATTRS), placement="host",
+         forward=lambda attrs, x, label: x.copy(), infer_shape=_svm_shape,
+         gradient=lambda F, a, i, o, og: [F._svm_output_grad(o[0], i[1], **a), None],
+         doc="SVMOutput(data, label, margin=1, regularization_coefficient=1, "
+             "use_linear=False): data forward; backward the gradient of the hinge loss "
+             "(squared, or linear with use_linear), ignoring the incoming gradient as MXNet.")
+register("_svm_output_grad", inputs=("out", "label"), attrs=dict(_SVM_ATTRS),
+         placement="host", infer_shape=like_input(0),
+         forward=lambda attrs, out, label: (_svm_check_labels(out, label),
+                                            _svm_grad(attrs, out, label))[1],
+         doc="Gradient of SVMOutput.")

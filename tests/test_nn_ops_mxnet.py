@@ -1,0 +1,53 @@
+"""MXNet's InstanceNorm, GroupNorm, L2Normalization and SVMOutput ops: what the op cases
+cannot check (hidden statistics, a backward that ignores the output gradient, errors)."""
+import numpy as np
+import pytest
+
+from straightdope import autograd, nd, sym
+
+
+def test_svm_output_gradients_are_the_hinge_losses():
+    x = np.array([[0.5, -2.0, 0.3], [1.5, 0.2, -0.4]])
+    label = np.array([0, 2])
+    sign = np.array([[1, -1, -1], [-1, -1, 1]])
+    for linear in (True, False):
+        data = nd.array(x, dtype="float64")
+        data.attach_grad()
+        with autograd.record():
+            out = nd.SVMOutput(data, nd.array(label), use_linear=linear, margin=1.0,
+                               regularization_coefficient=0.5)
+        out.backward()
+        assert (out.asnumpy() == x).all()
+        gap = 1.0 - sign * x
+        want = -sign * 0.5 * ((gap > 0) if linear else 2 * np.maximum(gap, 0))
+        np.testing.assert_allclose(data.grad.asnumpy(), want)
+
+
+def test_svm_output_refuses_labels_outside_the_classes():
+    data = nd.ones((2, 3))
+    data.attach_grad()
+    with autograd.record():
+        out = nd.SVMOutput(data, nd.array([0, 3]))
+    with pytest.raises(ValueError, match=r"SVMOutput: labels must be class indices in \[0, 3\)"):
+        out.backward()
+
+
+def test_group_norm_returns_mean_and_std_per_group():
+    x = np.random.default_rng(0).uniform(size=(2, 4, 3))
+    out, mean, std = nd.GroupNorm(nd.array(x), nd.ones((2,)), nd.zeros((2,)), num_groups=2,
+                                  eps=1e-5, output_mean_var=True)
+    rows = x.reshape(2, 2, 6)
+    np.testing.assert_allclose(mean.asnumpy(), rows.mean(2), rtol=1e-6)
+    np.testing.assert_allclose(std.asnumpy(), np.sqrt(rows.var(2) + 1e-5), rtol=1e-6)
+    assert sym.GroupNorm(sym.var("x"), num_groups=2, output_mean_var=True).list_outputs() \
+        == ["groupnorm0_output", "groupnorm0_mean", "groupnorm0_std"]
+
+
+def test_norms_refuse_bad_shapes_naming_the_op():
+    with pytest.raises(ValueError, match="GroupNorm: gamma must have shape"):
+        nd.GroupNorm(nd.ones((2, 4, 3)), nd.ones((4,)), nd.ones((2,)), num_groups=2)
+    with pytest.raises(ValueError, match="channels .* into 3 groups"):
+        nd.GroupNorm(nd.ones((2, 4, 3)), nd.ones((3,)), nd.ones((3,)), num_groups=3)
+    with pytest.raises(ValueError, match="L2Normalization: mode 'spatial' needs data of at "
+                                         "least 3"):
+        nd.L2Normalization(nd.ones((2, 3)), mode="spatial")
