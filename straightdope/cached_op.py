@@ -49,6 +49,34 @@ def prepare_backend(name=None, compile_mode=None):
         prepare()
 
 
+def _backend_for(graph, backend):
+    """`backend`, or the NumPy reference interpreter for a graph with a size that only
+    running it decides (after boolean_mask): compiled code is planned for known sizes."""
+    if all(s is not None and None not in s for n in graph.nodes for s in n.shapes):
+        return backend
+    return ReferenceBackend()
+
+
+class _CompiledOnFirstRun:
+    """A backward graph some of whose input sizes only the forward's run decides (an op
+    whose output shape depends on values, boolean_mask): compiled for the shapes of the
+    values its first run gets; an executable for any shape after that (graph.AnyShape)."""
+
+    def __init__(self, compile_for, names):
+        self._compile_for, self._names, self._executable = compile_for, names, None
+
+    def run(self, values):
+        if self._executable is None:
+            self._executable = self._compile_for(
+                {n: tuple(v.shape) for n, v in zip(self._names, values)})
+        return self._executable.run(values)
+
+    def __getattr__(self, name):        # timings, stages, ... of the compiled executable
+        if name.startswith("_") or self._executable is None:
+            raise AttributeError(name)
+        return getattr(self._executable, name)
+
+
 class Plan:
     """What is compiled for one signature: the input `dtypes`, `is_train` and `wrt` (the
     inputs that get gradients; None for a forward-only plan). `forward` (and `backward`)
@@ -125,22 +153,29 @@ class CachedOp:
         kw = dict(static_alloc=self.static_alloc, static_shape=self.static_shape)
         if wrt is None:
             graph = self._graph(self.full, shapes, dtypes)
-            plan = Plan(self.backend.compile(graph, is_train=is_train, **kw))
+            plan = Plan(_backend_for(graph, self.backend).compile(graph, is_train=is_train, **kw))
         else:
             diff = differentiate(self.symbol, wrt, is_train, extra_outputs=self.extra)
             forward = self._graph(diff.forward, shapes, dtypes)
+            backend = _backend_for(forward, self.backend)
             # the backward graph's other inputs: output gradients and saved values, whose
             # shapes and dtypes the forward graph knows (they change with the data's shape)
             per_call = diff.head_names + diff.saved_names
             outputs = forward.outputs[:self.num_visible] + forward.outputs[diff.num_outputs:]
-            backward = self._graph(
-                diff.backward,
-                {**shapes, **{n: forward.shape_of(e) for n, e in zip(per_call, outputs)}},
-                {**dtypes, **{n: forward.dtype_of(e) for n, e in zip(per_call, outputs)}},
-                per_call)
-            plan = Plan(self.backend.compile(forward, is_train=is_train, **kw),
-                        self.backend.compile(backward, is_train=is_train, **kw), diff)
-            plan.backward_take = self._backward_take(diff, backward.input_names)
+            known = {**shapes, **{n: forward.shape_of(e) for n, e in zip(per_call, outputs)}}
+            dtypes = {**dtypes, **{n: forward.dtype_of(e) for n, e in zip(per_call, outputs)}}
+
+            def compile_backward(shapes):
+                graph = self._graph(diff.backward, shapes, dtypes, per_call)
+                return backend.compile(graph, is_train=is_train, **kw)
+
+            names = Graph.from_symbol(diff.backward, self.data_names + per_call).input_names
+            if all(s is not None and None not in s for s in known.values()):
+                backward = compile_backward(known)
+            else:   # a size known only when the forward runs (boolean_mask): then compile
+                backward = _CompiledOnFirstRun(compile_backward, names)
+            plan = Plan(backend.compile(forward, is_train=is_train, **kw), backward, diff)
+            plan.backward_take = self._backward_take(diff, names)
             plan.wrt_index = [self.input_names.index(n) for n in diff.wrt]
         return plan
 

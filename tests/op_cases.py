@@ -769,3 +769,6 @@ add(Case("L2Normalization", inputs(U((2, 3, 4))),
 # its backward ignores the output gradient (the hinge loss's): tests/test_nn_ops_mxnet.py
 add(Case("SVMOutput", inputs(U((4, 3)), labels((4,), 3)), wrt=(),
          expected=lambda ins, a: [ins[0]]))
+# its output's length depends on the index's values (tests/test_boolean_mask.py: hybridized)
+add(Case("_contrib_boolean_mask", inputs(U((4, 3)), lambda rng: np.array([0.0, 1, 0, 1])),
+         expected=lambda ins, a: [ins[0][[1, 3]]]))

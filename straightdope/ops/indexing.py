@@ -179,3 +179,52 @@ register("_unravel_index", placement="host", attrs=dict(RAVEL_ATTRS),
          doc="unravel_index(data, shape): the coordinates (one row per axis) of flat "
              "indices in an array of `shape`.")
 alias("unravel_index", "_unravel_index")
+
+
+# ------------------------------------------------------------------- boolean_mask
+# The one op whose output shape depends on its input's values (how many are nonzero):
+# shape inference leaves that dimension unknown (None) until the op runs.
+
+def _mask_of(data, index, axis):
+    axis = axis_in("boolean_mask", axis, data.shape)
+    if index.ndim != 1 or index.shape[0] != data.shape[axis]:
+        raise OpError(f"boolean_mask: index must be 1-D with one entry per slice of data "
+                      f"along axis {axis} ({data.shape[axis]}), got shape {index.shape}")
+    return axis, index != 0
+
+
+def _boolean_mask_forward(attrs, data, index):
+    axis, keep = _mask_of(data, index, attrs["axis"])
+    return np.compress(keep, data, axis=axis)
+
+
+def _boolean_mask_shape(attrs, s):
+    data, index = s
+    if data is None:
+        return s, [None]
+    axis = axis_in("boolean_mask", attrs["axis"], data)
+    if index is not None and (len(index) != 1 or index[0] not in (None, data[axis])):
+        raise OpError(f"boolean_mask: index must be 1-D with one entry per slice of data "
+                      f"along axis {axis} ({data[axis]}), got shape {tuple(index)}")
+    return [data, (data[axis],)], [tuple(None if k == axis else d for k, d in enumerate(data))]
+
+
+def _boolean_mask_grad_forward(attrs, og, data, index):
+    axis, keep = _mask_of(data, index, attrs["axis"])
+    grad = np.zeros(data.shape, og.dtype)
+    where = [slice(None)] * data.ndim
+    where[axis] = np.flatnonzero(keep)
+    grad[tuple(where)] = og
+    return grad
+
+
+register("_contrib_boolean_mask", inputs=("data", "index"), attrs={"axis": Int(0)},
+         forward=_boolean_mask_forward, infer_shape=_boolean_mask_shape, placement="host",
+         gradient=lambda F, a, i, o, og: [F._contrib_boolean_mask_grad(og[0], i[0], i[1], **a),
+                                          None],
+         doc="contrib.boolean_mask(data, index, axis=0): the slices of data along `axis` "
+             "whose index entry is nonzero (how many: known only when it runs).")
+register("_contrib_boolean_mask_grad", inputs=("out_grad", "data", "index"),
+         attrs={"axis": Int(0)}, forward=_boolean_mask_grad_forward, placement="host",
+         infer_shape=like_input(1),
+         doc="Gradient of boolean_mask: out_grad back at the kept slices, 0 elsewhere.")
