@@ -772,3 +772,15 @@ add(Case("SVMOutput", inputs(U((4, 3)), labels((4,), 3)), wrt=(),
 # its output's length depends on the index's values (tests/test_boolean_mask.py: hybridized)
 add(Case("_contrib_boolean_mask", inputs(U((4, 3)), lambda rng: np.array([0.0, 1, 0, 1])),
          expected=lambda ins, a: [ins[0][[1, 3]]]))
+add(Case("_contrib_index_copy", inputs(U((5, 3)), lambda rng: np.array([4.0, 0, 2]),
+                                       U((3, 3))), wrt=(0, 2),
+         expected=lambda ins, a: [np.stack([ins[2][1], ins[0][1], ins[2][2], ins[0][3],
+                                            ins[2][0]])]))
+add(Case("gamma", inputs(U((3, 4), 0.5, 3)),
+         expected=lambda ins, a: [np.vectorize(__import__("math").gamma)(ins[0])]))
+add(Case("gammaln", inputs(U((3, 4), 0.5, 3)),
+         expected=lambda ins, a: [np.vectorize(__import__("math").lgamma)(ins[0])]))
+add(Case("_digamma", inputs(U((3, 4), 0.5, 3)), wrt=(),
+         expected=lambda ins, a: [(np.vectorize(__import__("math").lgamma)(ins[0] + 1e-6)
+                                   - np.vectorize(__import__("math").lgamma)(ins[0] - 1e-6))
+                                  / 2e-6]))

@@ -164,6 +164,11 @@ UNARY = {
                 lambda F, x, y, og: og * F.ones_like(x) * 0.017453292519943295),
     "erf": (lambda x: scipy_special().erf(x), "math.erf({0})",
             lambda F, x, y, og: og * F.exp(-F.square(x)) * float(2.0 / np.sqrt(np.pi))),
+    # gamma' = gamma * digamma, lgamma' = digamma (digamma: a host op, Numba has none)
+    "gamma": (lambda x: scipy_special().gamma(x), "math.gamma({0})",
+              lambda F, x, y, og: og * y * F._digamma(x)),
+    "gammaln": (lambda x: scipy_special().gammaln(x), "math.lgamma({0})",
+                lambda F, x, y, og: og * F._digamma(x)),
     # mish (MXNet 2.0's op, ONNX's Mish): x * tanh(softrelu(x)), a smooth relu
     "mish": (lambda x: x * np.tanh(np.logaddexp(0, x)),
              "({0} * np.tanh(np.logaddexp(0.0, {0})))", lambda F, x, y, og: og * _mish_slope(F, x)),
@@ -208,6 +213,9 @@ for _name, (_fn, _expr, _rule) in UNARY.items():
              gradient=_unary_gradient(_rule) if _rule else None, onnx=ONNX.get(_name),
              scalar_expr=_expr, elementwise=True, doc=f"Elementwise {_name}.")
 
+register("_digamma", placement="host", infer_shape=same_shape,
+         forward=_unary_forward(lambda x: scipy_special().psi(x)),
+         doc="digamma(x) = d/dx log(gamma(x)): the gradient of gamma and gammaln.")
 register("_copy", placement="view", forward=lambda attrs, x: x.copy(), infer_shape=same_shape,
          gradient=lambda F, a, i, o, og: [og[0]], scalar_expr="{0}", elementwise=True,
          onnx="Identity",

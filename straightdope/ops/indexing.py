@@ -228,3 +228,55 @@ register("_contrib_boolean_mask_grad", inputs=("out_grad", "data", "index"),
          attrs={"axis": Int(0)}, forward=_boolean_mask_grad_forward, placement="host",
          infer_shape=like_input(1),
          doc="Gradient of boolean_mask: out_grad back at the kept slices, 0 elsewhere.")
+
+
+# ------------------------------------------------------------------- index_copy
+def _index_copy_shape(attrs, s):
+    old, index, new = s
+    if old is not None and new is not None:
+        if len(old) != len(new) or tuple(old[1:]) != tuple(new[1:]) or new[0] > old[0]:
+            raise OpError(f"index_copy: new_tensor of shape {tuple(new)} must be rows of "
+                          f"old_tensor of shape {tuple(old)} (the same shape after axis 0)")
+    if index is not None and new is not None and tuple(index) != (new[0],):
+        raise OpError(f"index_copy: index must be 1-D with one row number per row of "
+                      f"new_tensor ({new[0]}), got shape {tuple(index)}")
+    return s, [old]
+
+
+def _index_rows(index, rows):
+    idx = index.astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= rows):
+        raise OpIndexError(f"index_copy: row numbers must be in [0, {rows}), got values from "
+                           f"{idx.min()} to {idx.max()}")
+    return idx
+
+
+def _index_copy_forward(attrs, old, index, new):
+    out = old.copy()
+    out[_index_rows(index, old.shape[0])] = new
+    return out
+
+
+def _index_copy_grad_forward(attrs, og, index):
+    idx = _index_rows(index, og.shape[0])
+    keep = og.copy()
+    keep[idx] = 0
+    return keep, og[idx]
+
+
+def _index_copy_grad(F, attrs, inputs, outputs, out_grads):
+    d_old, d_new = F._contrib_index_copy_grad(out_grads[0], inputs[1])
+    return [d_old, None, d_new]
+
+
+register("_contrib_index_copy", inputs=("old_tensor", "index_vector", "new_tensor"),
+         forward=_index_copy_forward, infer_shape=_index_copy_shape, placement="host",
+         index_inputs=("index_vector",),
+         gradient=_index_copy_grad,
+         doc="contrib.index_copy(old_tensor, index_vector, new_tensor): old_tensor with "
+             "its rows index_vector[i] replaced by new_tensor's rows i.")
+register("_contrib_index_copy_grad", inputs=("out_grad", "index_vector"), num_outputs=2,
+         forward=_index_copy_grad_forward, placement="host", index_inputs=("index_vector",),
+         infer_shape=lambda attrs, s: (s, [s[0], None if s[0] is None or s[1] is None
+                                           else (s[1][0],) + tuple(s[0][1:])]),
+         doc="Gradient of index_copy: (out_grad with the copied rows zeroed, those rows).")
