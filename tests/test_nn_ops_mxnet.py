@@ -51,3 +51,16 @@ def test_norms_refuse_bad_shapes_naming_the_op():
     with pytest.raises(ValueError, match="L2Normalization: mode 'spatial' needs data of at "
                                          "least 3"):
         nd.L2Normalization(nd.ones((2, 3)), mode="spatial")
+
+
+def test_scalar_ops_default_to_one_as_mxnet():
+    """MXNet 1.9's scalar ops parse one parameter struct whose scalar defaults to 1."""
+    x = nd.array([0.25, 3.0])
+    np.testing.assert_allclose(nd.smooth_l1(x).asnumpy(), [0.5 * 0.25 ** 2, 2.5])
+    np.testing.assert_allclose(nd._plus_scalar(x).asnumpy(), [1.25, 4.0])
+
+
+def test_where_refuses_a_short_condition_when_evaluated():
+    where = sym.where(sym.var("c"), sym.var("x"), sym.var("y"))
+    with pytest.raises(ValueError, match="where: condition"):
+        where.eval(c=nd.array([1, 0]), x=nd.ones((3, 2)), y=nd.ones((3, 2)))

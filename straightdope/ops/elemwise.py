@@ -471,7 +471,7 @@ for _name, (_fn, _test) in LOGICAL.items():
              infer_shape=broadcast_shapes, gradient=lambda F, a, i, o, og: [None, None],
              scalar_expr=f"(1.0 if {_test} else 0.0)", elementwise=True,
              doc=f"{_name} of lhs and rhs as 1 or 0 (with broadcasting); no gradient.")
-    register(f"_{_name}_scalar", attrs={"scalar": Float(0.0)},
+    register(f"_{_name}_scalar", attrs={"scalar": Float(1.0)},
              forward=lambda attrs, x, _fn=_fn: _fn(x, attrs["scalar"]).astype(x.dtype),
              infer_shape=same_shape, gradient=lambda F, a, i, o, og: [None],
              scalar_expr=f"(1.0 if {_test.format('{0}', '{scalar}')} else 0.0)",
@@ -557,12 +557,14 @@ def _scalar_gradient(rule):
     return gradient
 
 
+# MXNet 1.9's scalar ops all parse NumpyBinaryScalarParam, whose scalar defaults to 1
+# (smooth_l1(x) is sigma = 1)
 for _name, (_fn, _expr, _rule) in SCALAR.items():
-    register(_name, attrs={"scalar": Float(0.0)}, forward=_scalar_forward(_fn),
+    register(_name, attrs={"scalar": Float(1.0)}, forward=_scalar_forward(_fn),
              infer_shape=same_shape, gradient=_scalar_gradient(_rule),
              scalar_expr=_expr, elementwise=True, doc=f"{_name}(data, scalar).")
 for _name, (_fn, _sym) in COMPARE.items():
-    register(f"_{_name}_scalar", attrs={"scalar": Float(0.0)},
+    register(f"_{_name}_scalar", attrs={"scalar": Float(1.0)},
              forward=_scalar_forward(_fn), infer_shape=same_shape,
              gradient=lambda F, a, i, o, og: [None],
              scalar_expr=f"(1.0 if {{0}} {_sym} {{scalar}} else 0.0)", elementwise=True,
@@ -607,6 +609,8 @@ _where_shape.partial = _where_partial
 
 
 def _where_forward(attrs, c, x, y):
+    if not c.shape == x.shape == y.shape:      # the same error as shape inference's
+        _where_shape(attrs, [c.shape, x.shape, y.shape])
     if selects_rows(c.shape, x.shape):
         c = c.reshape(row_condition_shape(x.shape))
     return np.where(c != 0, x, y).astype(x.dtype, copy=False)
