@@ -167,7 +167,9 @@ UNARY = {
     # gamma' = gamma * digamma, lgamma' = digamma (digamma: a host op, Numba has none)
     "gamma": (lambda x: scipy_special().gamma(x), "math.gamma({0})",
               lambda F, x, y, og: og * y * F._digamma(x)),
-    "gammaln": (lambda x: scipy_special().gammaln(x), "math.lgamma({0})",
+    # lgamma(-inf) is +inf in C (MXNet) and Python's math; scipy says -inf
+    "gammaln": (lambda x: np.where(np.isneginf(x), np.inf, scipy_special().gammaln(x)),
+                "math.lgamma({0})",
                 lambda F, x, y, og: og * F._digamma(x)),
     # mish (MXNet 2.0's op, ONNX's Mish): x * tanh(softrelu(x)), a smooth relu
     "mish": (lambda x: x * np.tanh(np.logaddexp(0, x)),

@@ -192,9 +192,25 @@ def _square_same(name):
     return infer
 
 
+def _per_matrix(fn, a, *shapes):
+    """fn on each matrix of the stack; a matrix it cannot factorise (not positive
+    definite, NaN or inf) gives NaN outputs instead of stopping the whole batch."""
+    flat = a.reshape((-1,) + a.shape[-2:]).astype(np.float64)
+    outs = [np.full((len(flat),) + s, np.nan) for s in shapes]
+    for k, m in enumerate(flat):
+        try:
+            for out, value in zip(outs, fn(m)):
+                out[k] = value
+        except np.linalg.LinAlgError:
+            pass
+    return tuple(o.reshape(a.shape[:-2] + o.shape[1:]) for o in outs)
+
+
 def _potrf(attrs, a):
     _check_square("potrf", a.shape)
-    l = np.linalg.cholesky(_tri(a, True) + _t(np.tril(a, -1)))   # reads the lower triangle
+    n = a.shape[-1]
+    full = _tri(a, True) + _t(np.tril(a, -1))          # reads the lower triangle
+    (l,) = _per_matrix(lambda m: (np.linalg.cholesky(m),), full, (n, n))
     return l if attrs["lower"] else _t(l)
 
 
@@ -324,7 +340,8 @@ def _syevd(attrs, a):
     """(U, L): A = U^T diag(L) U, L ascending, each row of U signed so that its largest
     entry (by size; the first one on a tie) is positive, as MXNet's SyevdEigenVecSigns."""
     _check_square("syevd", a.shape)
-    lam, v = np.linalg.eigh(a.astype(np.float64))
+    n = a.shape[-1]
+    lam, v = _per_matrix(np.linalg.eigh, a, (n,), (n, n))
     u = _t(v)
     big = np.take_along_axis(u, np.abs(u).argmax(-1)[..., None], -1)
     return u * np.where(big < 0, -1.0, 1.0), lam
