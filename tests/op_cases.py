@@ -784,3 +784,7 @@ add(Case("_digamma", inputs(U((3, 4), 0.5, 3)), wrt=(),
          expected=lambda ins, a: [(np.vectorize(__import__("math").lgamma)(ins[0] + 1e-6)
                                    - np.vectorize(__import__("math").lgamma)(ins[0] - 1e-6))
                                   / 2e-6]))
+# one-hot rows: every draw is certain, so the case is deterministic (gradient: test_random_ops.py)
+add(Case("_sample_multinomial", lambda rng: [np.array([[0.0, 1, 0], [0, 0, 1]])],
+         {"shape": (4,), "get_prob": True, "dtype": "float32"}, wrt=(),
+         expected=lambda ins, a: [np.array([[1.0] * 4, [2.0] * 4]), np.zeros((2, 4))]))

@@ -143,15 +143,14 @@ def generalized_negative_binomial(mu=1, alpha=1, shape=(1,), dtype=None, ctx=Non
     return _make(_np.random.poisson(rate, size), dtype, ctx, out)
 
 
-def multinomial(data, shape=(), get_prob=False, dtype="int32", **kwargs):
-    """Draw category indices from the probabilities in the last axis of `data`."""
-    probs = _value(data)
-    count = int(_np.prod(_size(shape))) if shape != () else 1
-    flat = probs.reshape(-1, probs.shape[-1]).astype(_np.float64)
-    draws = _np.stack([_np.random.choice(flat.shape[1], size=count, p=p / p.sum())
-                       for p in flat])
-    draws = draws.reshape(probs.shape[:-1] + (tuple(_size(shape)) if shape != () else ()))
-    return _make(draws, dtype, None)
+def multinomial(data, shape=(), get_prob=False, out=None, dtype="int32", **kwargs):
+    """Draw category indices from the probabilities in the last axis of `data` (MXNet's
+    `_sample_multinomial`); with get_prob, [draws, their log-probabilities] (a list, as
+    MXNet), the second with a gradient to `data`."""
+    from . import _internal
+    result = _internal._sample_multinomial(data, shape=_size(shape) if shape != () else (),
+                                           get_prob=get_prob, dtype=dtype)
+    return list(result) if get_prob else result
 
 
 def _sample(draw, params, shape, dtype):
