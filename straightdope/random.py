@@ -5,7 +5,9 @@ from .ndarray.random import normal, randint, randn, shuffle, uniform  # noqa: F4
 
 
 def seed(seed_state, ctx="all"):
-    """Seed every random source: NumPy's generator and, when it is loaded, Numba's."""
+    """Seed every random source: NumPy's generator and, when it is loaded, Numba's.
+    Any integer, as MXNet (a negative one too: NumPy takes it modulo 2**32)."""
+    seed_state = int(seed_state) % 2 ** 32
     _np.random.seed(seed_state)
     for hook in _SEED_HOOKS:
         hook(seed_state)

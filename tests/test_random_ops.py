@@ -26,3 +26,12 @@ def test_multinomial_shapes_and_dtype_bounds():
     assert isinstance(nd.random.multinomial(nd.array([0.5, 0.5]), get_prob=True), list)
     with pytest.raises(ValueError, match="300 categories do not fit in dtype uint8"):
         nd.random.multinomial(nd.ones((300,)) / 300, dtype="uint8")
+
+
+def test_seed_takes_any_integer_as_mxnet():
+    random.seed(-12345)
+    a = nd.random.uniform(shape=(3,)).asnumpy()
+    random.seed(-12345)
+    assert (nd.random.uniform(shape=(3,)).asnumpy() == a).all()
+    random.seed(2 ** 32 - 12345)           # the same state, modulo 2**32
+    assert (nd.random.uniform(shape=(3,)).asnumpy() == a).all()
