@@ -64,13 +64,3 @@ def test_where_refuses_a_short_condition_when_evaluated():
     where = sym.where(sym.var("c"), sym.var("x"), sym.var("y"))
     with pytest.raises(ValueError, match="where: condition"):
         where.eval(c=nd.array([1, 0]), x=nd.ones((3, 2)), y=nd.ones((3, 2)))
-
-
-def test_slice_of_an_unknown_dim_stays_unknown_as_mxnet():
-    """MXNet cannot know a slice's length without the length it cuts from, whatever the
-    bounds (end=5 of an unknown dim may be shorter than 5)."""
-    data = sym.var("data", shape=(0, 20))
-    out = sym.slice(data, begin=(None, 3), end=(5, 10))
-    assert out.infer_shape_partial()[1][0] == (0, 7)
-    out = sym.slice_axis(sym.var("d", shape=(10, 0)), axis=0, begin=0, end=5)
-    assert out.infer_shape_partial()[1][0] == (5, 0)

@@ -379,20 +379,6 @@ def _slice_axis_grad_forward(attrs, og, x):
 
 
 SLICE_AXIS_ATTRS = {"axis": Int(required=True), "begin": Int(required=True), "end": OptInt(None)}
-def _unknown_stays_unknown(infer_shape):
-    """The partial rule of slice and slice_axis, as MXNet's: an output dim whose data dim
-    is unknown is unknown (a slice's length depends on the length it cuts from)."""
-    def partial(attrs, in_shapes, out_shapes):
-        s = in_shapes[0]
-        if s is None:
-            return in_shapes, [None]
-        stand_in = tuple(1_000_003 if d is None else d for d in s)
-        out = infer_shape(attrs, [stand_in])[1][0]
-        return in_shapes, [tuple(None if d is None else o for d, o in zip(s, out))]
-    return partial
-
-
-_slice_axis_shape.partial = _unknown_stays_unknown(_slice_axis_shape)
 register("slice_axis", placement="kernel",
          attrs=dict(SLICE_AXIS_ATTRS), forward=_slice_axis_forward,
          infer_shape=_slice_axis_shape,
@@ -459,7 +445,6 @@ def _slice_forward(attrs, x):
     return view if view.flags.c_contiguous else view.copy()
 
 
-_slice_shape.partial = _unknown_stays_unknown(_slice_shape)
 register("slice", placement="kernel", attrs=dict(SLICE_ATTRS), forward=_slice_forward,
          infer_shape=_slice_shape,
          gradient=lambda F, a, i, o, og: [F._slice_grad(og[0], i[0], **a)],
