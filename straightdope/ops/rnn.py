@@ -11,7 +11,7 @@ biases. Gates are packed as in gluon.rnn (lstm: input, forget, cell, output;
 gru: reset, update, candidate). The gluon.rnn layers (RNN, LSTM, GRU) call it, as
 MXNet's do.
 
-Compiled, and imperatively once Numba is loaded, it runs compiler/kernels/rnn.py:
+Compiled and imperatively (float32, float64) it runs compiler/kernels/rnn.py:
 one product for all steps' input projections per layer, then per step the hidden
 product and one loop over the gates. Its last output, hidden, is the `reserve`:
 what the backward (`_backward_RNN`, same kernels) reads, saved by the forward.
@@ -179,12 +179,10 @@ def reference_forward(attrs, data, params, state, state_cell=None):
 
 
 def _kernels(*arrays):
-    """compiler/kernels/rnn.py, or None where NumPy must do (Numba not loaded yet, or
-    disabled: its kernels would run as Python, far slower)."""
-    if "numba" not in sys.modules or any(a.dtype.kind != "f" for a in arrays):
-        return None
-    import numba
-    if numba.config.DISABLE_JIT:
+    """compiler/kernels/rnn.py (importing Numba on first use), or None for dtypes it
+    does not compute (NumPy's reference then runs, without a gradient)."""
+    if any(a.dtype not in (np.float32, np.float64) or a.dtype != arrays[0].dtype
+           for a in arrays):
         return None
     from ..compiler.kernels import rnn
     return rnn
@@ -207,9 +205,6 @@ def _forward(attrs, data, params, state, state_cell=None, is_train=False, keep_h
     lstm = attrs["mode"] == "lstm"
     kernels = _kernels(data, params, state)
     if kernels is None or data.shape[0] == 0:
-        if keep_hidden and data.shape[0] != 0:
-            raise OpError("RNN: its gradient needs Numba's kernels (compiler/kernels/rnn.py); "
-                          "run it with Numba enabled")
         out = reference_forward(attrs, data, params, state, state_cell)
         out = list(out) if isinstance(out, tuple) else [out]
         size = reserve_size(attrs, *data.shape[:2]) if keep_hidden else None
@@ -260,8 +255,8 @@ def _backward(attrs, *arrays):
     dcy = arrays[7 + lstm] if lstm else dhy
     kernels = _kernels(data, params, state)
     if kernels is None:
-        raise OpError("RNN: its gradient needs Numba's kernels (compiler/kernels/rnn.py); "
-                      "run it with Numba enabled")
+        raise OpError(f"RNN: its gradient is computed for float32 and float64 only, got "
+                      f"{', '.join(sorted({a.dtype.name for a in arrays}))}")
     steps, batch, size = data.shape
     grads = [np.zeros(data.shape, data.dtype), np.zeros(params.shape, data.dtype),
              np.zeros(state.shape, data.dtype)] + [np.zeros(state.shape, data.dtype)] * lstm
