@@ -14,7 +14,7 @@ MXNet's do.
 Compiled and imperatively (float32, float64) it runs compiler/kernels/rnn.py:
 one product for all steps' input projections per layer, then per step the hidden
 product and one loop over the gates. Its last output, hidden, is the `reserve`:
-what the backward (`_backward_RNN`, same kernels) reads, saved by the forward.
+what the backward (`_rnn_grad`, same kernels) reads, saved by the forward.
 `reference_forward` is the plain NumPy version (tests compare against it).
 Dropout between layers (`p`) is not implemented: it is refused while training and
 skipped at inference (where MXNet skips it too).
@@ -226,13 +226,12 @@ def _forward(attrs, data, params, state, state_cell=None, is_train=False, keep_h
 
 def _gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
     lstm = attrs["mode"] == "lstm"
-    state = inputs[2]
     if attrs["state_outputs"]:
         state_grads = out_grads[1:3 if lstm else 2]
     else:
-        state_grads = [F.zeros_like(state)] + [F.zeros_like(inputs[3])] * lstm
-    grads = F._backward_RNN(*inputs, outputs[0], outputs[-1], out_grads[0], *state_grads,
-                            **attrs)
+        state_grads = [F.zeros_like(s) for s in inputs[2:4 if lstm else 3]]
+    grads = F._rnn_grad(*inputs, outputs[0], outputs[-1], out_grads[0], *state_grads,
+                        **attrs)
     return list(grads)
 
 
@@ -283,7 +282,7 @@ register("RNN", inputs=("data", "parameters", "state", "state_cell"), attrs=ATTR
          key_attrs=("mode", "state_size", "num_layers"),
          doc="RNN(data, parameters, state[, state_cell], state_size, num_layers, mode): "
              "MXNet's fused recurrent layers (see ops/rnn.py).")
-register("_backward_RNN", inputs=BACKWARD_INPUTS, attrs=ATTRS,
+register("_rnn_grad", inputs=BACKWARD_INPUTS, attrs=ATTRS,
          optional_inputs=_backward_inputs, forward=_backward, infer_shape=_backward_shape,
          num_outputs=lambda attrs: 4 if attrs["mode"] == "lstm" else 3,
          output_names=("data_grad", "parameters_grad", "state_grad", "statecell_grad"),

@@ -338,4 +338,4 @@ def emit_rnn_backward(cg, node):
             *_sizes(cg, node), Flag(y.dtype == np.float32))
 
 
-EMITTERS = {"RNN": emit_rnn, "_backward_RNN": emit_rnn_backward}
+EMITTERS = {"RNN": emit_rnn, "_rnn_grad": emit_rnn_backward}
