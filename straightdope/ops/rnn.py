@@ -219,7 +219,7 @@ def _forward(attrs, data, params, state, state_cell=None, is_train=False, keep_h
     kernels.forward(_flat(data), 0, _flat(params), 0, _flat(state), 0, c0, 0, y.reshape(-1), 0,
                     hy.reshape(-1), 0, cy.reshape(-1), 0, reserve, 0, steps, batch, size,
                     hidden, layers, directions, kernels.MODES[attrs["mode"]], int(keep_hidden),
-                    1, int(data.dtype == np.float32))
+                    1)
     out = [y] + ([hy] + [cy] * lstm if attrs["state_outputs"] else [])
     return tuple(out + [reserve if keep_hidden else None])
 
@@ -267,7 +267,7 @@ def _backward(attrs, *arrays):
                      grads[0].reshape(-1), 0, grads[1], 0, grads[2].reshape(-1), 0,
                      dc0.reshape(-1), 0, steps, batch, size, attrs["state_size"],
                      attrs["num_layers"], 2 if attrs["bidirectional"] else 1,
-                     kernels.MODES[attrs["mode"]], int(data.dtype == np.float32))
+                     kernels.MODES[attrs["mode"]])
     return tuple(grads)
 
 

@@ -19,10 +19,11 @@ nothing reads it; lowering then gives it no size (lower.py) and the forward
 saves nothing.
 
 Modes (a Flag, so each compiles its own small variant): 0 rnn_relu, 1 rnn_tanh,
-2 lstm, 3 gru. float32 uses fmath's vectorizable exp32/tanh32.
+2 lstm, 3 gru. float32 uses fmath's vectorizable exp32/tanh32 and stays float32.
 """
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from ..codegen import CodegenError, Flag
 from ..numba_internals import DISK_CACHE
@@ -36,18 +37,32 @@ GATES = (1, 1, 4, 3)          # G: rows of W_i2h per hidden unit
 SAVED = (0, 0, 5, 4)          # S: numbers saved per hidden unit and step
 
 
-@njit(**JIT)
-def _sigmoid(x, f32):
-    if f32:
-        return np.float32(1.0) / (np.float32(1.0) + exp32(-x))
-    return 1.0 / (1.0 + np.exp(-x))
+ONE = np.float32(1.0)      # float32 constants: with a float32 operand the maths stays
+ZERO = np.float32(0.0)     # float32 (an int 1 would make it float64), float64 stays float64
 
 
-@njit(**JIT)
-def _tanh(x, f32):
-    if f32:
-        return tanh32(x)
+def _exp(x):
+    return np.exp(x)
+
+
+def _th(x):
     return np.tanh(x)
+
+
+@overload(_exp)
+def _exp_typed(x):
+    """float32: fmath's vectorizable exp32; otherwise np.exp."""
+    return (lambda x: exp32(x)) if x == types.float32 else (lambda x: np.exp(x))
+
+
+@overload(_th)
+def _th_typed(x):
+    return (lambda x: tanh32(x)) if x == types.float32 else (lambda x: np.tanh(x))
+
+
+@njit(**JIT)
+def _sigmoid(x):
+    return ONE / (ONE + _exp(-x))
 
 
 @njit(**JIT)
@@ -90,7 +105,7 @@ def _layer_outputs(T, N, H, L, D, S):
 
 @njit(**JIT)
 def forward(x, xo, w, wo, h0, h0o, c0, c0o, y, yo, hy, hyo, cy, cyo, r, ro,
-            T, N, C, H, L, D, mode, save, state_out, f32):
+            T, N, C, H, L, D, mode, save, state_out):
     """y (T, N, D*H), hy and cy (L*D, N, H) if state_out, the reserve r if save."""
     G, S = GATES[mode], SAVED[mode]
     offs = _offsets(L, D, C, H, G)
@@ -141,13 +156,13 @@ def forward(x, xo, w, wo, h0, h0o, c0, c0o, y, yo, hy, hyo, cy, cyo, r, ro,
                     p, q = Pt[n], HG[n]
                     if mode == 2:
                         for j in range(H):
-                            ig = _sigmoid(p[j] + q[j], f32)
-                            fg = _sigmoid(p[H + j] + q[H + j], f32)
-                            gg = _tanh(p[2 * H + j] + q[2 * H + j], f32)
-                            og = _sigmoid(p[3 * H + j] + q[3 * H + j], f32)
+                            ig = _sigmoid(p[j] + q[j])
+                            fg = _sigmoid(p[H + j] + q[H + j])
+                            gg = _th(p[2 * H + j] + q[2 * H + j])
+                            og = _sigmoid(p[3 * H + j] + q[3 * H + j])
                             cn = fg * Cc[n, j] + ig * gg
                             Cc[n, j] = cn
-                            Hh[n, j] = og * _tanh(cn, f32)
+                            Hh[n, j] = og * _th(cn)
                             if save:
                                 R[t, n, j] = ig
                                 R[t, n, H + j] = fg
@@ -157,10 +172,10 @@ def forward(x, xo, w, wo, h0, h0o, c0, c0o, y, yo, hy, hyo, cy, cyo, r, ro,
                     elif mode == 3:
                         for j in range(H):
                             hn = q[2 * H + j] + W[bh + 2 * H + j]
-                            rg = _sigmoid(p[j] + q[j] + W[bh + j], f32)
-                            zg = _sigmoid(p[H + j] + q[H + j] + W[bh + H + j], f32)
-                            ng = _tanh(p[2 * H + j] + rg * hn, f32)
-                            Hh[n, j] = (1 - zg) * ng + zg * Hh[n, j]
+                            rg = _sigmoid(p[j] + q[j] + W[bh + j])
+                            zg = _sigmoid(p[H + j] + q[H + j] + W[bh + H + j])
+                            ng = _th(p[2 * H + j] + rg * hn)
+                            Hh[n, j] = (ONE - zg) * ng + zg * Hh[n, j]
                             if save:
                                 R[t, n, j] = rg
                                 R[t, n, H + j] = zg
@@ -170,9 +185,9 @@ def forward(x, xo, w, wo, h0, h0o, c0, c0o, y, yo, hy, hyo, cy, cyo, r, ro,
                         for j in range(H):
                             v = p[j] + q[j]
                             if mode == 1:
-                                Hh[n, j] = _tanh(v, f32)
+                                Hh[n, j] = _th(v)
                             else:
-                                Hh[n, j] = v if v > 0 else 0
+                                Hh[n, j] = v if v > 0 else ZERO
                     Y[t, n, d * H:(d + 1) * H] = Hh[n]
             if state_out:
                 hy[hyo + k * N * H:hyo + (k + 1) * N * H] = h
@@ -183,7 +198,7 @@ def forward(x, xo, w, wo, h0, h0o, c0, c0o, y, yo, hy, hyo, cy, cyo, r, ro,
 
 @njit(**JIT)
 def backward(x, xo, w, wo, h0, h0o, c0, c0o, y, yo, r, ro, dy, dyo, dhy, dhyo, dcy, dcyo,
-             dx, dxo, dw, dwo, dh0, dh0o, dc0, dc0o, T, N, C, H, L, D, mode, f32):
+             dx, dxo, dw, dwo, dh0, dh0o, dc0, dc0o, T, N, C, H, L, D, mode):
     """Gradients of x, the flat parameters, h0 and c0 from those of y, hy and cy (dhy,
     dcy: zeros where the state outputs have none), with the reserve the forward saved."""
     G, S = GATES[mode], SAVED[mode]
@@ -239,20 +254,20 @@ def backward(x, xo, w, wo, h0, h0o, c0, c0o, y, yo, r, ro, dy, dyo, dhy, dhyo, d
                             ig, fg, gg = R[t, n, j], R[t, n, H + j], R[t, n, 2 * H + j]
                             og, cn = R[t, n, 3 * H + j], R[t, n, 4 * H + j]
                             cp = C0[n, j] if first else R[tp, n, 4 * H + j]
-                            tc = _tanh(cn, f32)
-                            dcn = DC[n, j] + dhn[j] * og * (1 - tc * tc)
-                            gi[j] = dcn * gg * ig * (1 - ig)
-                            gi[H + j] = dcn * cp * fg * (1 - fg)
-                            gi[2 * H + j] = dcn * ig * (1 - gg * gg)
-                            gi[3 * H + j] = dhn[j] * tc * og * (1 - og)
+                            tc = _th(cn)
+                            dcn = DC[n, j] + dhn[j] * og * (ONE - tc * tc)
+                            gi[j] = dcn * gg * ig * (ONE - ig)
+                            gi[H + j] = dcn * cp * fg * (ONE - fg)
+                            gi[2 * H + j] = dcn * ig * (ONE - gg * gg)
+                            gi[3 * H + j] = dhn[j] * tc * og * (ONE - og)
                             DC[n, j] = dcn * fg
                     elif mode == 3:
                         for j in range(H):
                             rg, zg = R[t, n, j], R[t, n, H + j]
                             ng, hn = R[t, n, 2 * H + j], R[t, n, 3 * H + j]
-                            dpn = dhn[j] * (1 - zg) * (1 - ng * ng)
-                            gi[j] = dpn * hn * rg * (1 - rg)
-                            gi[H + j] = dhn[j] * (HP[t, n, j] - ng) * zg * (1 - zg)
+                            dpn = dhn[j] * (ONE - zg) * (ONE - ng * ng)
+                            gi[j] = dpn * hn * rg * (ONE - rg)
+                            gi[H + j] = dhn[j] * (HP[t, n, j] - ng) * zg * (ONE - zg)
                             gi[2 * H + j] = dpn
                             gh[j] = gi[j]
                             gh[H + j] = gi[H + j]
@@ -262,9 +277,9 @@ def backward(x, xo, w, wo, h0, h0o, c0, c0o, y, yo, r, ro, dy, dyo, dhy, dhyo, d
                         for j in range(H):
                             v = Y[t, n, d * H + j]
                             if mode == 1:
-                                gi[j] = dhn[j] * (1 - v * v)
+                                gi[j] = dhn[j] * (ONE - v * v)
                             else:
-                                gi[j] = dhn[j] if v > 0 else 0
+                                gi[j] = dhn[j] if v > 0 else ZERO
                 # dh_(t-1) = dG_t @ W_hh (+ the GRU's direct path)
                 matmul(dgh, t * N * G * H, W, offs[k, 1], dhp, 0, N, G * H, H, 0, 0)
                 if mode == 3:
@@ -320,8 +335,7 @@ def emit_rnn(cg, node):
     reserve = cg.out(node, node.num_outputs - 1)
     save = Flag(0 not in reserve.shape)      # lowering gives an unread reserve no size
     cg.call("rnn", "forward", x.args, w.args, h0.args, c0.args, y.args, hy.args, cy.args,
-            reserve.args, *_sizes(cg, node), save, Flag(a["state_outputs"]),
-            Flag(y.dtype == np.float32))
+            reserve.args, *_sizes(cg, node), save, Flag(a["state_outputs"]))
 
 
 def emit_rnn_backward(cg, node):
@@ -335,7 +349,7 @@ def emit_rnn_backward(cg, node):
     dc0 = cg.out(node, 3) if lstm else dh0
     cg.call("rnn", "backward", x.args, w.args, h0.args, c0.args, y.args, reserve.args,
             dy.args, dhy.args, dcy.args, dx.args, dw.args, dh0.args, dc0.args,
-            *_sizes(cg, node), Flag(y.dtype == np.float32))
+            *_sizes(cg, node))
 
 
 EMITTERS = {"RNN": emit_rnn, "_rnn_grad": emit_rnn_backward}
