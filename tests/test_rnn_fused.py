@@ -76,7 +76,7 @@ def test_a_compiled_lstm_runs_rnn_as_one_kernel_saving_values_only_for_a_backwar
     from straightdope import sym
     from straightdope.compiler import NumbaBackend
     from straightdope.graph import Graph, annotate
-    from straightdope.graph.autodiff import differentiate
+    from straightdope.symbol.autodiff import differentiate
     layer = rnn.LSTM(8, num_layers=2)
     layer.initialize()
     layer(nd.ones((5, 3, 4)))
