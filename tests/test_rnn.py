@@ -136,7 +136,18 @@ def test_layer_without_states_returns_only_the_output_in_both_modes():
     np.testing.assert_allclose(layer(x).asnumpy(), out.asnumpy(), rtol=1e-5)
 
 
-def test_a_hybridized_layer_is_one_fused_rnn_node_as_in_mxnet():
+def test_a_hybridized_layer_is_one_loop_node_per_layer_and_direction_by_default():
+    layer = rnn.GRU(4, num_layers=2, bidirectional=True)
+    layer.initialize()
+    layer.hybridize()
+    layer(nd.ones((7, 2, 3)))
+    _, out = layer._cached_graph
+    ops = [n.op.name for n in out.walk() if n.op is not None]
+    assert ops.count("_foreach") == 4 and "RNN" not in ops
+
+
+def test_with_fused_rnn_on_a_hybridized_layer_is_one_fused_rnn_node_as_in_mxnet(monkeypatch):
+    monkeypatch.setenv("STRAIGHTDOPE_FUSED_RNN", "1")
     layer = rnn.GRU(4, num_layers=2, bidirectional=True)
     layer.initialize()
     layer.hybridize()

@@ -33,6 +33,7 @@ def _run(layer, x, states):
 def _pair(make, x):
     """The same layer twice, with equal parameters: one fused, one on foreach loops."""
     fused, looped = make(), make()
+    fused._fused = lambda: True           # as with STRAIGHTDOPE_FUSED_RNN=1
     looped._fused = lambda: False
     for layer in (fused, looped):
         layer.initialize()
@@ -72,7 +73,9 @@ def test_the_fused_op_computes_what_the_foreach_loops_compute(make, given, hybri
         assert ops.count("RNN") == 1 and "_foreach" not in ops
 
 
-def test_a_compiled_lstm_runs_rnn_as_one_kernel_saving_values_only_for_a_backward():
+def test_a_compiled_lstm_runs_rnn_as_one_kernel_saving_values_only_for_a_backward(
+        monkeypatch):
+    monkeypatch.setenv("STRAIGHTDOPE_FUSED_RNN", "1")
     from straightdope import sym
     from straightdope.compiler import NumbaBackend
     from straightdope.graph import Graph, annotate
@@ -97,3 +100,12 @@ def test_a_compiled_lstm_runs_rnn_as_one_kernel_saving_values_only_for_a_backwar
     # per layer the gates and c of every step, and the first layer's output
     assert saved["inference"] == 0
     assert saved["training"] == 5 * 3 * (2 * 5 * 8 + 8)
+
+
+def test_fused_rnn_knob_takes_only_0_or_1(monkeypatch):
+    from straightdope import config
+    monkeypatch.setenv("STRAIGHTDOPE_FUSED_RNN", "yes")
+    with pytest.raises(ValueError, match="STRAIGHTDOPE_FUSED_RNN must be 0 or 1"):
+        config.fused_rnn()
+    monkeypatch.delenv("STRAIGHTDOPE_FUSED_RNN")
+    assert config.fused_rnn() is False

@@ -4,24 +4,27 @@
     output = layer(x)                     # x: (T, N, C) -> (T, N, 100)
     output, [h, c] = layer(x, [h0, c0])   # states (num_layers * directions, N, 100)
 
-As in MXNet, the layers run ONE fused `RNN` op (ops/rnn.py) for all layers,
-directions and steps: compiled (and imperatively) a Numba kernel that computes the
-input projections of all steps as one matrix product per layer, then per step the
-hidden product and one loop over the gates; its gradient is one kernel too
-(backpropagation through time). Its flat `parameters` vector is the layer's
-parameters joined in MXNet's order.
+Each layer and direction is ONE `F.contrib.foreach` over time: imperatively a Python
+loop, hybridized one graph node whose body (one step) the compiler builds once,
+however long the sequence. The input projection of every step (i2h) is one matrix
+product over the whole sequence before the loop; the loop body only adds the hidden
+projection (h2h) and applies the gates.
 
-What the fused op does not compute (dropout between layers, an LSTM's projection)
-runs each layer and direction as ONE `F.contrib.foreach` over time instead (see
-`_fused`): imperatively a Python loop, hybridized one graph node whose body (one
-step) the compiler builds once. Custom cells (rnn_cell.py) always use foreach.
+With STRAIGHTDOPE_FUSED_RNN=1 the layers run ONE fused `RNN` op (ops/rnn.py) for all
+layers, directions and steps instead, as MXNet's do: a Numba kernel that computes
+the input projections of all steps as one product per layer, then per step the
+hidden product and one loop over the gates, and one kernel for its gradient. Its
+flat `parameters` vector is the layer's parameters joined in MXNet's order. It is
+off by default while its training step is slower than the loops (config.py); what
+it does not compute (dropout between layers, an LSTM's projection) always runs as
+foreach (`_fused`). Custom cells (rnn_cell.py) always use foreach.
 
 Parameter names and shapes are MXNet's (`l0_i2h_weight` (gates*hidden, input),
 `r0_...` for the backward direction), so parameter files line up.
 """
 from __future__ import annotations
 
-from ... import ndarray
+from ... import config, ndarray
 from ...ndarray import NDArray
 from ...ops import OpError
 from ...symbol import Symbol
@@ -134,10 +137,11 @@ class _RNNLayer(HybridBlock):
                         f"{state.shape}. begin_state(batch_size) makes states that fit.")
 
     def _fused(self):
-        """Whether the fused `RNN` op computes this layer: not with dropout between
-        layers (the op has none while training) nor with a projection (LSTMP), which
-        its kernel does not compute; those run as foreach loops."""
-        return not self._dropout and not self._projection_size
+        """Whether the fused `RNN` op computes this layer: only with
+        STRAIGHTDOPE_FUSED_RNN=1 (config.py says why it is off by default), and not with
+        dropout between layers (the op has none while training) nor with a projection
+        (LSTMP), which its kernel does not compute; those run as foreach loops."""
+        return config.fused_rnn() and not self._dropout and not self._projection_size
 
     def hybrid_forward(self, F, inputs, states=None, **params):
         x = F.transpose(inputs, axes=(1, 0, 2)) if self._layout == "NTC" else inputs
