@@ -169,10 +169,12 @@ class CachedOp:
                 graph = self._graph(diff.backward, shapes, dtypes, per_call)
                 return backend.compile(graph, is_train=is_train, **kw)
 
-            names = Graph.from_symbol(diff.backward, self.data_names + per_call).input_names
             if all(s is not None and None not in s for s in known.values()):
-                backward = compile_backward(known)
+                graph = self._graph(diff.backward, known, dtypes, per_call)
+                backward, names = backend.compile(graph, is_train=is_train, **kw), \
+                    graph.input_names
             else:   # a size known only when the forward runs (boolean_mask): then compile
+                names = Graph.from_symbol(diff.backward, self.data_names + per_call).input_names
                 backward = _CompiledOnFirstRun(compile_backward, names)
             plan = Plan(backend.compile(forward, is_train=is_train, **kw), backward, diff)
             plan.backward_take = self._backward_take(diff, names)

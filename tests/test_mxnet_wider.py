@@ -371,3 +371,4 @@ def test_an_optimizer_made_under_set_np_allows_np_arrays_and_updates_without_the
     weight = mx.np.ones((2, 2))
     mx.optimizer.Updater(optimizer)(0, mx.np.ones((2, 2)), weight)
     assert np.allclose(weight.asnumpy(), 0.5)
+
