@@ -22,10 +22,6 @@
   docs/engine.md says why the default is naive); read once, at import;
 * `MXNET_CPU_WORKER_NTHREADS` (the number of cores, at most 4): the threaded engine's
   worker threads;
-* `STRAIGHTDOPE_FUSED_RNN` (`0`): `1` runs gluon.rnn's RNN/LSTM/GRU layers as one fused
-  `RNN` op (compiled, as MXNet 1.9.1's layers do) instead of a `foreach` loop per layer
-  and direction; off by default while its compiled training step is slower (benchmarks
-  W5: 1.23-1.26x the loops' time) and its first compile longer;
 * `STRAIGHTDOPE_LANG` (`en`, or `zh` in a notebook under `book/zh/`): the language the
   book's widgets and figures speak (widgets/messages.py).
 
@@ -135,11 +131,3 @@ def engine_type(name: str | None = None) -> str:
 def engine_workers() -> int:
     """$MXNET_CPU_WORKER_NTHREADS, else the number of cores, at most 4."""
     return max(1, _integer("MXNET_CPU_WORKER_NTHREADS", min(os.cpu_count() or 1, 4)))
-
-
-def fused_rnn() -> bool:
-    """$STRAIGHTDOPE_FUSED_RNN == '1': gluon.rnn layers on the fused RNN op."""
-    value = os.environ.get("STRAIGHTDOPE_FUSED_RNN", "0")
-    if value not in ("0", "1"):
-        raise ValueError(f"STRAIGHTDOPE_FUSED_RNN must be 0 or 1, got {value!r}")
-    return value == "1"

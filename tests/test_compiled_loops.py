@@ -141,7 +141,6 @@ def test_a_hybridized_lstm_trains_with_the_gradients_of_the_imperative_one():
 def test_backpropagation_through_time_reads_the_sequences_backwards_without_copying_them():
     from straightdope.gluon import rnn
     layer = rnn.GRU(4, input_size=3, prefix="backwards_")
-    layer._fused = lambda: False          # its foreach loop, not the fused RNN op
     layer.initialize()
     layer.hybridize()
     x = nd.array(np.random.RandomState(0).rand(5, 2, 3))

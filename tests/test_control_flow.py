@@ -322,7 +322,6 @@ def test_the_reference_tier_saves_loop_values_only_when_a_backward_reads_them():
     pass reads them: not at inference, not in the backward's own loop."""
     from straightdope.gluon import rnn
     layer = rnn.LSTM(8, num_layers=2, input_size=4, prefix="keep_hidden_")  # not lstm0_
-    layer._fused = lambda: False          # its foreach loops, not the fused RNN op
     layer.initialize()
     x = nd.array(np.random.RandomState(0).uniform(-1, 1, (5, 2, 4)).astype(np.float32))
     imperative = layer(x).asnumpy()

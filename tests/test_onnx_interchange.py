@@ -246,10 +246,8 @@ def _rnn_layers():
                                                  input_size=3)}
 
 
-@pytest.mark.parametrize("fused", ["0", "1"], ids=["foreach", "fused-RNN-op"])
 @pytest.mark.parametrize("name", sorted(_rnn_layers()))
-def test_recurrent_layers_export_as_onnx_recurrent_ops(name, fused, tmp_path, monkeypatch):
-    monkeypatch.setenv("STRAIGHTDOPE_FUSED_RNN", fused)
+def test_recurrent_layers_export_as_onnx_recurrent_ops(name, tmp_path):
     mx.random.seed(1)
     layer = _rnn_layers()[name]()
     layer.initialize(mx.init.Uniform(0.5))

@@ -554,7 +554,6 @@ def test_training_live_plot_has_whole_epoch_ticks(monkeypatch):
 def test_graph_view_shows_a_loop_as_one_node_whose_body_opens():
     from straightdope.gluon import rnn
     layer = rnn.LSTM(4)
-    layer._fused = lambda: False          # its foreach loop, not the fused RNN op
     layer.initialize()
     view = GraphView(layer, nd.ones((6, 2, 3)))
     loops = [n for n in view.graph.op_nodes if n.op.name == "_foreach"]

@@ -16,7 +16,6 @@ runs (with the reference executor) like any other graph:
   ops and a reduction, which fuse.
 * `where(cond, x, y)` with a 1-D `cond` that picks rows gets `cond` reshaped to
   `(N, 1, ..., 1)`, so that the fused loop broadcasts it along the rows.
-* an `RNN` whose saved values nothing reads gets no buffer for them.
 * `_unreduce(g, x)` gets `g` reshaped to the keep-dims shape, so that the fused
   loop can broadcast it like any other operand.
 
@@ -77,7 +76,6 @@ def _view(b: Builder, x, name):
 def lower(graph: Graph, is_train: bool) -> tuple[Graph, list[str]]:
     """The lowered copy of an annotated graph and a log of what was rewritten."""
     b = Builder(is_train)
-    b.read = {tuple(e) for n in graph.nodes for e in n.inputs} | {tuple(e) for e in graph.outputs}
     remap: dict = {}
     for node in graph.nodes:
         ins = [remap[tuple(e)] for e in node.inputs]
@@ -239,19 +237,6 @@ def _unreduce(b, node, ins, shapes):
         return None
     g = b.add("reshape", [ins[0]], node.name + "/keepdims", shape=keep)
     return b.copy(node, [g, ins[1]])
-
-
-@rewrites("RNN")
-def _rnn(b, node, ins, shapes):
-    # an RNN whose saved values (its last, hidden output) nothing reads (inference)
-    # gets them no buffer: its kernel then saves nothing (kernels/rnn.py)
-    reserve = (node.id, node.num_outputs - 1)
-    if reserve in b.read or node.shapes[-1] == (0,):
-        return None
-    outs = b.copy(node, ins)
-    b.nodes[-1].shapes[-1] = (0,)
-    b.log.append("RNN at inference -> no reserve")
-    return outs
 
 
 def _perm(axes, ndim):

@@ -873,67 +873,6 @@ def _foreach(e, node, x, out):
         e.add("Squeeze", [results[1 + k], e.ints([0], "axes")], [name])
 
 
-def _constant_params(e, entry):
-    """The value of the RNN op's flat `parameters`, when the graph builds it from
-    parameters by reshapes and concats (as the rnn layers do), else None."""
-    node = e.graph.nodes[entry[0]]
-    if node.is_var:
-        return e.param_of(entry)
-    if node.op.name in ("reshape", "Reshape") and node.shapes[0] == (int(np.prod(
-            node.shapes[0])),):
-        value = _constant_params(e, node.inputs[0])
-        return None if value is None else value.reshape(-1)
-    if node.op.name == "concat" and len(node.shapes[0]) == 1:
-        values = [_constant_params(e, i) for i in node.inputs]
-        return None if any(v is None for v in values) else np.concatenate(values)
-    return None
-
-
-@translates("RNN")
-def _rnn(e, node, x, out):
-    """The fused recurrent op: per layer one ONNX LSTM/GRU/RNN node (both directions in
-    one), its outputs joined as the op's: (T, N, D*H) and the final states per layer."""
-    from ..ops.rnn import _unpack
-    a = node.attrs
-    kind, hidden, dirs = a["mode"], a["state_size"], 2 if a["bidirectional"] else 1
-    flat = _constant_params(e, node.inputs[1])
-    if flat is None:
-        e.fail("its parameters must be the layer's parameters (joined by reshapes and a "
-               "concat), so that they can be written as the ONNX node's weights")
-    order = _GATE_ORDER[kind]
-    cells = _unpack(a, flat, e.in_shape(0)[2])
-
-    def gates(w):                   # our gate blocks in ONNX's order
-        return np.concatenate([w[k * hidden:(k + 1) * hidden] for k in order])
-
-    attrs = {"hidden_size": hidden, "direction": "bidirectional" if dirs == 2 else "forward"}
-    if kind == "gru":
-        attrs["linear_before_reset"] = 1
-    elif kind != "lstm":
-        attrs["activations"] = ["Relu" if kind == "rnn_relu" else "Tanh"] * dirs
-    data, finals = x[0], [[], []]
-    for layer in range(a["num_layers"]):
-        mine = cells[layer * dirs:(layer + 1) * dirs]
-        w = np.stack([gates(c[0]) for c in mine])
-        r = np.stack([gates(c[1]) for c in mine])
-        b = np.stack([np.concatenate([gates(c[2]), gates(c[3])]) for c in mine])
-        states = [e.add("Slice", [x[2 + k], e.ints([layer * dirs], "starts"),
-                                  e.ints([(layer + 1) * dirs], "ends"), e.ints([0], "axes")])
-                  for k in range(len(x) - 2)]
-        results = [e.fresh("Y"), e.fresh("Y_h")] + ([e.fresh("Y_c")] if kind == "lstm" else [])
-        e.add(_ONNX_RNN[kind], [data, e.const(w, hint="W"), e.const(r, hint="R"),
-                                e.const(b, hint="B"), "", *states], results, **attrs)
-        # Y is (T, D, N, H): to (T, N, D*H), the next layer's input
-        moved = e.add("Transpose", [results[0]], perm=[0, 2, 1, 3])
-        last = layer == a["num_layers"] - 1
-        data = e.add("Reshape", [moved, e.ints([0, 0, -1], "shape")],
-                     [out[0]] if last else None)
-        for k, value in enumerate(results[1:]):
-            finals[k].append(value)
-    for k, name in enumerate(out[1:]):
-        e.add("Concat", finals[k], [name], axis=0)
-
-
 def _body_nodes(node):
     from ..symbol.symbol import topological
     return topological(node.subgraphs[0]._outputs)

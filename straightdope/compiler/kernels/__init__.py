@@ -15,10 +15,10 @@ written by `codegen.emit_fused` from their `scalar_expr` instead.
 from numba.core.registry import CPUDispatcher
 
 from ..numba_internals import load_first
-from . import (blas, conv, index, layout, norm, pool, random, reduce, rnn,  # noqa: F401
-               softmax, update, util)
+from . import (blas, conv, index, layout, norm, pool, random, reduce, softmax,  # noqa: F401
+               update, util)
 
-MODULES = (blas, conv, index, layout, norm, pool, random, reduce, rnn, softmax)
+MODULES = (blas, conv, index, layout, norm, pool, random, reduce, softmax)
 
 EMITTERS = {}
 DIMS = {}          # op name -> rule(cg, node, k) giving an output's symbolic dims

@@ -4,27 +4,18 @@
     output = layer(x)                     # x: (T, N, C) -> (T, N, 100)
     output, [h, c] = layer(x, [h0, c0])   # states (num_layers * directions, N, 100)
 
-Each layer and direction is ONE `F.contrib.foreach` over time: imperatively a Python
-loop, hybridized one graph node whose body (one step) the compiler builds once,
-however long the sequence. The input projection of every step (i2h) is one matrix
-product over the whole sequence before the loop; the loop body only adds the hidden
-projection (h2h) and applies the gates.
-
-With STRAIGHTDOPE_FUSED_RNN=1 the layers run ONE fused `RNN` op (ops/rnn.py) for all
-layers, directions and steps instead, as MXNet's do: a Numba kernel that computes
-the input projections of all steps as one product per layer, then per step the
-hidden product and one loop over the gates, and one kernel for its gradient. Its
-flat `parameters` vector is the layer's parameters joined in MXNet's order. It is
-off by default while its training step is slower than the loops (config.py); what
-it does not compute (dropout between layers, an LSTM's projection) always runs as
-foreach (`_fused`). Custom cells (rnn_cell.py) always use foreach.
+Each layer and direction is ONE `F.contrib.foreach` over time: imperatively that
+is a Python loop, hybridized it is one graph node whose body (one step) the
+compiler builds once, however long the sequence. The input projection of every
+step (i2h) is one matrix product over the whole sequence before the loop; the
+loop body only adds the hidden projection (h2h) and applies the gates.
 
 Parameter names and shapes are MXNet's (`l0_i2h_weight` (gates*hidden, input),
 `r0_...` for the backward direction), so parameter files line up.
 """
 from __future__ import annotations
 
-from ... import config, ndarray
+from ... import ndarray
 from ...ndarray import NDArray
 from ...ops import OpError
 from ...symbol import Symbol
@@ -136,40 +127,11 @@ class _RNNLayer(HybridBlock):
                         f"for an input of shape {inputs.shape} ({self._layout}), got "
                         f"{state.shape}. begin_state(batch_size) makes states that fit.")
 
-    def _fused(self):
-        """Whether the fused `RNN` op computes this layer: only with
-        STRAIGHTDOPE_FUSED_RNN=1 (config.py says why it is off by default), and not with
-        dropout between layers (the op has none while training) nor with a projection
-        (LSTMP), which its kernel does not compute; those run as foreach loops."""
-        return config.fused_rnn() and not self._dropout and not self._projection_size
-
     def hybrid_forward(self, F, inputs, states=None, **params):
         x = F.transpose(inputs, axes=(1, 0, 2)) if self._layout == "NTC" else inputs
         given = states is not None
         if not given:
             states = self._zero_states(F, x)
-        if self._fused():
-            x, new_states = self._fused_forward(F, x, states, params)
-        else:
-            x, new_states = self._foreach_forward(F, x, states, params)
-        out = F.transpose(x, axes=(1, 0, 2)) if self._layout == "NTC" else x
-        return (out, new_states) if given else out
-
-    def _fused_forward(self, F, x, states, params):
-        """All layers, directions and steps in one `RNN` op (x is TNC), as MXNet 1.9.1's
-        `_forward_kernel`: the parameters flattened and joined in its order, weights
-        first."""
-        flat = [F.reshape(params[f"{j}{i}_{g}_{t}"], shape=(-1,))
-                for t in ("weight", "bias") for i in range(self._num_layers)
-                for j in ("l", "r")[:self._dir] for g in ("i2h", "h2h")]
-        joined = F._internal._rnn_param_concat(*flat, dim=0)
-        rnn = F.RNN(x, joined, *states, state_size=self._hidden_size,
-                    num_layers=self._num_layers, bidirectional=self._dir == 2,
-                    state_outputs=True, mode=self._mode)
-        return rnn[0], [rnn[k] for k in range(1, 1 + len(states))]
-
-    def _foreach_forward(self, F, x, states, params):
-        """Each layer and direction as one foreach loop over time (x is TNC)."""
         n_states = len(states)
         # states[k] is (layers * directions, N, H): pick each layer's and direction's
         per_cell = [[F.reshape(F.slice_axis(s, axis=0, begin=c, end=c + 1), shape=(-3, -2))
@@ -188,7 +150,9 @@ class _RNNLayer(HybridBlock):
             x = outs[0] if self._dir == 1 else F.concat(outs[0], outs[1], dim=2)
             if self._dropout and i < self._num_layers - 1:
                 x = F.Dropout(x, p=self._dropout)
-        return x, [F.stack(*[f[k] for f in finals], axis=0) for k in range(n_states)]
+        new_states = [F.stack(*[f[k] for f in finals], axis=0) for k in range(n_states)]
+        out = F.transpose(x, axes=(1, 0, 2)) if self._layout == "NTC" else x
+        return (out, new_states) if given else out
 
     def _zero_states(self, F, x):
         """Zero states shaped from the input (x is TNC), so a traced graph makes them
