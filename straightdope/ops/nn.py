@@ -844,7 +844,8 @@ def _rows_stats(x, groups, eps):
     if x.ndim < 2 or x.shape[1] % groups:
         raise OpError(f"cannot split the {x.shape[1] if x.ndim > 1 else 0} channels of data "
                       f"of shape {x.shape} into {groups} groups")
-    rows = x.reshape(x.shape[0], groups, -1).astype(np.float64)
+    per_row = math.prod(x.shape[1:]) // groups              # not -1: a batch may be 0
+    rows = x.reshape(x.shape[0], groups, per_row).astype(np.float64)
     mean = rows.mean(axis=2, keepdims=True)
     inv = 1.0 / np.sqrt(rows.var(axis=2, keepdims=True) + eps)
     return (rows - mean) * inv, mean, inv
