@@ -520,6 +520,10 @@ def _predict_dtype(op, attrs, raw):
         if type(a) is _Pending:
             a.observed = True
     out = op.out_dtype(attrs, [a.dtype for a in raw])
+    if isinstance(out, (list, tuple)):       # a dtype per output (np gradient ops)
+        if len({np.dtype(d) for d in out}) != 1:
+            return None
+        out = out[0]
     return dtype if out is None else np.dtype(out)
 
 

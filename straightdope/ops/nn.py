@@ -875,6 +875,9 @@ def _per_group_params(name, groups_of):
             raise OpError(f"{name}: needs data with a channel axis (N, C, ...), got shape "
                           f"{tuple(x)}")
         g = groups_of(attrs, x)
+        if x[1] is not None and g and x[1] % g:     # at the call, on both engines
+            raise OpError(f"{name}: cannot split the {x[1]} channels of data of shape "
+                          f"{tuple(x)} into {g} groups")
         for k, p in ((1, "gamma"), (2, "beta")):
             if s[k] is not None and tuple(s[k]) != (g,):
                 raise OpError(f"{name}: {p} must have shape ({g},), got {tuple(s[k])}")

@@ -327,7 +327,7 @@ def _linalg_shapes(name, rule):
 
 
 def _register_linalg(name, forward, shapes, grad, num_outputs=1, attrs=None, inputs=("A",),
-                     output_names=("output",)):
+                     output_names=("output",), checks_values=False):
     """`_npi_<name>` and, with a gradient, `_npi_<name>_grad`, whose inputs are the
     out-grads, the inputs and the outputs (NumPy's function `grad` computes from them)."""
     attrs = attrs or {}
@@ -347,7 +347,8 @@ def _register_linalg(name, forward, shapes, grad, num_outputs=1, attrs=None, inp
         gradient = None
     register(f"_npi_{name}", inputs=inputs, attrs=dict(attrs), placement="host",
              num_outputs=num_outputs, output_names=output_names, forward=forward,
-             infer_shape=shapes, gradient=gradient, doc=f"np.linalg.{name}.")
+             infer_shape=shapes, gradient=gradient, checks_values=checks_values,
+             doc=f"np.linalg.{name}.")
 
 
 def _cast_all(result, dtype):
@@ -391,10 +392,11 @@ _register_linalg("eigh", _eigh_forward, _linalg_shapes("eigh", lambda a: [a[:-1]
                  attrs={"UPLO": Attr("str", "L", choices=("L", "U"))},
                  output_names=("w", "v"))
 _register_linalg("eigvals", lambda attrs, a: _eig_forward(attrs, a, False),
-                 _linalg_shapes("eigvals", lambda a: [a[:-1]]), None)
+                 _linalg_shapes("eigvals", lambda a: [a[:-1]]), None,
+                 checks_values=True)        # refuses complex eigenvalues, at the call
 _register_linalg("eig", lambda attrs, a: _eig_forward(attrs, a, True),
                  _linalg_shapes("eig", lambda a: [a[:-1], a]), None, num_outputs=2,
-                 output_names=("w", "v"))
+                 output_names=("w", "v"), checks_values=True)
 _register_linalg("svd", _svd_forward,
                  _linalg_shapes("svd", lambda a: [a[:-1] + (a[-2],), a[:-1], a]),
                  lambda o1, o2, o3, a, ut, l, v: _svd_grad(o1, o2, o3, a, ut, l, v),
