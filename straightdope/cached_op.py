@@ -20,6 +20,7 @@ from . import autograd, config
 from .ndarray import NDArray
 from .graph import Graph, ReferenceBackend, annotate, differentiate
 from .ops import get_op
+from .ops.registry import is_complete
 from .symbol.symbol import Group, Symbol
 
 
@@ -52,7 +53,7 @@ def prepare_backend(name=None, compile_mode=None):
 def _backend_for(graph, backend):
     """`backend`, or the NumPy reference interpreter for a graph with a size that only
     running it decides (after boolean_mask): compiled code is planned for known sizes."""
-    if all(s is not None and None not in s for n in graph.nodes for s in n.shapes):
+    if all(is_complete(s) for n in graph.nodes for s in n.shapes):
         return backend
     return ReferenceBackend()
 
@@ -167,15 +168,15 @@ class CachedOp:
 
             def compile_backward(shapes):
                 graph = self._graph(diff.backward, shapes, dtypes, per_call)
-                return backend.compile(graph, is_train=is_train, **kw)
+                return graph, backend.compile(graph, is_train=is_train, **kw)
 
-            if all(s is not None and None not in s for s in known.values()):
-                graph = self._graph(diff.backward, known, dtypes, per_call)
-                backward, names = backend.compile(graph, is_train=is_train, **kw), \
-                    graph.input_names
+            if all(map(is_complete, known.values())):
+                graph, backward = compile_backward(known)
+                names = graph.input_names
             else:   # a size known only when the forward runs (boolean_mask): then compile
                 names = Graph.from_symbol(diff.backward, self.data_names + per_call).input_names
-                backward = _CompiledOnFirstRun(compile_backward, names)
+                backward = _CompiledOnFirstRun(lambda shapes: compile_backward(shapes)[1],
+                                               names)
             plan = Plan(backend.compile(forward, is_train=is_train, **kw), backward, diff)
             plan.backward_take = self._backward_take(diff, names)
             plan.wrt_index = [self.input_names.index(n) for n in diff.wrt]
