@@ -3,6 +3,7 @@ MXNet infer the same shapes here, and MXNet-style NumPy code runs unchanged. Eac
 names the behaviour."""
 import numpy as np
 import pytest
+from test_linalg import _numeric_grad
 
 import straightdope as mx
 
@@ -177,13 +178,7 @@ def test_gelqf_factorises_into_lower_triangular_times_orthonormal_rows_with_a_gr
     def loss_of(x):
         lower = np.linalg.qr(x.T)[1].T
         return (lower * weights).sum()
-    x, step = a.asnumpy(), 1e-6
-    numeric = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += step
-        down[i] -= step
-        numeric[i] = (loss_of(up) - loss_of(down)) / (2 * step)
+    numeric = _numeric_grad(loss_of, a.asnumpy(), eps=1e-6)
     assert np.allclose(a.grad.asnumpy(), numeric, atol=1e-6)
     assert mx.sym.linalg.gelqf(mx.sym.var("a")).infer_shape(a=(4, 6))[1] == [(4, 6), (4, 4)]
     with pytest.raises(mx.base.MXNetError, match="m <= n"):
