@@ -366,6 +366,43 @@ def test_a_killed_compile_process_leaves_a_correct_slower_path(monkeypatch):
     assert tiers._COMPILER.process.poll() is None
 
 
+def test_on_a_new_machine_hybridize_starts_the_compile_process_not_the_first_call(
+        monkeypatch):
+    # target 5: starting a process costs milliseconds (6 ms of a 26 us/call MLP's first
+    # 1,000 calls); hybridize() pays them, and the first call only hands the graph over
+    monkeypatch.setattr(tiers, "is_ready", lambda key: False)     # no VM: a new machine
+    monkeypatch.setattr(tiers, "_COMPILER", None)
+    phase, spawned = ["build"], []
+    real_spawn = tiers._spawn
+
+    def spawn():
+        spawned.append(phase[0])
+        return real_spawn()
+    monkeypatch.setattr(tiers, "_spawn", spawn)
+    net = NewCode()
+    net.initialize()
+    x = nd.ones((2, 3))
+    want = net(x).asnumpy()
+    phase[0] = "hybridize"
+    net.hybridize(compile="tiered")
+    phase[0] = "first call"
+    got = net(x).asnumpy()
+    assert spawned == ["hybridize"]
+    executable = net._cached_op.last_plan.forward.current
+    assert executable.tier == "reference" and executable.pending
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert executable.wait(timeout=600) and executable.error is None
+
+
+def test_hybridize_starts_no_compile_process_where_nothing_would_compile(monkeypatch):
+    # NUMBA_DISABLE_JIT (a debugging session): the reference tier is all there is
+    monkeypatch.setattr(tiers, "is_ready", lambda key: False)
+    monkeypatch.setattr(tiers, "_COMPILER", None)
+    monkeypatch.setenv("NUMBA_DISABLE_JIT", "1")
+    tiers.prepare()
+    assert tiers._COMPILER is None
+
+
 @pytest.mark.parametrize("errno_name", ["ENOLCK", "EOPNOTSUPP"])
 def test_a_file_system_without_locks_compiles_without_turns(monkeypatch, tmp_path, errno_name):
     # some network and FUSE mounts have no flock: the compile goes on (writes are atomic

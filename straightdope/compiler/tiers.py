@@ -77,13 +77,20 @@ def prepare():
     Importing Numba and loading the VM take a few tenths of a second, once per
     process: paid here, the first hybridized call then runs compiled code at once
     (`TieredExecutable`). Without the VM in the cache (a new machine) nothing is
-    loaded, and the first calls run the reference tier without Numba."""
+    loaded, and the first calls run the reference tier without Numba; the compile
+    process is started now instead (starting a process takes milliseconds, which the
+    first call would pay) and waits for the first graph."""
     if config.shared_cache_dir() is not None:    # a class's cache: its VM is copied first
         from .cache import folders
         folders()
     if is_ready(vm_key()):
         from . import vm
         vm.prepare()
+    elif os.environ.get("NUMBA_DISABLE_JIT", "0") in ("", "0"):
+        try:
+            start()
+        except OSError:                      # the first graph's submit says why
+            pass
 
 
 def _vm_loaded() -> bool:
