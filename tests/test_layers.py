@@ -36,14 +36,6 @@ ALLOWED = {
     ("autograd", "ndarray"): "backward()/grad()/Function make NDArrays (gradient buffers)",
     ("autograd", "symbol"): "get_symbol() turns the tape into a Symbol",
     ("autograd", "symbol.symbol"): "get_symbol() builds nodes with _create",
-    # -- higher-order ops: a CachedOp / while_loop / cond / foreach node holds a subgraph, so
-    #    its op code differentiates, shapes and interprets Symbols. Fix: those ops' code in
-    #    graph/ (or symbol/), registered there into the registry (issue 25 item 2).
-    ("ops.cached_graph", "symbol.autodiff"): "_CachedOp's backward differentiates its graph",
-    ("ops.cached_graph", "symbol"): "_CachedOp's attributes hold a Symbol",
-    ("ops.control_flow", "graph"): "loop bodies: shape inference of the subgraph",
-    ("ops.control_flow", "symbol.autodiff"): "loop bodies: their gradient graphs",
-    ("ops.control_flow", "graph.interpret"): "loop bodies run on the reference interpreter",
     ("ops.reduce", "compiler.kernels.softmax"): "softmax's NumPy forward reuses the kernel's "
                                                  "numerics (fix: the shared formula in ops/)",
     # -- MXNet's API puts these names in a lower module than the code they name.
