@@ -52,12 +52,6 @@ ALLOWED = {
     #    module both sides import (e.g. Executable and Flag in a small module of their own).
     ("compiler.numba_internals", "compiler.cache"): "Numba's cache locator calls back into "
                                                     "our cache (cache imports it)",
-    # -- nd/__init__.py holds the functions generated from the registry (zeros, split, the
-    #    ops), and its submodules call back into them. Fix: the generated namespace in a
-    #    module of its own that __init__ re-exports.
-    ("ndarray.ndarray", "ndarray"): "gradient rules run with F = nd (_module())",
-    ("ndarray._internal", "ndarray"): "nd._internal._op is nd._op (looked up on use)",
-    ("ndarray.contrib", "ndarray"): "foreach/while_loop stack and split their outputs",
 }
 
 

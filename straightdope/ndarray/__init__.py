@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers as _numbers
 import operator as _operator
 import os as _os
+import sys as _sys
 
 import numpy as _np
 
@@ -479,7 +480,10 @@ for _name in FLUENT_METHODS:
 
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
 contrib._contrib_ops(vars(contrib), globals())     # _contrib_allclose: contrib.allclose
-from . import _internal  # noqa: E402,F401  (the ops named _xxx, as MXNet's nd._internal)
+from . import _internal  # noqa: E402  (the ops named _xxx, as MXNet's nd._internal)
+vars(_internal).update({_name: globals()[_name] for _name in _OPS if _name.startswith("_")})
+from . import ndarray as _ndarray  # noqa: E402
+_ndarray.F = _sys.modules[__name__]      # gradient rules run with F = nd
 
 
 def __getattr__(attr):

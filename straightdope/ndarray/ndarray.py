@@ -536,21 +536,13 @@ def _record(op, attrs, inputs, outputs, is_train):
         return
 
     def backward_fn(out_grads):
-        return op.backward(_module(), attrs, inputs, outputs, out_grads, is_train=is_train)
+        return op.backward(F, attrs, inputs, outputs, out_grads, is_train=is_train)
     autograd.record_node(inputs, outputs, backward_fn, op.name, op=(op, attrs))
 
 
-def _module():
-    """The `nd` namespace (gradient rules run with F = nd), imported once: an import
-    statement on every backward step of every op costs more than many small ops."""
-    global _ND
-    if _ND is None:
-        from .. import ndarray
-        _ND = ndarray
-    return _ND
-
-
-_ND = None
+# The `nd` namespace, which gradient rules run with (F = nd): nd/__init__.py builds it from
+# the registry on top of this module, so it puts itself here when imported.
+F = None
 _hook = None        # set by engine._install: None means NaiveEngine with no profiler
 
 from .. import engine as _engine  # noqa: E402  (engine imports this module lazily)
