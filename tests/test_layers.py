@@ -21,8 +21,9 @@ LAYERS = [
     Layer("compiler", independent=False),
     Layer("graph", independent=False),
     Layer("numpy", "numpy_extension", independent=False),          # mx.np: nd or sym
+    Layer("autograd", independent=False),                         # MXNet's API on the tape
     Layer("symbol", independent=False),
-    Layer("ndarray", "autograd", "random", "engine", "profiler", independent=False),
+    Layer("ndarray", "tape", "random", "engine", "profiler", independent=False),
     Layer("ops", independent=False),
     Layer("base", "config", "context", "name", "util", "runtime", "files", "serialization",
           "mxnet_format", independent=False),
@@ -31,11 +32,6 @@ LAYERS = [
 _SD = "straightdope."
 # (importer, imported): why it is there, and the fix.
 ALLOWED = {
-    # -- autograd is MXNet's one module for the tape (below NDArray, which records on it)
-    #    and for the API that makes arrays and Symbols. Fix: the tape in a module of its own.
-    ("autograd", "ndarray"): "backward()/grad()/Function make NDArrays (gradient buffers)",
-    ("autograd", "symbol"): "get_symbol() turns the tape into a Symbol",
-    ("autograd", "symbol.symbol"): "get_symbol() builds nodes with _create",
     ("ops.reduce", "compiler.kernels.softmax"): "softmax's NumPy forward reuses the kernel's "
                                                  "numerics (fix: the shared formula in ops/)",
     # -- MXNet's API puts these names in a lower module than the code they name.

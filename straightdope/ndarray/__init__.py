@@ -16,7 +16,6 @@ import sys as _sys
 
 import numpy as _np
 
-from .. import autograd as _autograd
 from .. import util as _util
 from ..base import MXNetError as _MXNetError
 from ..context import Context, check_context, cpu, current_context  # noqa: F401
