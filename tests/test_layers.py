@@ -35,7 +35,6 @@ ALLOWED = {
     ("ops.reduce", "compiler.kernels.softmax"): "softmax's NumPy forward reuses the kernel's "
                                                  "numerics (fix: the shared formula in ops/)",
     # -- MXNet's API puts these names in a lower module than the code they name.
-    ("ndarray", "cached_op"): "mx.nd.CachedOp is MXNet's name for the class in cached_op.py",
     ("ndarray.ndarray", "numpy.multiarray"): "x.as_np_ndarray() returns the np class, an "
                                              "NDArray subclass defined above it",
     ("engine", "numpy.multiarray"): "the async engine patches shape/dtype of both array "

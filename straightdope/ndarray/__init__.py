@@ -266,45 +266,8 @@ def load_frombuffer(buf):
         return load(path)
 
 
-class CachedOp:
-    """MXNet's `nd.CachedOp(sym, flags=())`: a Symbol compiled once per input signature,
-    then called on NDArrays given in `sym.list_inputs()` order; under autograd.record()
-    it is one node on the tape. (A hybridized block runs the same thing.)
-
-        op = nd.CachedOp(sym.FullyConnected(num_hidden=4) * 2)
-        y = op(x, weight, bias)
-
-    flags: MXNet's (name, value) pairs; `static_alloc` and `static_shape` are used, its
-    other tuning flags are accepted and have nothing to tune here."""
-    _TUNING_FLAGS = {"inline_limit", "forward_bulk_size", "backward_bulk_size",
-                     "data_indices", "param_indices", "is_dynamic"}
-
-    def __init__(self, sym, flags=(), thread_safe=False):
-        from ..cached_op import CachedOp as _Compiled
-        flags = dict(flags)
-        unknown = set(flags) - {"static_alloc", "static_shape"} - self._TUNING_FLAGS
-        if unknown:
-            raise ValueError(f"CachedOp: unknown flag(s) {sorted(unknown)}; known: "
-                             f"static_alloc, static_shape")
-
-        def on(name):
-            return str(flags.get(name, False)).lower() in ("true", "1")
-        self.input_names = sym.list_inputs()
-        self._compiled = _Compiled(sym, data_names=self.input_names,
-                                   static_alloc=on("static_alloc"),
-                                   static_shape=on("static_shape"))
-
-    def __call__(self, *args, out=None, default_ctx=None):
-        if len(args) != len(self.input_names):
-            raise ValueError(f"CachedOp takes {len(self.input_names)} arrays, for "
-                             f"{self.input_names} in that order; got {len(args)}")
-        outputs = self._compiled(list(args), {})
-        if out is not None:
-            targets = [out] if isinstance(out, NDArray) else list(out)
-            for target, value in zip(targets, outputs):
-                target._data[...] = value._data
-            return out
-        return outputs[0] if len(outputs) == 1 else outputs
+# nd.CachedOp (MXNet's name for a Symbol compiled once, called on arrays) is attached by
+# executor.py, above the compiled CachedOp it wraps (as Symbol.bind is).
 
 
 def _is_ndarray(x):
