@@ -32,8 +32,6 @@ LAYERS = [
 _SD = "straightdope."
 # (importer, imported): why it is there, and the fix.
 ALLOWED = {
-    ("ops.reduce", "compiler.kernels.softmax"): "softmax's NumPy forward reuses the kernel's "
-                                                 "numerics (fix: the shared formula in ops/)",
     # -- MXNet's API puts these names in a lower module than the code they name.
     ("ndarray.ndarray", "numpy.multiarray"): "x.as_np_ndarray() returns the np class, an "
                                              "NDArray subclass defined above it",
