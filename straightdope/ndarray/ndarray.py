@@ -180,7 +180,7 @@ class NDArray:
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         tape.backward([self], head_gradients([self], [out_grad]),
-                          retain_graph=retain_graph, train_mode=train_mode)
+                      retain_graph=retain_graph, train_mode=train_mode)
 
     # ------------------------------------------------------------ reshaping
     def reshape(self, *shape, **kwargs):
