@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import ndarray as _nd
 from .base import MXNetError
 from .symbol.symbol import Symbol, topological
 
@@ -356,3 +357,48 @@ def bind(symbol, ctx=None, args=None, args_grad=None, grad_req="write", aux_stat
 # a CachedOp), which therefore never imports it
 Symbol.simple_bind = simple_bind
 Symbol.bind = bind
+
+
+class CachedOp:
+    """MXNet's `nd.CachedOp(sym, flags=())`: a Symbol compiled once per input signature,
+    then called on NDArrays given in `sym.list_inputs()` order; under autograd.record()
+    it is one node on the tape. (A hybridized block runs the same thing.)
+
+        op = nd.CachedOp(sym.FullyConnected(num_hidden=4) * 2)
+        y = op(x, weight, bias)
+
+    flags: MXNet's (name, value) pairs; `static_alloc` and `static_shape` are used, its
+    other tuning flags are accepted and have nothing to tune here."""
+    _TUNING_FLAGS = {"inline_limit", "forward_bulk_size", "backward_bulk_size",
+                     "data_indices", "param_indices", "is_dynamic"}
+
+    def __init__(self, sym, flags=(), thread_safe=False):
+        from .cached_op import CachedOp as _Compiled
+        flags = dict(flags)
+        unknown = set(flags) - {"static_alloc", "static_shape"} - self._TUNING_FLAGS
+        if unknown:
+            raise ValueError(f"CachedOp: unknown flag(s) {sorted(unknown)}; known: "
+                             f"static_alloc, static_shape")
+
+        def on(name):
+            return str(flags.get(name, False)).lower() in ("true", "1")
+        self.input_names = sym.list_inputs()
+        self._compiled = _Compiled(sym, data_names=self.input_names,
+                                   static_alloc=on("static_alloc"),
+                                   static_shape=on("static_shape"))
+
+    def __call__(self, *args, out=None, default_ctx=None):
+        if len(args) != len(self.input_names):
+            raise ValueError(f"CachedOp takes {len(self.input_names)} arrays, for "
+                             f"{self.input_names} in that order; got {len(args)}")
+        outputs = self._compiled(list(args), {})
+        if out is not None:
+            targets = [out] if isinstance(out, _nd.NDArray) else list(out)
+            for target, value in zip(targets, outputs):
+                target._data[...] = value._data
+            return out
+        return outputs[0] if len(outputs) == 1 else outputs
+
+
+# MXNet's mx.nd.CachedOp, attached from here for the same reason
+_nd.CachedOp = CachedOp

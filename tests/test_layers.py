@@ -21,8 +21,9 @@ LAYERS = [
     Layer("compiler", independent=False),
     Layer("graph", independent=False),
     Layer("numpy", "numpy_extension", independent=False),          # mx.np: nd or sym
+    Layer("autograd", independent=False),                         # MXNet's API on the tape
     Layer("symbol", independent=False),
-    Layer("ndarray", "autograd", "random", "engine", "profiler", independent=False),
+    Layer("ndarray", "tape", "random", "engine", "profiler", independent=False),
     Layer("ops", independent=False),
     Layer("base", "config", "context", "name", "util", "runtime", "files", "serialization",
           "mxnet_format", independent=False),
@@ -31,23 +32,7 @@ LAYERS = [
 _SD = "straightdope."
 # (importer, imported): why it is there, and the fix.
 ALLOWED = {
-    # -- autograd is MXNet's one module for the tape (below NDArray, which records on it)
-    #    and for the API that makes arrays and Symbols. Fix: the tape in a module of its own.
-    ("autograd", "ndarray"): "backward()/grad()/Function make NDArrays (gradient buffers)",
-    ("autograd", "symbol"): "get_symbol() turns the tape into a Symbol",
-    ("autograd", "symbol.symbol"): "get_symbol() builds nodes with _create",
-    # -- higher-order ops: a CachedOp / while_loop / cond / foreach node holds a subgraph, so
-    #    its op code differentiates, shapes and interprets Symbols. Fix: those ops' code in
-    #    graph/ (or symbol/), registered there into the registry (issue 25 item 2).
-    ("ops.cached_graph", "symbol.autodiff"): "_CachedOp's backward differentiates its graph",
-    ("ops.cached_graph", "symbol"): "_CachedOp's attributes hold a Symbol",
-    ("ops.control_flow", "graph"): "loop bodies: shape inference of the subgraph",
-    ("ops.control_flow", "symbol.autodiff"): "loop bodies: their gradient graphs",
-    ("ops.control_flow", "graph.interpret"): "loop bodies run on the reference interpreter",
-    ("ops.reduce", "compiler.kernels.softmax"): "softmax's NumPy forward reuses the kernel's "
-                                                 "numerics (fix: the shared formula in ops/)",
     # -- MXNet's API puts these names in a lower module than the code they name.
-    ("ndarray", "cached_op"): "mx.nd.CachedOp is MXNet's name for the class in cached_op.py",
     ("ndarray.ndarray", "numpy.multiarray"): "x.as_np_ndarray() returns the np class, an "
                                              "NDArray subclass defined above it",
     ("engine", "numpy.multiarray"): "the async engine patches shape/dtype of both array "
@@ -60,12 +45,6 @@ ALLOWED = {
     #    module both sides import (e.g. Executable and Flag in a small module of their own).
     ("compiler.numba_internals", "compiler.cache"): "Numba's cache locator calls back into "
                                                     "our cache (cache imports it)",
-    # -- nd/__init__.py holds the functions generated from the registry (zeros, split, the
-    #    ops), and its submodules call back into them. Fix: the generated namespace in a
-    #    module of its own that __init__ re-exports.
-    ("ndarray.ndarray", "ndarray"): "gradient rules run with F = nd (_module())",
-    ("ndarray._internal", "ndarray"): "nd._internal._op is nd._op (looked up on use)",
-    ("ndarray.contrib", "ndarray"): "foreach/while_loop stack and split their outputs",
 }
 
 

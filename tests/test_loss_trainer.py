@@ -715,6 +715,7 @@ def test_the_loss_ops_one_pass_loops_match_their_numpy_formulas(axis, keepdims, 
     one loop (compiler/kernels/softmax.py); NumPy stays the definition, and both agree
     for any class axis, with labels out of range clipped into it."""
     import numba  # noqa: F401  (the loops are used once Numba is loaded)
+    import straightdope.compiler  # noqa: F401  (it hands the loops to ops/reduce.py)
     from straightdope.ops import reduce
     rng = np.random.default_rng(2)
     x = (rng.standard_normal((4, 3, 5)) * 4).astype(dtype)

@@ -26,6 +26,8 @@ fused steps and the memory plan, `=3` also the generated source.
 # Importing this package imports neither Numba nor the kernels: `tiers` must stay light
 # (a first tiered call never pays Numba's import). The names below load `backend` (and
 # with it Numba and the kernels) when first used.
+from ..ops import reduce as _reduce
+
 _FROM_BACKEND = ("STAGES", "Executable", "NumbaBackend")
 
 
@@ -37,3 +39,13 @@ def __getattr__(name):
         from .emitting import CodegenError
         return CodegenError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _softmax_loops():
+    from .kernels import softmax
+    return softmax
+
+
+# The loss ops' imperative one-pass loops, which ops/reduce.py (below the compiler) loads
+# through this function once Numba is loaded; it imports the kernels only when called.
+_reduce.COMPILED_LOOPS["softmax"] = _softmax_loops

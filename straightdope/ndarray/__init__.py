@@ -12,10 +12,10 @@ from __future__ import annotations
 import numbers as _numbers
 import operator as _operator
 import os as _os
+import sys as _sys
 
 import numpy as _np
 
-from .. import autograd as _autograd
 from .. import util as _util
 from ..base import MXNetError as _MXNetError
 from ..context import Context, check_context, cpu, current_context  # noqa: F401
@@ -266,45 +266,8 @@ def load_frombuffer(buf):
         return load(path)
 
 
-class CachedOp:
-    """MXNet's `nd.CachedOp(sym, flags=())`: a Symbol compiled once per input signature,
-    then called on NDArrays given in `sym.list_inputs()` order; under autograd.record()
-    it is one node on the tape. (A hybridized block runs the same thing.)
-
-        op = nd.CachedOp(sym.FullyConnected(num_hidden=4) * 2)
-        y = op(x, weight, bias)
-
-    flags: MXNet's (name, value) pairs; `static_alloc` and `static_shape` are used, its
-    other tuning flags are accepted and have nothing to tune here."""
-    _TUNING_FLAGS = {"inline_limit", "forward_bulk_size", "backward_bulk_size",
-                     "data_indices", "param_indices", "is_dynamic"}
-
-    def __init__(self, sym, flags=(), thread_safe=False):
-        from ..cached_op import CachedOp as _Compiled
-        flags = dict(flags)
-        unknown = set(flags) - {"static_alloc", "static_shape"} - self._TUNING_FLAGS
-        if unknown:
-            raise ValueError(f"CachedOp: unknown flag(s) {sorted(unknown)}; known: "
-                             f"static_alloc, static_shape")
-
-        def on(name):
-            return str(flags.get(name, False)).lower() in ("true", "1")
-        self.input_names = sym.list_inputs()
-        self._compiled = _Compiled(sym, data_names=self.input_names,
-                                   static_alloc=on("static_alloc"),
-                                   static_shape=on("static_shape"))
-
-    def __call__(self, *args, out=None, default_ctx=None):
-        if len(args) != len(self.input_names):
-            raise ValueError(f"CachedOp takes {len(self.input_names)} arrays, for "
-                             f"{self.input_names} in that order; got {len(args)}")
-        outputs = self._compiled(list(args), {})
-        if out is not None:
-            targets = [out] if isinstance(out, NDArray) else list(out)
-            for target, value in zip(targets, outputs):
-                target._data[...] = value._data
-            return out
-        return outputs[0] if len(outputs) == 1 else outputs
+# nd.CachedOp (MXNet's name for a Symbol compiled once, called on arrays) is attached by
+# executor.py, above the compiled CachedOp it wraps (as Symbol.bind is).
 
 
 def _is_ndarray(x):
@@ -479,7 +442,10 @@ for _name in FLUENT_METHODS:
 
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
 contrib._contrib_ops(vars(contrib), globals())     # _contrib_allclose: contrib.allclose
-from . import _internal  # noqa: E402,F401  (the ops named _xxx, as MXNet's nd._internal)
+from . import _internal  # noqa: E402  (the ops named _xxx, as MXNet's nd._internal)
+vars(_internal).update({_name: globals()[_name] for _name in _OPS if _name.startswith("_")})
+from . import ndarray as _ndarray  # noqa: E402
+_ndarray.F = _sys.modules[__name__]      # gradient rules run with F = nd
 
 
 def __getattr__(attr):

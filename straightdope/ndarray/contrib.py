@@ -12,21 +12,20 @@ import numpy as _np_module
 from ..ops import OpError
 from ..ops.control_flow import (check_count, check_max_iterations, check_pred, check_step,
                                 check_steps, flatten, regroup, step_results)
-from .ndarray import NDArray
+from .ndarray import NDArray, invoke
 
 
 def _stack_steps(outputs, fmt, steps=None):
     """The steps' outputs stacked along a new axis 0 (zero rows added up to `steps`),
     nested as `fmt`, the format of one step's outputs."""
-    from . import concat, stack, zeros
     if not outputs:
         return []
     stacked = []
     for k in range(len(outputs[0])):
-        out = stack(*[o[k] for o in outputs], axis=0)
+        out = invoke("concat", [o[k].expand_dims(0) for o in outputs], {"dim": 0})  # stack
         if steps is not None and steps > len(outputs):
-            pad = zeros((steps - len(outputs),) + out.shape[1:], dtype=out.dtype)
-            out = concat(out, pad, dim=0)
+            pad = NDArray(_np_module.zeros((steps - len(outputs),) + out.shape[1:], out.dtype))
+            out = invoke("concat", [out, pad], {"dim": 0})
         stacked.append(out)
     return regroup(stacked, fmt)
 
@@ -35,7 +34,6 @@ def foreach(body, data, init_states, name="foreach", _drop_unused=False):
     """Run `body(data_t, states) -> (outputs_t, new_states)` for every t along axis 0
     of `data`; return (outputs stacked along axis 0, final states). Data, states and
     outputs may each be one array or a (nested) list of them, as in MXNet."""
-    from . import split
     data_list, data_fmt = flatten(data, NDArray, "foreach: data")
     states, states_fmt = flatten(init_states, NDArray, "foreach: init_states")
     if not data_list:
@@ -45,7 +43,8 @@ def foreach(body, data, init_states, name="foreach", _drop_unused=False):
         raise OpError(f"foreach: every data array must have the same length along axis 0, "
                       f"got shapes {[d.shape for d in data_list]}")
     check_steps(steps, [d.shape for d in data_list])
-    slices = [split(d, num_outputs=steps, axis=0, squeeze_axis=True) if steps > 1 else
+    slices = [invoke("split", [d], {"num_outputs": steps, "axis": 0, "squeeze_axis": True})
+              if steps > 1 else
               [d.reshape(d.shape[1:])] for d in data_list]
     slices = [[s] if isinstance(s, NDArray) else list(s) for s in slices]
     outputs, out_fmt = [], []

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import autograd
-from ..autograd import _state
+from .. import tape
+from ..tape import _state
 from ..base import MXNetError
 from ..context import Context, current_context
 from ..ops import OpError, get_op
@@ -176,11 +176,11 @@ class NDArray:
             raise ValueError(f"grad_req must be 'write', 'add' or 'null', got {grad_req!r}")
         # np.zeros (calloc): the pages are touched when a gradient is written, not here
         grad = type(self)(np.zeros(self.shape, self._data.dtype), self._ctx)
-        autograd.mark_variables([self], [grad], grad_req)
+        tape.mark_variables([self], [grad], grad_req)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
-        autograd.backward([self], [out_grad] if out_grad is not None else None,
-                          retain_graph=retain_graph, train_mode=train_mode)
+        tape.backward([self], head_gradients([self], [out_grad]),
+                      retain_graph=retain_graph, train_mode=train_mode)
 
     # ------------------------------------------------------------ reshaping
     def reshape(self, *shape, **kwargs):
@@ -222,7 +222,7 @@ class NDArray:
 
     def _view(self, shape):
         """The same memory under another shape (MXNet's inplace=True); not recorded."""
-        if autograd.is_recording() and autograd.needs_grad(self):
+        if tape.is_recording() and tape.needs_grad(self):
             raise MXNetError("inplace=True makes a view that autograd cannot follow; leave "
                              "inplace out inside autograd.record()")
         return type(self)(self._data.reshape(shape), self._ctx)
@@ -255,7 +255,7 @@ class NDArray:
         view = self._data[key if Ellipsis in key else key + (Ellipsis,)]  # `...`: never a scalar
         if not view.flags.c_contiguous:
             view = view.copy()
-        if _state.recording and autograd.needs_grad(self):
+        if _state.recording and tape.needs_grad(self):
             return self._recorded_basic_index(key, view)
         return type(self)(view, self._ctx)
 
@@ -287,14 +287,14 @@ class NDArray:
         positions it was read from (twice for an index given twice)."""
         # np.array, not np.ascontiguousarray: that one turns a 0-d result into shape (1,)
         out = type(self)(np.array(self._data[key], order="C"), self._ctx)
-        if _state.recording and autograd.needs_grad(self):
+        if _state.recording and tape.needs_grad(self):
             source = self
 
             def backward_fn(out_grads):
                 grad = np.zeros_like(source._data)
                 np.add.at(grad, key, out_grads[0]._data)
                 return [NDArray(grad, source._ctx)]
-            autograd.record_node([self], [out], backward_fn, "advanced indexing")
+            tape.record_node([self], [out], backward_fn, "advanced indexing")
         return out
 
     def __setitem__(self, key, value):
@@ -303,7 +303,7 @@ class NDArray:
         if _state.recording:
             if key is not None and key is not Ellipsis:
                 _refuse_inplace_while_recording(self, value)
-            elif isinstance(value, NDArray) and autograd.needs_grad(value):
+            elif isinstance(value, NDArray) and tape.needs_grad(value):
                 _refuse_inplace_while_recording(value, value)   # x[...] = y loses y's tape
         key = _index_key(key)
         if isinstance(value, NDArray):
@@ -406,6 +406,13 @@ class NDArray:
         return invoke("abs", [self], {})
 
 
+def head_gradients(heads, head_grads):
+    """backward()'s gradients of its heads: as given, else d head / d head = 1 (a plain
+    array: nd.ones_like would be an op call, ~5 us)."""
+    return [g if g is not None else NDArray(np.ones(h.shape, h.dtype), h._ctx)
+            for h, g in zip(heads, head_grads or [None] * len(heads))]
+
+
 def _index_key(key):
     """An index as a tuple, NDArrays in it as NumPy arrays: bool ones stay masks (as in
     NumPy: x[x > 0] with a bool array), the others become integer indices."""
@@ -429,7 +436,7 @@ def _is_basic(key):
 def _refuse_inplace_while_recording(target, value):
     """MXNet cannot record a write into an existing array; neither can the tape here. Refuse
     it (rather than compute a wrong gradient) when autograd would have to follow it."""
-    if autograd.needs_grad(target) or (isinstance(value, NDArray) and autograd.needs_grad(value)):
+    if tape.needs_grad(target) or (isinstance(value, NDArray) and tape.needs_grad(value)):
         raise MXNetError(
             "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
             "autograd: the tape cannot follow a write into an existing array. Build a new "
@@ -536,21 +543,13 @@ def _record(op, attrs, inputs, outputs, is_train):
         return
 
     def backward_fn(out_grads):
-        return op.backward(_module(), attrs, inputs, outputs, out_grads, is_train=is_train)
-    autograd.record_node(inputs, outputs, backward_fn, op.name, op=(op, attrs))
+        return op.backward(F, attrs, inputs, outputs, out_grads, is_train=is_train)
+    tape.record_node(inputs, outputs, backward_fn, op.name, op=(op, attrs))
 
 
-def _module():
-    """The `nd` namespace (gradient rules run with F = nd), imported once: an import
-    statement on every backward step of every op costs more than many small ops."""
-    global _ND
-    if _ND is None:
-        from .. import ndarray
-        _ND = ndarray
-    return _ND
-
-
-_ND = None
+# The `nd` namespace, which gradient rules run with (F = nd): nd/__init__.py builds it from
+# the registry on top of this module, so it puts itself here when imported.
+F = None
 _hook = None        # set by engine._install: None means NaiveEngine with no profiler
 
 from .. import engine as _engine  # noqa: E402  (engine imports this module lazily)

@@ -10,7 +10,7 @@ subgraph's, its gradient is the subgraph's gradient.
 """
 from __future__ import annotations
 
-from .control_flow import _infer, _run, _var_shape, body_graph
+from .control_flow import _code, _infer, _run, _var_shape, body_graph
 from .registry import Int, OpError, Subgraphs, register
 
 
@@ -28,15 +28,13 @@ def _shapes(attrs, in_shapes):
 
 def _gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
     """The subgraph applied to the node's inputs, differentiated (in a graph only)."""
-    from .. import symbol
-    from ..symbol.autodiff import gradient_symbols
-    if not all(isinstance(x, symbol.Symbol) for x in inputs):
+    if not all(isinstance(x, _code("Symbol")) for x in inputs):
         raise OpError("_CachedOp: its gradient is built in a graph; run the Symbol through "
                       "a SymbolBlock or an executor rather than op by op")
     body = attrs["subgraphs"][0]
     heads = [g if g is not None else F.zeros_like(o) for g, o in zip(out_grads, outputs)]
     outs = list(body.substitute(dict(zip(body.list_inputs(), inputs))))
-    return gradient_symbols(outs, heads, list(inputs), is_train)
+    return _code("gradient_symbols")(outs, heads, list(inputs), is_train)
 
 
 register("_CachedOp", variadic=True, needs_train_flag=True, placement="host",

@@ -22,6 +22,22 @@ import numpy as np
 
 from .registry import Int, OpError, Shape, Subgraphs, alias, is_complete, register
 
+# A subgraph is a Symbol: turning it into a graph, shaping, running and differentiating
+# it is the code of the layers above this one (graph/, symbol/autodiff.py), which depend
+# on ops/ and never the reverse. When imported (by `import straightdope`), graph/ puts
+# those functions here: Graph (from_symbol), infer_shapes, ReferenceExecutable,
+# differentiate, gradient_symbols, and the Symbol class.
+SUBGRAPH_CODE: dict = {}
+
+
+def _code(name):
+    try:
+        return SUBGRAPH_CODE[name]
+    except KeyError:
+        raise RuntimeError(f"control-flow ops: '{name}' comes from straightdope.graph, "
+                           f"which is not loaded; import straightdope (it loads it)") from None
+
+
 _GRAPHS: dict = {}      # id(subgraph Symbol) -> (Symbol, Graph): convert each body once
 
 
@@ -30,10 +46,9 @@ def body_graph(subgraph):
     hit = _GRAPHS.get(id(subgraph))
     if hit is not None and hit[0] is subgraph:
         return hit[1]
-    from ..graph import Graph
     if len(_GRAPHS) > 512:
         _GRAPHS.clear()
-    graph = Graph.from_symbol(subgraph)
+    graph = _code("Graph").from_symbol(subgraph)
     _GRAPHS[id(subgraph)] = (subgraph, graph)
     return graph
 
@@ -45,17 +60,16 @@ def _run(graph, feeds, is_train):
     """Run a body graph on NumPy arrays (its steps are listed once, not at every step)."""
     hit = _EXECUTABLES.get((id(graph), is_train))
     if hit is None or hit[0] is not graph:
-        from ..graph.interpret import ReferenceExecutable
         if len(_EXECUTABLES) > 512:
             _EXECUTABLES.clear()
-        hit = _EXECUTABLES[(id(graph), is_train)] = (graph, ReferenceExecutable(graph, is_train))
+        executable = _code("ReferenceExecutable")(graph, is_train)
+        hit = _EXECUTABLES[(id(graph), is_train)] = (graph, executable)
     return hit[1].run(feeds)
 
 
 def _infer(op_name, graph, known):
-    from ..graph import infer_shapes
     try:
-        return infer_shapes(graph, known, partial=True)
+        return _code("infer_shapes")(graph, known, partial=True)
     except OpError as err:
         raise OpError(f"{op_name} body: {err}") from None
 
@@ -79,9 +93,8 @@ def body_gradient(subgraph):
     saved values and the output gradients. Raises OpError if the body has no gradient."""
     hit = _GRADIENTS.get(id(subgraph))
     if hit is None or hit[0] is not subgraph:
-        from ..symbol.autodiff import differentiate
         try:
-            found = differentiate(subgraph, subgraph.list_inputs(), is_train=True)
+            found = _code("differentiate")(subgraph, subgraph.list_inputs(), is_train=True)
         except Exception as err:   # an op without a gradient: the loop still runs forward
             found = OpError(f"foreach: the loop body has no gradient: {err}")
         if len(_GRADIENTS) > 512:
@@ -495,7 +508,7 @@ def _while_gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
     steps, backwards, that recomputes each step's body from the loop variables it saw
     and takes its gradient. A step that did not run (mask 0) passes the gradient of the
     loop variables through unchanged and adds nothing to the others."""
-    from ..symbol.autodiff import gradient_symbols
+    gradient_symbols = _code("gradient_symbols")
     func = attrs["subgraphs"][1]
     names = func.list_inputs()
     n_vars, n_out = _while_counts(attrs)
@@ -582,7 +595,7 @@ def _cond_shapes(attrs, in_shapes):
 
 def _cond_gradient(F, attrs, inputs, outputs, out_grads, is_train=False):
     """The gradient of a cond is a cond of the two branches' gradients."""
-    from ..symbol.autodiff import gradient_symbols
+    gradient_symbols = _code("gradient_symbols")
     pred_g, then_g, else_g = attrs["subgraphs"]
     heads = [g if g is not None else F.zeros_like(o) for g, o in zip(out_grads, outputs)]
 

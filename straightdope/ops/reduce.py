@@ -369,17 +369,19 @@ def _compiled_ce_loops(attrs, x, label):
 
     Imperatively at batch 64 the dozen NumPy calls below cost ~4x what one loop does.
     The loops are used only once something else (a hybridized block, a Trainer) has
-    loaded Numba: a loss alone never pays the half second of importing it."""
+    loaded Numba: a loss alone never pays the half second of importing it. They are
+    compiled code, a layer above ops: the compiler package (through which straightdope
+    loads Numba) hands in the function that loads them when imported (COMPILED_LOOPS)."""
     global _ce_loops
     if _ce_loops is None:
-        if "numba" not in sys.modules:
+        load = COMPILED_LOOPS.get("softmax")
+        if "numba" not in sys.modules or load is None:
             return None
         import numba
         if numba.config.DISABLE_JIT:        # interpreted loops: far slower than NumPy
             _ce_loops = False
         else:
-            from ..compiler.kernels import softmax
-            _ce_loops = softmax
+            _ce_loops = load()
     if (_ce_loops is False or x.dtype not in (np.float32, np.float64)
             or label.dtype.kind not in "fiu" or not x.flags.c_contiguous
             or not label.flags.c_contiguous or x.size == 0):
@@ -388,6 +390,7 @@ def _compiled_ce_loops(attrs, x, label):
 
 
 _ce_loops = None
+COMPILED_LOOPS: dict = {}       # "softmax": a function returning compiler/kernels/softmax
 
 
 def _class_split(attrs, x):
