@@ -30,12 +30,24 @@ from straightdope import autograd, gluon
 from straightdope import np, npx
 from straightdope.gluon import HybridBlock, Parameter, nn
 
-npx.set_np()  # Change MXNet to the numpy-like mode.
 
 
 @pytest.fixture(autouse=True)
 def in_tmp_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)      # save_parameters/export write into the current folder
+
+
+@pytest.fixture(autouse=True)
+def seed_mode(request):
+    """Each article is a program of its own: 002 starts with `npx.set_np()`, 000 and 003
+    run in MXNet's default mode. (Set for each test, not once at import: an import-time
+    set_np() leaked into every test module collected after this one.)"""
+    if request.node.name.startswith("test_002_"):
+        npx.set_np()  # Change MXNet to the numpy-like mode.
+    else:
+        npx.reset_np()
+    yield
+    npx.reset_np()
 
 
 # ======================================================================= 000
