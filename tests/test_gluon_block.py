@@ -625,3 +625,21 @@ def test_the_symbol_of_a_recorded_hybridized_call_gives_its_values_and_gradients
     again = mx.sym.load_json(graph.tojson())         # the subgraph travels in the JSON
     np.testing.assert_allclose(again.eval(**dict(zip(names, arrays)))[0].asnumpy(),
                                y.asnumpy(), rtol=1e-6)
+
+
+def test_under_set_np_a_hybridized_net_returns_what_it_returns_imperatively():
+    # MXNet's Parameter.var() is an np Symbol under set_np(): an op traced on a legacy
+    # input and np parameters is an np op, as the imperative op on them is (seed 003)
+    from straightdope import npx
+    npx.set_np()
+    try:
+        net = mx.gluon.nn.Dense(2)
+        net.initialize()
+        x = mx.nd.ones((1, 5))
+        imperative = net(x)
+        net.hybridize()
+        hybridized = net(x)
+    finally:
+        npx.reset_np()
+    assert type(imperative) is type(hybridized) is mx.np.ndarray
+    assert str(imperative) == str(hybridized)

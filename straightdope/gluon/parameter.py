@@ -345,6 +345,8 @@ class Parameter:
                     init = None
             self._var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
                                    lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=init)
+            if is_np_array():       # as MXNet: under set_np() an np Symbol, so that an op
+                self._var = self._var.as_np_ndarray()   # traced on it is an np op
         return self._var
 
     def _sync_var(self):
