@@ -66,6 +66,17 @@ CASES = {
     "inner": (lambda m, a: m.inner(a, a[::-1]), (2, 3)),
     "dot_nd": (lambda m, a: m.dot(a, m.transpose(a, (1, 2, 0))), (2, 3, 2)),
     "dot_nd_vector": (lambda m, a: m.dot(a, a[0, 0]), (2, 3, 2)),
+    # ops/np_stats.py: gradient ops of their own (MXNet's formulas)
+    "average": (lambda m, a: m.average(a), (2, 3)),
+    "average_weighted": (lambda m, a: m.average(a[:, :2], axis=1, weights=a[:, 2:]), (3, 4)),
+    "average_weights_1d": (lambda m, a: m.average(a[1:], axis=0, weights=a[0, :2]), (3, 2)),
+    "average_returned": (lambda m, a: m.average(a[:2], axis=(0, 1), weights=a[2:],
+                                                returned=True)[0], (4, 3)),
+    "polyval": (lambda m, a: m.polyval(a[0], a[1:]), (3, 3)),
+    "einsum_matmul": (lambda m, a: m.einsum("ij,jk->ik", a[:2], a[1:].T), (4, 3)),
+    "einsum_diagonal": (lambda m, a: m.einsum("ii->i", a), (3, 3)),
+    "einsum_ellipsis": (lambda m, a: m.einsum("...ij,...jk", a, a), (2, 2, 2)),
+    "einsum_sum_one": (lambda m, a: m.einsum("ij,j->", a, a[0]), (2, 3)),
 }
 
 

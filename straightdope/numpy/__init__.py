@@ -195,6 +195,8 @@ def broadcast_to(array, shape):
     shape = (shape,) if isinstance(shape, (int, _onp.integer)) else tuple(shape)
     if not isinstance(array, (_NDArray, _Symbol)):
         return full(shape, array)
+    if 0 in shape:          # the op reads 0 as MXNet 1.x's "keep this length"
+        return _rearrange("broadcast_to", array, shape)
     return _world(array).broadcast_to(array, shape=shape)
 
 
@@ -856,6 +858,96 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         x[...] = out
         return x
     return out
+
+
+# ---------------------------------- counting and summarising values (ops/np_stats.py)
+def histogram(a, bins=10, range=None, normed=None, weights=None, density=None):  # noqa: A002
+    """(counts, bin edges) of a's elements: `bins` equal bins over `range` (a's min to
+    max when None), or the edges `bins` (an array). One op with nd.histogram; no
+    gradient, as in MXNet."""
+    if normed or density or weights is not None:
+        raise NotImplementedError("np.histogram: normed=, density= and weights= are not "
+                                  "supported (as in MXNet); divide the counts yourself")
+    F = _world(a, bins)
+    if isinstance(bins, (_NDArray, _Symbol)):
+        return tuple(_parts(F._histogram(a, bins)))
+    if not isinstance(bins, (int, _onp.integer)):
+        raise ValueError(f"np.histogram: bins must be an int or an array of edges, got "
+                         f"{type(bins).__name__}")
+    span = "" if range is None else repr(tuple(float(r) for r in range))
+    return tuple(_parts(F._histogram(a, bin_cnt=int(bins), range=span)))
+
+
+def bincount(x, weights=None, minlength=0):
+    """How often each value 0, 1, ... occurs in x (non-negative ints), or the sum of its
+    weights there; at least `minlength` long. No gradient, as in MXNet."""
+    return _world(x, weights)._npi_bincount(x, weights, minlength=int(minlength),
+                                            has_weights=weights is not None)
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    """The sorted distinct values (slices along `axis`) and, as asked, the indices of
+    their first occurrences, the indices that rebuild ar, and their counts."""
+    flags = (return_index, return_inverse, return_counts)
+    out = _world(ar)._npi_unique(ar, return_index=_builtins.bool(return_index),
+                                 return_inverse=_builtins.bool(return_inverse),
+                                 return_counts=_builtins.bool(return_counts), axis=axis)
+    return tuple(_parts(out)) if _builtins.any(flags) else out
+
+
+def diag_indices_from(arr):
+    """The indices of arr's main diagonal, one row per axis: an array of shape
+    (arr.ndim, n), as MXNet returns it (NumPy: a tuple of the rows)."""
+    return _world(arr)._npi_diag_indices_from(arr)
+
+
+def average(a, axis=None, weights=None, returned=False, out=None):
+    """sum(a * weights) / sum(weights) over `axis` (all axes when None); 1-D weights run
+    along the one axis averaged. returned: also sum(weights). Gradients flow to a and
+    the weights."""
+    if out is not None:
+        raise NotImplementedError("np.average: out= is not supported; use the result")
+    if isinstance(axis, (list, tuple)):
+        axis = tuple(int(k) for k in axis)
+    axis = "" if axis is None else repr(axis)
+    result = _world(a, weights)._npi_average(a, weights, axis=axis,
+                                             returned=_builtins.bool(returned),
+                                             weighted=weights is not None)
+    return tuple(_parts(result)) if returned else result
+
+
+def polyval(p, x):
+    """The polynomial with coefficients p (highest power first) at each element of x;
+    gradients flow to p and x."""
+    p = p if isinstance(p, (_NDArray, _Symbol)) else array(p)
+    if not isinstance(x, (_NDArray, _Symbol)):
+        x = array(x, dtype=None if isinstance(p, _Symbol) else p.dtype)
+    return _world(p, x)._npi_polyval(p, x)
+
+
+def einsum(*operands, optimize=False, out=None):
+    """np.einsum(subscripts, *operands): sums of products as the subscripts say
+    (NumPy's notation, '...' and implicit output included); gradients flow to every
+    operand. `optimize` is accepted (the result is the same)."""
+    if out is not None:
+        raise NotImplementedError("np.einsum: out= is not supported; use the result")
+    if not operands or not isinstance(operands[0], str):
+        raise TypeError("np.einsum: the first argument must be the subscripts string "
+                        "(the interleaved operand, sublist form is not supported)")
+    arrays = [a if isinstance(a, (_NDArray, _Symbol)) else array(a) for a in operands[1:]]
+    return _world(*arrays)._npi_einsum(*arrays, subscripts=operands[0],
+                                       num_args=len(arrays), optimize=int(_builtins.bool(optimize)))
+
+
+def broadcast_arrays(*args):
+    """The arrays broadcast to their common shape (registry broadcasts: gradients
+    flow back)."""
+    if _builtins.any(isinstance(a, _Symbol) for a in args):
+        raise NotImplementedError("np.broadcast_arrays on Symbols: their shapes are not "
+                                  "known while tracing; use np.broadcast_to with the shape")
+    shape = _onp.broadcast_shapes(*(a.shape for a in args))
+    return [a if a.shape == shape else broadcast_to(a, shape) for a in args]
+
 
 from . import linalg  # noqa: E402,F401
 

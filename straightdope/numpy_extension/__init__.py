@@ -18,7 +18,8 @@ _NAMES = {"relu": "relu", "sigmoid": "sigmoid", "softmax": "softmax",
           "pooling": "Pooling", "batch_norm": "BatchNorm", "layer_norm": "LayerNorm",
           "dropout": "Dropout", "embedding": "Embedding", "pick": "pick", "one_hot": "one_hot",
           "reshape_like": "reshape_like", "batch_dot": "batch_dot", "slice_axis": "slice_axis",
-          "stop_gradient": "BlockGrad", "slice": "slice"}
+          "stop_gradient": "BlockGrad", "slice": "slice", "erf": "erf", "erfinv": "erfinv",
+          "gamma": "gamma", "gammaln": "gammaln"}
 for _npx_name, _op in _NAMES.items():
     if _op:
         globals()[_npx_name] = _np._dispatching(_op)

@@ -51,6 +51,7 @@ REARRANGE = {
     "flip": lambda x, axis: np.flip(x, axis).copy(),
     "diag": lambda x, k: np.diag(x, k),
     "diagonal": lambda x, offset, axis1, axis2: np.diagonal(x, offset, axis1, axis2).copy(),
+    "broadcast_to": lambda x, shape: np.broadcast_to(x, shape).copy(),
 }
 FILLS = ("pad", "insert_scalar")     # their last argument is the constant they fill in
 
@@ -115,7 +116,7 @@ register("_np_rearrange", inputs=("data",), attrs=dict(ATTRS), placement="host",
          key_attrs=("function",),
          doc="An mx.np function that moves elements (`function`: roll, rot90, tril, triu, "
              "pad, delete, resize, diagflat, insert_scalar, atleast_nd, moveaxis, flip, diag, "
-             "diagonal) applied with `args`.")
+             "diagonal, broadcast_to) applied with `args`.")
 register("_np_rearrange_grad", inputs=("out_grad", "data"), attrs=dict(ATTRS),
          placement="host", forward=_backward_forward,
          infer_shape=lambda attrs, s: (s, [s[1]]), index_inputs=("data",),

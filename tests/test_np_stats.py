@@ -1,0 +1,137 @@
+"""mx.np's counting and summarising functions (ops/np_stats.py) against NumPy:
+histogram (one op with nd.histogram), bincount, unique, diag_indices_from,
+broadcast_arrays; npx's erfinv, gamma, constraint_check. Imperative and traced alike."""
+import numpy as onp
+import pytest
+from scipy import special
+
+import straightdope as mx
+from straightdope import autograd
+from straightdope.gluon import HybridBlock
+
+np, npx = mx.np, mx.npx
+
+
+class Call(HybridBlock):
+    """A HybridBlock that calls `function(F, *inputs)`: the traced form of a call."""
+
+    def __init__(self, function):
+        super().__init__()
+        self._function = function
+
+    def hybrid_forward(self, F, *inputs):
+        return self._function(F, *inputs)
+
+
+def both(function, *inputs):
+    """function's results imperatively and hybridized, as lists of NumPy arrays."""
+    results = []
+    for hybridize in (False, True):
+        block = Call(function)
+        if hybridize:
+            block.hybridize()
+        out = block(*inputs)
+        out = out if isinstance(out, (list, tuple)) else [out]
+        results.append([o.asnumpy() for o in out])
+    return results
+
+
+def test_histogram_counts_and_edges_match_numpy_for_np_nd_and_sym():
+    data = onp.random.default_rng(0).uniform(-3, 12, size=(4, 5))
+    edges = onp.array([0.0, 1.0, 2.5, 7.0, 10.0])
+    want_n = onp.histogram(data, 7, range=(0.0, 10.0))
+    want_e = onp.histogram(data, edges)
+    for got in both(lambda F, a: F.np.histogram(a, bins=7, range=(0.0, 10.0)), np.array(data)):
+        onp.testing.assert_array_equal(got[0], want_n[0])
+        onp.testing.assert_allclose(got[1], want_n[1])
+    for got in both(lambda F, a, b: F.np.histogram(a, bins=b), np.array(data), np.array(edges)):
+        onp.testing.assert_array_equal(got[0], want_e[0])
+        onp.testing.assert_allclose(got[1], edges)
+    counts, bounds = mx.nd.histogram(mx.nd.array(data), bins=5)      # range: data's
+    onp.testing.assert_array_equal(counts.asnumpy(), onp.histogram(data.astype("float32"), 5)[0])
+    assert counts.dtype == onp.int64
+    x = mx.sym.Variable("x")
+    ex = mx.sym.histogram(a=x, bins=7, range=(0.0, 10.0)).bind(mx.cpu(), {"x": mx.nd.array(data)})
+    onp.testing.assert_array_equal(ex.forward()[0].asnumpy(), want_n[0])
+    with pytest.raises(NotImplementedError, match="density"):
+        np.histogram(np.array(data), density=True)
+
+
+def test_bincount_with_and_without_weights_and_minlength():
+    data = onp.array([3, 0, 3, 5, 1], dtype="int32")
+    weights = onp.array([0.5, 1.0, 2.0, -1.0, 4.0])
+    for got in both(lambda F, a: F.np.bincount(a, minlength=8), np.array(data, dtype="int32")):
+        onp.testing.assert_array_equal(got[0], onp.bincount(data, minlength=8))
+    for got in both(lambda F, a, w: F.np.bincount(a, w), np.array(data, dtype="int32"),
+                    np.array(weights)):
+        onp.testing.assert_allclose(got[0], onp.bincount(data, weights))
+    assert np.bincount(np.array(onp.zeros(0, "int64"), dtype="int64")).shape == (0,)
+    with pytest.raises(mx.base.MXNetError, match="non-negative"):
+        np.bincount(np.array([1, -2], dtype="int32")).asnumpy()
+
+
+@pytest.mark.parametrize("shape, axis", [((7,), None), ((4, 3), None), ((5, 2), 0),
+                                         ((2, 5), 1), ((3, 0), None)])
+def test_unique_gives_numpys_four_results(shape, axis):
+    data = onp.random.default_rng(1).integers(0, 3, size=shape).astype("float32")
+    if axis is not None:
+        data = onp.concatenate([data, data], axis=axis)
+    want = onp.unique(data, True, True, True, axis)
+    for got in both(lambda F, a: F.np.unique(a, True, True, True, axis), np.array(data)):
+        assert len(got) == 4
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            onp.testing.assert_array_equal(g, w)
+    alone = np.unique(np.array(data))
+    onp.testing.assert_array_equal(alone.asnumpy(), onp.unique(data))
+
+
+def test_diag_indices_from_is_one_row_per_axis_as_mxnet():
+    for got in both(lambda F, a: F.np.diag_indices_from(a), np.zeros((4, 4, 4))):
+        onp.testing.assert_array_equal(got[0], onp.stack(onp.diag_indices_from(
+            onp.zeros((4, 4, 4)))))
+    with pytest.raises(mx.base.MXNetError, match="all of one length"):
+        np.diag_indices_from(np.zeros((2, 3)))
+
+
+def test_broadcast_arrays_including_zero_sizes():
+    shapes = [(0,), (), (2, 1), (1, 0), (3, 2, 1)]
+    arrays = [onp.arange(int(onp.prod(s))).reshape(s).astype("int32") for s in shapes]
+    got = np.broadcast_arrays(*[np.array(a, dtype="int32") for a in arrays])
+    for g, w in zip(got, onp.broadcast_arrays(*arrays)):
+        assert g.shape == w.shape and g.dtype == w.dtype
+
+
+def test_npx_special_functions_and_their_gradients():
+    x = onp.linspace(-0.9, 0.9, 7)
+    for name, grad in (("erfinv", lambda v: onp.sqrt(onp.pi) / 2
+                        * onp.exp(special.erfinv(v) ** 2)),
+                       ("erf", lambda v: 2 / onp.sqrt(onp.pi) * onp.exp(-v ** 2))):
+        a = np.array(x)
+        a.attach_grad()
+        with autograd.record():
+            out = getattr(npx, name)(a)
+        out.backward()
+        onp.testing.assert_allclose(out.asnumpy(), getattr(special, name)(x), rtol=1e-6)
+        onp.testing.assert_allclose(a.grad.asnumpy(), grad(x), rtol=1e-6)
+    onp.testing.assert_allclose(npx.gammaln(np.array([0.5, 3.0])).asnumpy(),
+                                special.gammaln([0.5, 3.0]), rtol=1e-6)
+
+
+def test_constraint_check_passes_true_and_raises_the_message():
+    assert bool(npx.constraint_check(np.ones((2, 3), dtype="bool"), "fine").asnumpy())
+    for hybridize in (False, True):
+        block = Call(lambda F, b: F.npx.constraint_check(b, "values must be positive"))
+        if hybridize:
+            block.hybridize()
+        with pytest.raises(ValueError, match="values must be positive"):
+            block(np.array([True, False])).asnumpy()
+
+
+def test_functions_without_gradient_say_so_at_backward():
+    a = np.array([1.0, 2.0, 2.0])
+    a.attach_grad()
+    with autograd.record():
+        counts = np.histogram(a, bins=2, range=(0.0, 3.0))[0]
+    with pytest.raises(mx.base.MXNetError, match="_histogram has no gradient"):
+        counts.backward()
