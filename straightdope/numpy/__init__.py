@@ -8,6 +8,7 @@ report their dtype as NumPy does, as in MXNet.
 """
 import builtins as _builtins   # this module defines any, all, sum, max... as NumPy does
 import functools
+import sys as _sys
 
 import numpy as _onp
 
@@ -988,4 +989,9 @@ def _np_functions(namespace, module_name):
 
 _np_functions(globals(), __name__)
 _np_functions(random.__dict__, random.__name__)
+
+# sym.np's module (numpy/_symbol.py) is `mxnet.symbol.numpy` in MXNet, and code imports
+# it by that name (MXNet's test_utils: `from mxnet.symbol.numpy import _Symbol`)
+from . import _symbol  # noqa: E402
+_sys.modules.setdefault(__name__.rpartition(".")[0] + ".symbol.numpy", _symbol)
 _np_functions(linalg.__dict__, linalg.__name__)
