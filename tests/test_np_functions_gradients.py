@@ -77,6 +77,9 @@ CASES = {
     "einsum_diagonal": (lambda m, a: m.einsum("ii->i", a), (3, 3)),
     "einsum_ellipsis": (lambda m, a: m.einsum("...ij,...jk", a, a), (2, 2, 2)),
     "einsum_sum_one": (lambda m, a: m.einsum("ij,j->", a, a[0]), (2, 3)),
+    "einsum_broadcast_one": (lambda m, a: m.einsum("ij,ij->i", a[:1], a), (2, 3)),
+    "matmul_batches": (lambda m, a: m.matmul(a[None, :, :2], a[:, None, :, :]), (3, 2, 2)),
+    "matmul_vectors": (lambda m, a: m.matmul(a[0], a[1]) + m.matmul(a[0], a).sum(), (3, 3)),
 }
 
 

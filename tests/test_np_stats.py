@@ -135,3 +135,27 @@ def test_functions_without_gradient_say_so_at_backward():
         counts = np.histogram(a, bins=2, range=(0.0, 3.0))[0]
     with pytest.raises(mx.base.MXNetError, match="_histogram has no gradient"):
         counts.backward()
+
+
+def test_matmul_refuses_numbers_and_mismatched_shapes_and_null_grad_is_none():
+    for sa, sb in (((), (2,)), ((2, 3), (2,)), ((2, 2, 1), (3, 1, 2))):
+        with pytest.raises(mx.base.MXNetError, match="np.matmul"):
+            np.matmul(np.ones(sa), np.ones(sb))
+    a, b = np.ones((2, 3)), np.ones((3,))
+    a.attach_grad(grad_req="null")
+    b.attach_grad()
+    with autograd.record():
+        out = np.matmul(a, b)
+    out.backward()
+    assert a.grad is None               # MXNet keeps no gradient for grad_req 'null'
+    onp.testing.assert_array_equal(b.grad.asnumpy(), [2.0, 2.0, 2.0])
+
+
+def test_sum_to_a_narrower_dtype_rounds_the_wide_sum_once():
+    x = onp.random.default_rng(2).uniform(-1, 1, size=(40, 3)).astype("float32")
+    want = x.astype("float64").sum(axis=0).astype("float16")
+    onp.testing.assert_array_equal(np.array(x).sum(axis=0, dtype="float16").asnumpy(), want)
+    got = both(lambda F, a: F.np.sum(a, axis=0, dtype="float16"), np.array(x))
+    for g in got:
+        assert g[0].dtype == onp.float16
+        onp.testing.assert_array_equal(g[0], want)

@@ -8,7 +8,6 @@ report their dtype as NumPy does, as in MXNet.
 """
 import builtins as _builtins   # this module defines any, all, sum, max... as NumPy does
 import functools
-import sys as _sys
 
 import numpy as _onp
 
@@ -102,10 +101,12 @@ def dot(a, b, out=None):
     return _world(a, b)._npi_tensordot(a, b, axes=repr("dot"))
 
 
-def matmul(a, b):
-    if isinstance(a, ndarray) and a.ndim == 3:
-        return _world(a, b).batch_dot(a, b)
-    return dot(a, b)
+def matmul(a, b, out=None):
+    """Matrix products over the last two axes, the others broadcast (a 1-D operand is a
+    row or column vector); gradients flow to both."""
+    if out is not None:
+        raise NotImplementedError("np.matmul: out= is not supported; use the result")
+    return _world(a, b)._npi_matmul(a, b)
 
 
 def add(x1, x2):
@@ -989,9 +990,4 @@ def _np_functions(namespace, module_name):
 
 _np_functions(globals(), __name__)
 _np_functions(random.__dict__, random.__name__)
-
-# sym.np's module (numpy/_symbol.py) is `mxnet.symbol.numpy` in MXNet, and code imports
-# it by that name (MXNet's test_utils: `from mxnet.symbol.numpy import _Symbol`)
-from . import _symbol  # noqa: E402
-_sys.modules.setdefault(__name__.rpartition(".")[0] + ".symbol.numpy", _symbol)
 _np_functions(linalg.__dict__, linalg.__name__)

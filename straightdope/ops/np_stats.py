@@ -335,7 +335,10 @@ def _einsum(attrs, *operands):
 
 def _einsum_grad(attrs, og, *operands):
     terms, output = _einsum_parts(attrs, operands)
-    sizes = {c: n for t, x in zip(terms, operands) for c, n in zip(t, x.shape)}
+    sizes = {}
+    for t, x in zip(terms, operands):        # a label of length 1 broadcasts: the largest
+        for c, n in zip(t, x.shape):
+            sizes[c] = max(n, sizes.get(c, n)) if n != 1 else sizes.get(c, n)
     grads = []
     for k, (term, x) in enumerate(zip(terms, operands)):
         others = [(t, o) for j, (t, o) in enumerate(zip(terms, operands)) if j != k]
@@ -351,7 +354,11 @@ def _einsum_grad(attrs, og, *operands):
                    for c in target]
             full[tuple(idx[target.index(c)] for c in term)] = g
             g = full
-        grads.append(np.asarray(g).astype(x.dtype))
+        g = np.asarray(g)
+        broadcast = tuple(k for k, n in enumerate(x.shape) if n == 1 and g.shape[k] != 1)
+        if broadcast:                     # summed back over the axes x was broadcast along
+            g = g.sum(axis=broadcast, keepdims=True)
+        grads.append(g.astype(x.dtype))
     return tuple(grads) if len(grads) > 1 else grads[0]
 
 
@@ -382,6 +389,55 @@ register("_npi_einsum_grad", variadic=True, attrs=dict(EINSUM_ATTRS), placement=
          infer_dtype=lambda attrs, dtypes: list(dtypes[1:]),
          infer_shape=lambda attrs, s: (s, list(s[1:])),
          doc="The gradient of np.einsum with respect to each operand.")
+
+
+# -------------------------------------------------------------------- matmul
+def _unbroadcast(g, shape):
+    """g summed back to `shape`, which broadcasting (numpy's rules) made it from."""
+    g = g.sum(axis=tuple(range(g.ndim - len(shape)))) if g.ndim > len(shape) else g
+    ones = tuple(k for k, n in enumerate(shape) if n == 1 and g.shape[k] != 1)
+    return g.sum(axis=ones, keepdims=True) if ones else g
+
+
+def _matmul(attrs, a, b):
+    if a.ndim == 0 or b.ndim == 0:
+        raise OpError(f"np.matmul: operands must have at least one axis, got shapes "
+                      f"{a.shape} and {b.shape} (use * for a number)")
+    try:
+        return np.matmul(a, b)
+    except ValueError as err:
+        raise OpError(f"np.matmul: {err} (shapes {a.shape} and {b.shape})") from None
+
+
+def _matmul_grad(attrs, og, a, b):
+    """og @ b^T and a^T @ og, with a 1-D a (b) read as a row (column), summed back over
+    the broadcast batch axes."""
+    a2 = a[None, :] if a.ndim == 1 else a
+    b2 = b[:, None] if b.ndim == 1 else b
+    og2 = og[..., None] if b.ndim == 1 else og
+    og2 = np.expand_dims(og2, -2) if a.ndim == 1 else og2
+    ga = _unbroadcast(np.matmul(og2, np.swapaxes(b2, -1, -2)), a2.shape).reshape(a.shape)
+    gb = _unbroadcast(np.matmul(np.swapaxes(a2, -1, -2), og2), b2.shape).reshape(b.shape)
+    return ga.astype(a.dtype, copy=False), gb.astype(b.dtype, copy=False)
+
+
+def _matmul_shape(attrs, in_shapes):
+    if not all(s is not None and is_complete(s) for s in in_shapes):
+        return in_shapes, [None]
+    probes = [np.broadcast_to(np.zeros((), np.int8), s) for s in in_shapes]
+    return in_shapes, [_matmul(attrs, *probes).shape]
+
+
+register("_npi_matmul", inputs=("a", "b"), placement="host", forward=_matmul,
+         infer_shape=_matmul_shape,
+         gradient=lambda F, a, i, o, og: list(F._npi_matmul_grad(og[0], i[0], i[1])),
+         doc="np.matmul(a, b): matrix products over the last two axes, the others "
+             "broadcast; a 1-D operand is a row (a) or a column (b) vector.")
+register("_npi_matmul_grad", inputs=("out_grad", "a", "b"), placement="host",
+         num_outputs=2, forward=_matmul_grad, index_inputs=("a", "b"),
+         infer_dtype=lambda attrs, dtypes: [dtypes[1], dtypes[2]],
+         infer_shape=lambda attrs, s: (s, [s[1], s[2]]),
+         doc="The gradient of np.matmul with respect to a and b.")
 
 
 # ------------------------------------------------------------------ npx ops
