@@ -11,6 +11,7 @@ Like `np`'s arrays, these Symbols are np ones (`NpSymbol`, MXNet's `_Symbol`).
 import numpy as _onp
 
 from .. import numpy as _np
+from . import random as _np_random
 from .. import symbol as _sym
 from ..symbol.symbol import NpSymbol as _Symbol  # noqa: F401  (MXNet's name)
 
@@ -62,6 +63,26 @@ def indices(dimensions, dtype=None, ctx=None, device=None):
 
 def identity(n, dtype=None, ctx=None, device=None):
     return eye(n, dtype=dtype)
+
+
+class _Random:
+    """sym.np.random: np.random's samplers, adding a graph node even when every
+    parameter is a number (`F.np.random.uniform(size=3)` in hybrid_forward)."""
+
+    def __getattr__(self, name):
+        function = getattr(_np.random, name)
+
+        def traced(*args, **kwargs):
+            token = _np_random._TRACING.set(True)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _np_random._TRACING.reset(token)
+        traced.__name__, traced.__doc__ = name, function.__doc__
+        return traced
+
+
+random = _Random()
 
 
 def __getattr__(name):

@@ -6,6 +6,7 @@ NDArray here, so 1.x-style and 2.0-style code can run side by side in one proces
 Like `np`'s, these functions return `np.ndarray`s.
 """
 from .. import numpy as _np
+from . import random  # noqa: F401
 from ..context import cpu, current_context, gpu, num_gpus  # noqa: F401
 
 from ..util import is_np_array, is_np_shape, reset_np, set_np, use_np  # noqa: F401
@@ -56,3 +57,4 @@ def cpu_pinned(device_id=0):
 
 
 _np._np_functions(globals(), __name__)
+_np._np_functions(random.__dict__, random.__name__)

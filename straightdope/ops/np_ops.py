@@ -643,7 +643,7 @@ def _parts(result, count):
 def _sample_grads(name, x, p):
     """[d x / d p_k] for the distribution `name` (None: no gradient for that one)."""
     with np.errstate(all="ignore"):
-        if name == "normal":
+        if name in ("normal", "logistic", "gumbel"):       # loc + scale * a standard draw
             return [np.ones_like(x), (x - p[0]) / p[1]]
         if name == "uniform":
             width = p[1] - p[0]
@@ -660,10 +660,14 @@ def _sample_grads(name, x, p):
 
 
 SAMPLERS = {"normal": 2, "uniform": 2, "lognormal": 2, "exponential": 1, "rayleigh": 1,
-            "weibull": 1, "pareto": 1, "gamma": 2, "beta": 2, "chisquare": 1}
+            "weibull": 1, "pareto": 1, "gamma": 2, "beta": 2, "chisquare": 1, "logistic": 2,
+            "gumbel": 2, "power": 1, "bernoulli": 1}
+# parameters MXNet requires positive (NumPy allows some to be 0) -> their positions
+POSITIVE = {"gamma": (0, 1), "weibull": (0,), "pareto": (0,), "power": (0,)}
 SAMPLE_ATTRS = {"distribution": Attr("str", required=True, choices=tuple(SAMPLERS)),
                 "scalars": Attr("str", "()"), "size": Attr("shape_or_none", None),
-                "dtype": Attr("str", "float32"), "num_args": Attr("int_or_none", None)}
+                "dtype": Attr("str", "float32"), "num_args": Attr("int_or_none", None),
+                "batch_shape": Attr("shape_or_none", None)}
 
 
 def _params(attrs, arrays):
@@ -673,17 +677,33 @@ def _params(attrs, arrays):
 
 
 def _sample_shape(attrs, shapes):
+    """`size`; else the parameters' broadcast shape, after `batch_shape` (npx's _n
+    samplers: that many draws of each)."""
     if attrs["size"] is not None:
         return tuple(attrs["size"])
-    return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    return tuple(attrs["batch_shape"] or ()) + shape
+
+
+def _check_parameters(name, params):
+    for k in POSITIVE.get(name, ()):
+        if np.any(np.asarray(params[k]) <= 0):
+            raise OpError(f"np.random.{name}: its parameter {k} must be positive (as in "
+                          f"MXNet), got {np.min(params[k])}")
+    if name == "bernoulli" and np.any((np.asarray(params[0]) < 0) |
+                                      (np.asarray(params[0]) > 1)):
+        raise OpError("npx.random.bernoulli: prob must be between 0 and 1")
 
 
 def _sample(attrs, *arrays):
     name, params = attrs["distribution"], _params(attrs, arrays)
     shape = _sample_shape(attrs, [np.shape(p) for p in params])
+    _check_parameters(name, params)
     try:
         if name == "gamma":      # MXNet's and NumPy's: shape, scale
             draw = np.random.gamma(params[0], params[1], shape)
+        elif name == "bernoulli":
+            draw = np.random.random_sample(shape) < params[0]
         else:
             draw = getattr(np.random, name)(*params, size=shape)
     except ValueError as err:
@@ -730,6 +750,36 @@ register("_npi_sample_grad", variadic=True, attrs=dict(SAMPLE_ATTRS), placement=
          infer_dtype=lambda attrs, dtypes: list(dtypes[2:]),     # each parameter's
          infer_shape=lambda attrs, s: (s, list(s[2:])),
          doc="The gradient of _npi_sample with respect to its array parameters.")
+
+
+def _multivariate_normal(attrs, mean, cov):
+    """mean + L z, L the Cholesky factor of cov, z standard normal of shape
+    size + broadcast(mean, cov's rows)."""
+    shape = _mvn_shape(attrs, mean.shape, cov.shape)
+    try:
+        factor = np.linalg.cholesky(cov.astype(np.float64))
+    except np.linalg.LinAlgError:
+        raise OpError("np.random.multivariate_normal: cov must be symmetric "
+                      "positive-definite") from None
+    z = np.random.standard_normal(shape)
+    return (mean + np.einsum("...ij,...j->...i", factor, z)).astype(mean.dtype)
+
+
+def _mvn_shape(attrs, mean, cov):
+    if len(cov) < 2 or cov[-1] != cov[-2] or not mean or mean[-1] != cov[-1]:
+        raise OpError(f"np.random.multivariate_normal: needs mean (..., n) and cov "
+                      f"(..., n, n), got shapes {tuple(mean)} and {tuple(cov)}")
+    return tuple(attrs["size"] or ()) + tuple(np.broadcast_shapes(tuple(mean),
+                                                                  tuple(cov[:-1])))
+
+
+register("_npi_multivariate_normal", inputs=("mean", "cov"),
+         attrs={"size": Attr("shape_or_none", None)}, placement="host", is_random=True,
+         forward=_multivariate_normal,
+         infer_shape=lambda attrs, s: (s, [_mvn_shape(attrs, *s) if all(
+             x is not None and is_complete(x) for x in s) else None]),
+         doc="np.random.multivariate_normal(mean, cov, size): normal samples with the "
+             "given means and covariances (batches broadcast). No gradient, as in MXNet.")
 
 
 # ---------------------------------------------------------------- tensordot
