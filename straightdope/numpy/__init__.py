@@ -206,8 +206,15 @@ def where(condition, x, y):
     return _world(condition, x, y).where(condition, x, y)
 
 
-def clip(a, a_min, a_max):
-    return _world(a).clip(a, a_min=a_min, a_max=a_max)
+def clip(a, a_min, a_max, out=None):
+    """a's elements limited to [a_min, a_max]; a bound of None is no limit (not both)."""
+    if a_min is None and a_max is None:
+        raise ValueError("np.clip: a_min and a_max are both None; give at least one")
+    if not isinstance(a, (_NDArray, _Symbol)):
+        return _onp.clip(a, a_min, a_max)
+    low = -_onp.inf if a_min is None else a_min
+    high = _onp.inf if a_max is None else a_max
+    return _write_out("clip", _world(a).clip(a, a_min=low, a_max=high), out)
 
 
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
@@ -342,12 +349,12 @@ def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    """Running sum along `axis` (of the flattened array when None); computed in NumPy, so
-    refused inside autograd.record() for an array that needs a gradient."""
+    """Running sums along `axis` (of the flattened array when None); bool and ints sum as
+    int64 unless dtype says otherwise. Gradients flow."""
     if out is not None:
         raise NotImplementedError("np.cumsum: out= is not supported; use the result")
-    _no_gradient("cumsum", a)
-    return array(_onp.cumsum(a.asnumpy(), axis=axis, dtype=dtype), dtype or a.dtype)
+    return _world(a)._npi_cumsum(a, axis=None if axis is None else int(axis),
+                                 dtype="" if dtype is None else _onp.dtype(dtype).name)
 
 
 _NDArray.cumsum = cumsum
@@ -360,12 +367,19 @@ def prod(a, axis=None, dtype=None, keepdims=False):
     return _world(a).prod(a, axis=axis, keepdims=keepdims)
 
 
-def argmax(a, axis=None):
-    return _world(a).argmax(a, axis=axis)
+def argmax(a, axis=None, out=None):
+    """The index of the largest element along `axis` (of the flattened array when None),
+    as int64; an empty axis is refused."""
+    if out is not None:
+        raise NotImplementedError("np.argmax: out= is not supported; use the result")
+    return _world(a)._npi_argextreme(a, function="argmax", axis=axis)
 
 
-def argmin(a, axis=None):
-    return _world(a).argmin(a, axis=axis)
+def argmin(a, axis=None, out=None):
+    """The index of the smallest element along `axis`, as int64 (see argmax)."""
+    if out is not None:
+        raise NotImplementedError("np.argmin: out= is not supported; use the result")
+    return _world(a)._npi_argextreme(a, function="argmin", axis=axis)
 
 
 def squeeze(a, axis=None):
@@ -437,22 +451,31 @@ def dsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, axis=2)
 
 
-def var(a, axis=None, dtype=None, keepdims=False, ddof=0):
-    """mean((a - mean(a))**2) over `axis`, divided by n - ddof (registry ops: gradients
-    flow)."""
-    F = _world(a)
-    a = a if dtype is None else a.astype(dtype)
-    d = F.broadcast_sub(a, F.mean(a, axis=axis, keepdims=True))
-    v = F.mean(F.square(d), axis=axis, keepdims=keepdims)
-    if ddof:
-        n = a.size if axis is None else int(_onp.prod([a.shape[i] for i in
-                                                       _onp.atleast_1d(axis)]))
-        v = v * (n / (n - ddof))
-    return v
+def _axis_literal(axis):
+    """`axis` as the np ops' attribute: "" for None, else a literal int or tuple."""
+    if axis is None:
+        return ""
+    return repr(tuple(int(k) for k in axis) if isinstance(axis, (list, tuple)) else int(axis))
 
 
-def std(a, axis=None, dtype=None, keepdims=False, ddof=0):
-    return _world(a).sqrt(var(a, axis, dtype, keepdims, ddof))
+def var(a, axis=None, dtype=None, out=None, keepdims=False, ddof=0):
+    """mean((a - mean(a))**2) over `axis`, divided by n - ddof (computed in float64; a
+    float array's dtype, float32 for ints, unless dtype says otherwise). Gradients
+    flow."""
+    if out is not None:
+        raise NotImplementedError("np.var: out= is not supported; use the result")
+    return _world(a)._npi_moment(a, axis=_axis_literal(axis), ddof=int(ddof),
+                                 keepdims=_builtins.bool(keepdims), std=False,
+                                 dtype="" if dtype is None else _onp.dtype(dtype).name)
+
+
+def std(a, axis=None, dtype=None, out=None, keepdims=False, ddof=0):
+    """The square root of np.var (the same arguments)."""
+    if out is not None:
+        raise NotImplementedError("np.std: out= is not supported; use the result")
+    return _world(a)._npi_moment(a, axis=_axis_literal(axis), ddof=int(ddof),
+                                 keepdims=_builtins.bool(keepdims), std=True,
+                                 dtype="" if dtype is None else _onp.dtype(dtype).name)
 
 
 def _sortable(function, a, axis, order):
@@ -990,4 +1013,15 @@ def _np_functions(namespace, module_name):
 
 _np_functions(globals(), __name__)
 _np_functions(random.__dict__, random.__name__)
+
+
+def _clip_method(self, min=None, max=None, out=None):  # noqa: A002 (NumPy's names)
+    return clip(self, min, max, out=out)
+
+
+# np.ndarray's (and traced np Symbols') methods that are these functions
+for _name, _function in (("var", var), ("std", std), ("cumsum", cumsum), ("argmax", argmax),
+                         ("argmin", argmin), ("clip", _clip_method)):
+    setattr(ndarray, _name, _function)
+    setattr(_NpSymbol, _name, _function)
 _np_functions(linalg.__dict__, linalg.__name__)

@@ -391,6 +391,157 @@ register("_npi_einsum_grad", variadic=True, attrs=dict(EINSUM_ATTRS), placement=
          doc="The gradient of np.einsum with respect to each operand.")
 
 
+# ------------------------------------------------------------ var, std, cumsum
+def _axes(text, ndim):
+    """An `axis` attribute (a literal: "" for None, an int or a tuple) as a tuple of axes."""
+    axis = _literal(text)
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if any(not -ndim <= k < max(ndim, 1) for k in axes):
+        raise OpError(f"axis {axis} is out of bounds for an array of {ndim} dimensions")
+    return tuple(sorted(k % max(ndim, 1) for k in axes))
+
+
+MOMENT_ATTRS = {"axis": Attr("str", ""), "ddof": Attr("int", 0), "keepdims": Attr("bool", False),
+                "std": Attr("bool", False), "dtype": Attr("str", "")}
+
+
+def _moment_dtype(attrs, dtype):
+    """dtype= if given; else a float array's own, float32 (MXNet's default) for ints."""
+    if attrs["dtype"]:
+        return np.dtype(attrs["dtype"])
+    return np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.dtype(np.float32)
+
+
+def _moment(attrs, a):
+    axes = _axes(attrs["axis"], a.ndim)
+    function = np.std if attrs["std"] else np.var
+    with np.errstate(all="ignore"):                 # ddof >= n: inf or nan, as NumPy's
+        out = function(a.astype(np.float64), axis=axes, ddof=attrs["ddof"],
+                       keepdims=attrs["keepdims"])
+    return np.asarray(out).astype(_moment_dtype(attrs, a.dtype))
+
+
+def _moment_grad(attrs, og, a, out):
+    """d var / d a = 2 (a - mean) / (n - ddof); d std = d var / (2 std)."""
+    axes = _axes(attrs["axis"], a.ndim)
+    n = int(np.prod([a.shape[k] for k in axes]))
+    wide = a.astype(np.float64)
+    g, o = (og, out) if attrs["keepdims"] else (np.expand_dims(og, axes),
+                                                np.expand_dims(out, axes))
+    with np.errstate(all="ignore"):
+        grad = 2 * (wide - wide.mean(axis=axes, keepdims=True)) / (n - attrs["ddof"]) * g
+        if attrs["std"]:
+            grad = grad / (2 * o)
+    return grad.astype(a.dtype)
+
+
+def _reduced_shape(attrs, in_shapes):
+    a = in_shapes[0]
+    if a is None or not is_complete(a):
+        return in_shapes, [None]
+    axes = _axes(attrs["axis"], len(a))
+    keep = attrs.get("keepdims", False)
+    return in_shapes, [tuple(1 if k in axes else d for k, d in enumerate(a)) if keep
+                       else tuple(d for k, d in enumerate(a) if k not in axes)]
+
+
+register("_npi_moment", inputs=("a",), attrs=dict(MOMENT_ATTRS), placement="host",
+         forward=_moment, infer_shape=_reduced_shape,
+         infer_dtype=lambda attrs, dtypes: _moment_dtype(attrs, dtypes[0]),
+         gradient=lambda F, a, i, o, og: [F._npi_moment_grad(og[0], i[0], o[0], **a)],
+         doc="np.var (np.std with std=True) over `axis`, divided by n - ddof; computed in "
+             "float64 and given in `dtype` (a float array's own dtype, else float32).")
+register("_npi_moment_grad", inputs=("out_grad", "a", "out"), attrs=dict(MOMENT_ATTRS),
+         placement="host", forward=_moment_grad, index_inputs=("out_grad", "out"),
+         infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="The gradient of np.var / np.std.")
+
+
+CUMSUM_ATTRS = {"axis": Attr("int_or_none", None), "dtype": Attr("str", "")}
+
+
+def _cumsum(attrs, a):
+    dtype = attrs["dtype"] or None
+    if attrs["axis"] is not None and not -a.ndim <= attrs["axis"] < max(a.ndim, 1):
+        raise OpError(f"np.cumsum: axis {attrs['axis']} is out of bounds for an array of "
+                      f"shape {a.shape}")
+    out = np.cumsum(a, axis=attrs["axis"], dtype=dtype)
+    return out if dtype else out.astype(_cumsum_dtype(attrs, a.dtype), copy=False)
+
+
+def _cumsum_dtype(attrs, dtype):
+    """dtype= if given; NumPy's: bool and ints sum as int64, floats as themselves."""
+    if attrs["dtype"]:
+        return np.dtype(attrs["dtype"])
+    return np.dtype(np.int64) if np.dtype(dtype).kind in "biu" else np.dtype(dtype)
+
+
+def _cumsum_grad(attrs, og, a):
+    """Each element counts in every later running sum: reversed cumsums of og."""
+    axis = attrs["axis"]
+    g = og if axis is not None else og.reshape(-1)
+    axis = 0 if axis is None else axis
+    g = np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+    return g.reshape(a.shape).astype(a.dtype if a.dtype.kind == "f" else og.dtype)
+
+
+def _cumsum_shape(attrs, in_shapes):
+    a = in_shapes[0]
+    if a is None or not is_complete(a):
+        return in_shapes, [None]
+    return in_shapes, [tuple(a) if attrs["axis"] is not None else (int(np.prod(a)),)]
+
+
+register("_npi_cumsum", inputs=("a",), attrs=dict(CUMSUM_ATTRS), placement="host",
+         forward=_cumsum, infer_shape=_cumsum_shape,
+         infer_dtype=lambda attrs, dtypes: _cumsum_dtype(attrs, dtypes[0]),
+         gradient=lambda F, a, i, o, og: [F._npi_cumsum_grad(og[0], i[0], **a)],
+         doc="np.cumsum(a, axis, dtype): running sums along axis (of the flattened array "
+             "when axis is None).")
+register("_npi_cumsum_grad", inputs=("out_grad", "a"), attrs=dict(CUMSUM_ATTRS),
+         placement="host", forward=_cumsum_grad, index_inputs=("out_grad",),
+         infer_shape=lambda attrs, s: (s, [s[1]]),
+         infer_dtype=lambda attrs, dtypes: (dtypes[1] if np.dtype(dtypes[1]).kind == "f"
+                                            else dtypes[0]),
+         doc="The gradient of np.cumsum: reversed running sums of out_grad.")
+
+
+# ------------------------------------------------------------ argmax, argmin
+def _arg_extreme(attrs, a):
+    axis = attrs["axis"]
+    if a.ndim == 0 and axis not in (None, 0, -1):
+        raise OpError(f"np.{attrs['function']}: axis {axis} is out of bounds for a 0-d "
+                      f"array")
+    if a.ndim and axis is not None and not -a.ndim <= axis < a.ndim:
+        raise OpError(f"np.{attrs['function']}: axis {axis} is out of bounds for an array "
+                      f"of shape {a.shape}")
+    if a.size == 0 and (axis is None or a.shape[axis] == 0):
+        raise OpError(f"np.{attrs['function']}: an empty sequence has no "
+                      f"{attrs['function'][3:]}imum (array of shape {a.shape}, axis {axis})")
+    return np.asarray(getattr(np, attrs["function"])(a, axis=axis)).astype(np.int64)
+
+
+def _arg_extreme_shape(attrs, in_shapes):
+    a, axis = in_shapes[0], attrs["axis"]
+    if a is None or not is_complete(a):
+        return in_shapes, [None]
+    if axis is None or not a:
+        return in_shapes, [()]
+    return in_shapes, [tuple(d for k, d in enumerate(a) if k != axis % len(a))]
+
+
+register("_npi_argextreme", inputs=("data",),
+         attrs={"function": Attr("str", required=True, choices=("argmax", "argmin")),
+                "axis": Attr("int_or_none", None)},
+         placement="host", forward=_arg_extreme, infer_shape=_arg_extreme_shape,
+         infer_dtype=lambda attrs, dtypes: np.dtype(np.int64), key_attrs=("function",),
+         checks_values=True,
+         doc="np.argmax or np.argmin (`function`) along axis (of the flattened array when "
+             "None), as int64; an empty axis is refused. No gradient (a flat function).")
+
+
 # -------------------------------------------------------------------- matmul
 def _unbroadcast(g, shape):
     """g summed back to `shape`, which broadcasting (numpy's rules) made it from."""
