@@ -159,3 +159,26 @@ def test_sum_to_a_narrower_dtype_rounds_the_wide_sum_once():
     for g in got:
         assert g[0].dtype == onp.float16
         onp.testing.assert_array_equal(g[0], want)
+
+
+def test_var_std_cumsum_argmax_clip_methods_trace_and_follow_numpy():
+    x = onp.random.default_rng(3).integers(-16, 16, size=(3, 4)).astype("int32")
+    calls = [
+        (lambda m, a: a.var(axis=1, ddof=1), lambda a: a.var(axis=1, ddof=1)),
+        (lambda m, a: a.std(axis=(0, 1), dtype="float64"), lambda a: a.std()),
+        (lambda m, a: a.cumsum(axis=0), lambda a: a.cumsum(axis=0)),
+        (lambda m, a: a.argmax(1), lambda a: a.argmax(1)),
+        (lambda m, a: a.argmin(), lambda a: a.argmin()),
+        (lambda m, a: a.astype("float32").clip(None, 3), lambda a: a.clip(None, 3)),
+        (lambda m, a: m.mean(a, axis=0, dtype="int8"), lambda a: a.mean(axis=0, dtype="int8")),
+    ]
+    for ours, numpys in calls:
+        want = numpys(x)
+        for got in both(lambda F, a: ours(F.np, a), np.array(x, dtype="int32")):
+            onp.testing.assert_allclose(got[0], want, rtol=1e-6)
+    assert np.array(x).argmax().dtype == onp.int64
+    assert np.array(x).var().dtype == onp.float32          # MXNet's default float for ints
+    with pytest.raises(mx.base.MXNetError, match="empty sequence"):
+        np.argmax(np.zeros((2, 0)), axis=1)
+    with pytest.raises(ValueError, match="both None"):
+        np.clip(np.array(x), None, None)

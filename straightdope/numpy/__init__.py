@@ -47,16 +47,6 @@ def _c_order(function, order):
                                   f"(order='C') only, as in MXNet")
 
 
-def _no_gradient(function, *arrays):
-    """A function computed in NumPy (no op in the registry) refuses, inside
-    autograd.record(), arrays that need a gradient: it would silently drop it."""
-    from .. import autograd
-    if autograd.is_recording() and _builtins.any(autograd.needs_grad(a) for a in arrays):
-        raise NotImplementedError(
-            f"np.{function} has no gradient here (it is computed in NumPy, outside autograd): "
-            f"call it outside autograd.record(), or on x.detach()")
-
-
 def array(object, dtype=None, ctx=None, device=None):
     return _nd.array(object, ctx=ctx or device, dtype=dtype)
 
@@ -147,7 +137,14 @@ def sum(a, axis=None, dtype=None, keepdims=False):
     return _world(a).sum(a, axis=axis, keepdims=keepdims)
 
 
-def mean(a, axis=None, dtype=None, keepdims=False):
+def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """The mean over `axis` (all axes when None): float32 for bool and ints, a float
+    array's own dtype; with `dtype`, computed wide and rounded once to it."""
+    if out is not None:
+        raise NotImplementedError("np.mean: out= is not supported; use the result")
+    if dtype is not None and isinstance(a, (ndarray, _NpSymbol)):
+        return _world(a)._npi_mean(a, axis=_axis_literal(axis), dtype=_onp.dtype(dtype).name,
+                                   keepdims=_builtins.bool(keepdims))
     if isinstance(a, (ndarray, _NpSymbol)):
         return a.mean(axis=axis, dtype=dtype, keepdims=keepdims)
     a = a if dtype is None else a.astype(dtype)
@@ -1019,9 +1016,19 @@ def _clip_method(self, min=None, max=None, out=None):  # noqa: A002 (NumPy's nam
     return clip(self, min, max, out=out)
 
 
+_array_mean, _symbol_mean = ndarray.mean, _NpSymbol.mean     # the dtype=None rules
+
+
+def _mean_method(self, axis=None, dtype=None, out=None, keepdims=False):
+    if dtype is None and out is None:
+        plain = _array_mean if isinstance(self, ndarray) else _symbol_mean
+        return plain(self, axis=axis, keepdims=keepdims)
+    return mean(self, axis, dtype, out, keepdims)
+
+
 # np.ndarray's (and traced np Symbols') methods that are these functions
 for _name, _function in (("var", var), ("std", std), ("cumsum", cumsum), ("argmax", argmax),
-                         ("argmin", argmin), ("clip", _clip_method)):
+                         ("argmin", argmin), ("clip", _clip_method), ("mean", _mean_method)):
     setattr(ndarray, _name, _function)
     setattr(_NpSymbol, _name, _function)
 _np_functions(linalg.__dict__, linalg.__name__)

@@ -144,11 +144,13 @@ def mean_dtype(dtype):
     return dtype if dtype.kind == "f" else _DEFAULT_FLOAT
 
 
-def accumulating_dtype(dtype):
-    """What a reduction asked for `dtype` computes in before casting its result to it: the
-    widest float or int, so that float32 data summed as float16 is float32's sum rounded
-    once, as in MXNet (not a sum of rounded elements)."""
-    return _onp.dtype(_onp.float64 if _onp.dtype(dtype).kind == "f" else _onp.int64)
+def accumulating_dtype(name, dtype):
+    """What reduction `name` asked for `dtype` computes in before casting its result to
+    it: the widest float or int, so that float32 data summed as float16 is float32's sum
+    rounded once, as in MXNet (not a sum of rounded elements). A mean is always a float
+    (its gradient, 1/n, too)."""
+    wide_float = name == "mean" or _onp.dtype(dtype).kind == "f"
+    return _onp.dtype(_onp.float64 if wide_float else _onp.int64)
 
 
 def _reduction(name, rule):
@@ -157,7 +159,8 @@ def _reduction(name, rule):
     def method(self, axis=None, dtype=None, out=None, keepdims=False):
         if dtype is None:
             return base(_cast(self, rule(self.dtype)), axis=axis, keepdims=keepdims)
-        result = base(_cast(self, accumulating_dtype(dtype)), axis=axis, keepdims=keepdims)
+        result = base(_cast(self, accumulating_dtype(name, dtype)), axis=axis,
+                      keepdims=keepdims)
         return _cast(result, _onp.dtype(dtype))
     method.__name__ = name
     method.__doc__ = f"x.{name}(axis, dtype, keepdims) in NumPy's result dtype."

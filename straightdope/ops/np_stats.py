@@ -459,6 +459,40 @@ register("_npi_moment_grad", inputs=("out_grad", "a", "out"), attrs=dict(MOMENT_
          doc="The gradient of np.var / np.std.")
 
 
+MEAN_ATTRS = {"axis": Attr("str", ""), "keepdims": Attr("bool", False),
+              "dtype": Attr("str", required=True)}
+
+
+def _mean(attrs, a):
+    """NumPy's mean in `dtype`: an int mean of ints adds in that int type (wrapping, as
+    NumPy's); any other is computed in float64 and rounded once to dtype."""
+    axes, dtype = _axes(attrs["axis"], a.ndim), np.dtype(attrs["dtype"])
+    if dtype.kind in "iu" and a.dtype.kind in "biu":
+        out = np.mean(a, axis=axes, dtype=dtype, keepdims=attrs["keepdims"])
+    else:
+        with np.errstate(all="ignore"):
+            out = np.mean(a.astype(np.float64), axis=axes, keepdims=attrs["keepdims"])
+    return np.asarray(out).astype(dtype)
+
+
+def _mean_grad(attrs, og, a):
+    axes = _axes(attrs["axis"], a.ndim)
+    n = max(int(np.prod([a.shape[k] for k in axes])), 1)
+    g = og if attrs["keepdims"] else np.expand_dims(og, axes)
+    return np.broadcast_to(g.astype(np.float64) / n, a.shape).astype(a.dtype)
+
+
+register("_npi_mean", inputs=("a",), attrs=dict(MEAN_ATTRS), placement="host",
+         forward=_mean, infer_shape=_reduced_shape, dtype_rule="attr",
+         gradient=lambda F, a, i, o, og: [F._npi_mean_grad(og[0], i[0], **a)],
+         doc="np.mean(a, axis, dtype, keepdims) with dtype given: computed wide and "
+             "rounded once to dtype (ints of ints as NumPy adds them).")
+register("_npi_mean_grad", inputs=("out_grad", "a"), attrs=dict(MEAN_ATTRS),
+         placement="host", forward=_mean_grad, index_inputs=("out_grad",),
+         infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="The gradient of _npi_mean: out_grad / n at every element averaged.")
+
+
 CUMSUM_ATTRS = {"axis": Attr("int_or_none", None), "dtype": Attr("str", "")}
 
 

@@ -549,7 +549,7 @@ class NpSymbol(Symbol):
         if dtype is None:
             return _create(op, [self._promote(rule)], {"axis": axis, "keepdims": keepdims,
                                                        **kwargs})
-        wide = "float64" if np.dtype(dtype).kind == "f" else "int64"
+        wide = "float64" if op == "mean" or np.dtype(dtype).kind == "f" else "int64"
         x = _create("Cast", [self], {"dtype": wide})
         out = _create(op, [x], {"axis": axis, "keepdims": keepdims, **kwargs})
         return _create("Cast", [out], {"dtype": np.dtype(dtype).name})
