@@ -283,7 +283,10 @@ round = round_ = around  # noqa: A001
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, ctx=None,
              device=None):
     """`num` evenly spaced values from start to stop (float32 unless dtype says otherwise)."""
-    values = _onp.linspace(start, stop, num, endpoint=endpoint, retstep=retstep)
+    if not isinstance(num, (int, _onp.integer)) or num < 0:
+        raise _MXNetError(f"np.linspace: num must be an integer of at least 0, got {num!r}")
+    dtype = _onp.dtype(dtype or "float32")      # ints are rounded down, as NumPy's
+    values = _onp.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype)
     if retstep:
         return array(values[0], dtype, ctx or device), values[1]
     return array(values, dtype, ctx or device)
@@ -612,6 +615,8 @@ def inner(a, b):
 
 def _truth(function, a, axis, keepdims, test):
     F = _world(a)
+    if axis == ():                  # no axis reduced: each element's own truth
+        return F.Cast(getattr(F, "_not_equal_scalar")(a, scalar=0.0), dtype="bool")
     counted = F.sum(getattr(F, test)(a, scalar=0.0), axis=axis, keepdims=keepdims)
     found = F._greater_scalar(counted, scalar=0.0)
     return F.Cast(found if function == "any" else F._equal_scalar(found, scalar=0.0),

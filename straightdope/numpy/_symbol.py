@@ -2,9 +2,9 @@
 
 Functions of arrays are `straightdope.np`'s own: they look at their arguments, so
 given Symbols they add graph nodes. Functions that make an array from numbers alone
-(`zeros`, `ones`, `full`, `empty`, `eye`, `identity`, the windows, `indices`) have no
-argument to look at; here they add a node, so that `x + F.np.zeros(shape)` traces just
-as it computes with `F` being `nd`.
+(`zeros`, `ones`, `full`, `empty`, `eye`, `identity`, the windows, `indices`,
+`linspace`, np.random's samplers) have no argument to look at; here they add a node, so
+that `x + F.np.zeros(shape)` traces just as it computes with `F` being `nd`.
 Like `np`'s arrays, these Symbols are np ones (`NpSymbol`, MXNet's `_Symbol`).
 (In `numpy/`, above the Symbol, as it reuses mx.np; `sym.np` names it.)
 """
@@ -59,6 +59,16 @@ def blackman(M, dtype=None, ctx=None, device=None):
 def indices(dimensions, dtype=None, ctx=None, device=None):
     return _make("indices", (tuple(int(d) for d in dimensions),),
                  "int64" if dtype is None else _onp.dtype(dtype).name)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, ctx=None,
+             device=None):
+    if retstep:
+        raise NotImplementedError("sym.np.linspace: retstep=True is not supported while "
+                                  "tracing; compute the step as (stop - start) / (num - 1)")
+    _np.linspace(start, stop, num)          # its checks (num an integer of at least 0)
+    name = _dtype_name(dtype)
+    return _make("linspace", (float(start), float(stop), int(num), bool(endpoint), name), name)
 
 
 def identity(n, dtype=None, ctx=None, device=None):

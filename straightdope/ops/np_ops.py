@@ -842,7 +842,9 @@ register("_npi_tensordot_grad", inputs=("out_grad", "a", "b"), attrs=dict(TENSOR
 # ------------------------------------------- arrays made from numbers alone
 MAKE = {"hanning": np.hanning, "hamming": np.hamming, "blackman": np.blackman,
         "indices": lambda dimensions: np.indices(dimensions),
-        "eye": lambda n, m, k: np.eye(n, m, k)}
+        "eye": lambda n, m, k: np.eye(n, m, k),
+        "linspace": lambda start, stop, num, endpoint, dtype: np.linspace(
+            start, stop, num, endpoint=endpoint, dtype=dtype)}
 
 
 def _make(attrs):
@@ -856,5 +858,6 @@ register("_np_make", inputs=(), attrs={"function": Attr("str", required=True,
                                          "dtype": Attr("str", "float32")},
          placement="host", forward=_make, dtype_rule="attr", key_attrs=("function",),
          infer_shape=lambda attrs, s: (s, [_make(attrs).shape]),
-         doc="An array NumPy's `function` (hanning, hamming, blackman, indices, eye) makes "
+         doc="An array NumPy's `function` (hanning, hamming, blackman, indices, eye, "
+             "linspace) makes "
              "from the numbers in `args`: how sym.np traces them.")
