@@ -182,3 +182,21 @@ def test_var_std_cumsum_argmax_clip_methods_trace_and_follow_numpy():
         np.argmax(np.zeros((2, 0)), axis=1)
     with pytest.raises(ValueError, match="both None"):
         np.clip(np.array(x), None, None)
+
+
+@pytest.mark.parametrize("shape, call", [
+    ((1, 0), lambda m, a: m.reshape(a, (0,))), ((), lambda m, a: m.reshape(a, (1, 1, 1))),
+    ((), lambda m, a: m.squeeze(a, -1)), ((1, 0, 1, 1), lambda m, a: m.squeeze(a, (-1, -4))),
+    ((), lambda m, a: a.flatten()), ((2, 0, 1), lambda m, a: a.flatten()),
+    ((3, 4), lambda m, a: a.flatten()), ((), lambda m, a: m.transpose(a, ()))])
+def test_shape_functions_on_0d_and_empty_arrays_follow_numpy(shape, call):
+    data = onp.random.default_rng(4).uniform(size=shape).astype("float32")
+    want = call(onp, data)
+    x = np.array(data)
+    x.attach_grad()
+    with autograd.record():
+        out = call(np, x)
+    out.backward()
+    assert out.shape == want.shape
+    onp.testing.assert_array_equal(out.asnumpy(), want)
+    onp.testing.assert_array_equal(x.grad.asnumpy(), onp.ones(shape))

@@ -159,12 +159,24 @@ def min(a, axis=None, keepdims=False):
     return _world(a).min(a, axis=axis, keepdims=keepdims)
 
 
+def _edge_case(a):
+    """A 0-d or empty array: the legacy shape ops read () and 0 in MXNet 1.x's way (a 0
+    is "keep this length"), so these go through NumPy's own function (_np_rearrange)."""
+    return isinstance(a, _NDArray) and (a.ndim == 0 or a.size == 0)
+
+
 def reshape(a, newshape, order="C"):
     _c_order("reshape", order)
+    newshape = (int(newshape),) if isinstance(newshape, (int, _onp.integer)) else \
+        tuple(newshape)
+    if 0 in newshape or _edge_case(a):
+        return _rearrange("reshape", a, newshape)
     return _world(a).reshape(a, shape=newshape)
 
 
 def transpose(a, axes=None):
+    if _edge_case(a) or (axes is not None and len(axes) == 0):
+        return _rearrange("transpose", a, None if axes is None else tuple(axes))
     return _world(a).transpose(a, axes=axes or ())
 
 
@@ -383,6 +395,9 @@ def argmin(a, axis=None, out=None):
 
 
 def squeeze(a, axis=None):
+    """a without the axes of length 1 (only those of `axis` when given)."""
+    if axis is not None or _edge_case(a):
+        return _rearrange("squeeze", a, axis if not isinstance(axis, list) else tuple(axis))
     return _world(a).squeeze(a, axis=axis)
 
 
@@ -1021,6 +1036,12 @@ def _clip_method(self, min=None, max=None, out=None):  # noqa: A002 (NumPy's nam
     return clip(self, min, max, out=out)
 
 
+def _flatten_method(self, order="C"):
+    """The elements in one axis, as NumPy's flatten (MXNet 1.x's keeps the first axis)."""
+    _c_order("flatten", order)
+    return _rearrange("reshape", self, (-1,))
+
+
 _array_mean, _symbol_mean = ndarray.mean, _NpSymbol.mean     # the dtype=None rules
 
 
@@ -1033,7 +1054,8 @@ def _mean_method(self, axis=None, dtype=None, out=None, keepdims=False):
 
 # np.ndarray's (and traced np Symbols') methods that are these functions
 for _name, _function in (("var", var), ("std", std), ("cumsum", cumsum), ("argmax", argmax),
-                         ("argmin", argmin), ("clip", _clip_method), ("mean", _mean_method)):
+                         ("argmin", argmin), ("clip", _clip_method), ("mean", _mean_method),
+                         ("flatten", _flatten_method)):
     setattr(ndarray, _name, _function)
     setattr(_NpSymbol, _name, _function)
 _np_functions(linalg.__dict__, linalg.__name__)

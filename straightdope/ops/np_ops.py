@@ -52,6 +52,9 @@ REARRANGE = {
     "diag": lambda x, k: np.diag(x, k),
     "diagonal": lambda x, offset, axis1, axis2: np.diagonal(x, offset, axis1, axis2).copy(),
     "broadcast_to": lambda x, shape: np.broadcast_to(x, shape).copy(),
+    "reshape": lambda x, shape: x.reshape(shape),
+    "squeeze": lambda x, axis: np.squeeze(x, axis),
+    "transpose": lambda x, axes: np.transpose(x, axes).copy(),
 }
 FILLS = ("pad", "insert_scalar")     # their last argument is the constant they fill in
 
@@ -116,7 +119,7 @@ register("_np_rearrange", inputs=("data",), attrs=dict(ATTRS), placement="host",
          key_attrs=("function",),
          doc="An mx.np function that moves elements (`function`: roll, rot90, tril, triu, "
              "pad, delete, resize, diagflat, insert_scalar, atleast_nd, moveaxis, flip, diag, "
-             "diagonal, broadcast_to) applied with `args`.")
+             "diagonal, broadcast_to, reshape, squeeze, transpose) applied with `args`.")
 register("_np_rearrange_grad", inputs=("out_grad", "data"), attrs=dict(ATTRS),
          placement="host", forward=_backward_forward,
          infer_shape=lambda attrs, s: (s, [s[1]]), index_inputs=("data",),
