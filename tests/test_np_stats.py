@@ -200,3 +200,38 @@ def test_shape_functions_on_0d_and_empty_arrays_follow_numpy(shape, call):
     assert out.shape == want.shape
     onp.testing.assert_array_equal(out.asnumpy(), want)
     onp.testing.assert_array_equal(x.grad.asnumpy(), onp.ones(shape))
+
+
+def test_where_broadcasts_and_sends_gradients_to_the_picked_side():
+    cond = onp.array([[1, 0, 1]])
+    x, y = np.ones((2, 1)), np.zeros(())
+    x.attach_grad()
+    y.attach_grad()
+    with autograd.record():
+        out = np.where(np.array(cond, dtype="int32"), x, y)
+    out.backward()
+    onp.testing.assert_array_equal(out.asnumpy(), onp.where(cond, onp.ones((2, 1)), 0.0))
+    onp.testing.assert_array_equal(x.grad.asnumpy(), [[2.0], [2.0]])
+    assert float(y.grad.asnumpy()) == 2.0
+    for got in both(lambda F, c, a, b: F.np.where(c, a, b), np.array(cond, dtype="int32"),
+                    np.ones((2, 1)), np.zeros(())):
+        onp.testing.assert_array_equal(got[0], onp.where(cond, onp.ones((2, 1)), 0.0))
+
+
+def test_creation_functions_trace_and_follow_numpys_dtypes():
+    fill = np.array([1, 2, 3], dtype="int64")
+    for got in both(lambda F, v: F.np.full((2, 3), v, dtype="float32"), fill):
+        assert got[0].dtype == onp.float32
+        onp.testing.assert_array_equal(got[0], onp.full((2, 3), [1, 2, 3], dtype="float32"))
+    for got in both(lambda F, x: x + F.np.arange(1, -10, -4, dtype="int32"),
+                    np.zeros((), dtype="int32")):
+        onp.testing.assert_array_equal(got[0], onp.arange(1, -10, -4))
+    for got in both(lambda F, x: x + F.np.logspace(0, 2, 3), np.zeros(())):
+        onp.testing.assert_allclose(got[0], [1.0, 10.0, 100.0], rtol=1e-6)
+    for got in both(lambda F, x: x + F.np.linspace(-2, 4, 30, dtype="int32"),
+                    np.zeros((), dtype="int32")):
+        onp.testing.assert_array_equal(got[0], onp.linspace(-2, 4, 30, dtype="int32"))
+    for got in both(lambda F, x: F.np.full_like(x, 2, dtype="int8"), np.array([True, False])):
+        onp.testing.assert_array_equal(got[0], [2, 2])
+    with pytest.raises(mx.base.MXNetError, match="num must be an integer"):
+        np.linspace(0, 1, 2.5)

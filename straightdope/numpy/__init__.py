@@ -66,7 +66,13 @@ def ones(shape, dtype=None, order="C", ctx=None, device=None):
 
 
 def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
+    """An array of `shape` filled with `fill_value`: a number, or an array broadcast to
+    shape (in its own dtype unless dtype says otherwise)."""
     _c_order("full", order)
+    if isinstance(fill_value, (_NDArray, _Symbol)):
+        shape = (int(shape),) if isinstance(shape, (int, _onp.integer)) else tuple(shape)
+        value = fill_value if dtype is None else fill_value.astype(_onp.dtype(dtype).name)
+        return _rearrange("broadcast_to", value, shape)
     return _nd.full(shape, fill_value, ctx=ctx or device, dtype=dtype)
 
 
@@ -76,8 +82,12 @@ def empty(shape, dtype=None, order="C", ctx=None, device=None):
     return zeros(shape, dtype, ctx=ctx, device=device)
 
 
-def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
-    return _nd.arange(start, stop, step, ctx=ctx or device, dtype=dtype or "float32")
+def arange(start, stop=None, step=None, dtype=None, ctx=None, device=None):
+    """Evenly spaced values in [start, stop) (or [0, start)), NumPy's; float32 unless
+    dtype says otherwise (MXNet's default)."""
+    values = _onp.arange(start, stop, 1 if step is None else step,
+                         dtype=_onp.dtype(dtype or "float32"))
+    return array(values, values.dtype, ctx or device)
 
 
 def dot(a, b, out=None):
@@ -212,7 +222,17 @@ def broadcast_to(array, shape):
 
 
 def where(condition, x, y):
-    return _world(condition, x, y).where(condition, x, y)
+    """x where condition is nonzero, else y; the three broadcast together (numbers are
+    arrays of the other's dtype). Gradients flow to x and y."""
+    arrays = [v for v in (condition, x, y) if isinstance(v, (_NDArray, _Symbol))]
+    if not _builtins.all(isinstance(v, (_NDArray, _Symbol)) for v in (condition, x, y)):
+        if _builtins.any(isinstance(v, _Symbol) for v in arrays):
+            return _world(condition, x, y).where(condition, x, y)   # legacy: same shapes
+        like = x if isinstance(x, _NDArray) else y if isinstance(y, _NDArray) else None
+        dtype = None if like is None else like.dtype
+        condition, x, y = (v if isinstance(v, _NDArray) else array(v, dtype)
+                           for v in (condition, x, y))
+    return _world(condition, x, y)._npi_where(condition, x, y)
 
 
 def clip(a, a_min, a_max, out=None):
@@ -659,8 +679,9 @@ def full_like(a, fill_value, dtype=None, order="C", subok=False, shape=None, ctx
     """An array of `fill_value` with a's shape and dtype (or the given ones)."""
     _c_order("full_like", order)
     if isinstance(a, _Symbol):
-        filled = _sym.zeros_like(a) + fill_value
-        return filled if dtype is None else filled.astype(dtype)
+        zeros = _sym.zeros_like(a) if dtype is None else \
+            _sym.zeros_like(a).astype(_onp.dtype(dtype).name)
+        return zeros + fill_value            # in the result's dtype, as NumPy's
     return full(a.shape if shape is None else shape, fill_value,
                 dtype=a.dtype if dtype is None else dtype, ctx=ctx, device=device)
 

@@ -3,8 +3,9 @@
 Functions of arrays are `straightdope.np`'s own: they look at their arguments, so
 given Symbols they add graph nodes. Functions that make an array from numbers alone
 (`zeros`, `ones`, `full`, `empty`, `eye`, `identity`, the windows, `indices`,
-`linspace`, np.random's samplers) have no argument to look at; here they add a node, so
-that `x + F.np.zeros(shape)` traces just as it computes with `F` being `nd`.
+`linspace`, `logspace`, `arange`, np.random's samplers) have no argument to look at;
+here they add a node, so that `x + F.np.zeros(shape)` traces just as it computes with
+`F` being `nd`.
 Like `np`'s arrays, these Symbols are np ones (`NpSymbol`, MXNet's `_Symbol`).
 (In `numpy/`, above the Symbol, as it reuses mx.np; `sym.np` names it.)
 """
@@ -29,7 +30,18 @@ def ones(shape, dtype=None, order="C", ctx=None, device=None):
 
 
 def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
+    if isinstance(fill_value, _sym.Symbol):          # np.full's: broadcast the array
+        return _np.full(shape, fill_value, dtype=dtype)
     return _sym.full(shape, fill_value, dtype=_dtype_name(dtype)).as_np_ndarray()
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0, ctx=None,
+             device=None):
+    if axis != 0:
+        raise NotImplementedError("sym.np.logspace: axis must be 0")
+    name = _dtype_name(dtype)
+    return _make("logspace", (float(start), float(stop), int(num), bool(endpoint),
+                              float(base), name), name)
 
 
 empty = zeros       # the values of np.empty are unspecified; zeros are a fine choice
@@ -69,6 +81,11 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, ctx=
     _np.linspace(start, stop, num)          # its checks (num an integer of at least 0)
     name = _dtype_name(dtype)
     return _make("linspace", (float(start), float(stop), int(num), bool(endpoint), name), name)
+
+
+def arange(start, stop=None, step=None, dtype=None, ctx=None, device=None):
+    name = _dtype_name(dtype)
+    return _make("arange", (start, stop, 1 if step is None else step, name), name)
 
 
 def identity(n, dtype=None, ctx=None, device=None):

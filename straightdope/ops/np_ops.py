@@ -846,6 +846,9 @@ register("_npi_tensordot_grad", inputs=("out_grad", "a", "b"), attrs=dict(TENSOR
 MAKE = {"hanning": np.hanning, "hamming": np.hamming, "blackman": np.blackman,
         "indices": lambda dimensions: np.indices(dimensions),
         "eye": lambda n, m, k: np.eye(n, m, k),
+        "arange": lambda start, stop, step, dtype: np.arange(start, stop, step, dtype=dtype),
+        "logspace": lambda start, stop, num, endpoint, base, dtype: np.logspace(
+            start, stop, num, endpoint=endpoint, base=base, dtype=dtype),
         "linspace": lambda start, stop, num, endpoint, dtype: np.linspace(
             start, stop, num, endpoint=endpoint, dtype=dtype)}
 
@@ -862,5 +865,5 @@ register("_np_make", inputs=(), attrs={"function": Attr("str", required=True,
          placement="host", forward=_make, dtype_rule="attr", key_attrs=("function",),
          infer_shape=lambda attrs, s: (s, [_make(attrs).shape]),
          doc="An array NumPy's `function` (hanning, hamming, blackman, indices, eye, "
-             "linspace) makes "
+             "linspace, logspace, arange) makes "
              "from the numbers in `args`: how sym.np traces them.")

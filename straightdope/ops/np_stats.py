@@ -576,6 +576,40 @@ register("_npi_argextreme", inputs=("data",),
              "None), as int64; an empty axis is refused. No gradient (a flat function).")
 
 
+# --------------------------------------------------------------------- where
+def _where_grad(attrs, og, condition, x, y):
+    """og where the condition holds to x, elsewhere to y, summed back over broadcasting."""
+    picked = np.broadcast_to(condition != 0, og.shape)
+    gx = _unbroadcast(np.where(picked, og, 0), x.shape)
+    gy = _unbroadcast(np.where(picked, 0, og), y.shape)
+    return gx.astype(x.dtype, copy=False), gy.astype(y.dtype, copy=False)
+
+
+def _broadcast_shape(attrs, in_shapes):
+    if not all(s is not None and is_complete(s) for s in in_shapes):
+        return in_shapes, [None]
+    try:
+        return in_shapes, [tuple(np.broadcast_shapes(*map(tuple, in_shapes)))]
+    except ValueError:
+        raise OpError(f"np.where: shapes {[tuple(s) for s in in_shapes]} do not "
+                      f"broadcast together") from None
+
+
+register("_npi_where", inputs=("condition", "x", "y"), placement="host",
+         forward=lambda attrs, c, x, y: np.where(c, x, y), infer_shape=_broadcast_shape,
+         index_inputs=("condition",),
+         infer_dtype=lambda attrs, dtypes: np.result_type(dtypes[1], dtypes[2]),
+         gradient=lambda F, a, i, o, og: [F.zeros_like(i[0])] + list(
+             F._npi_where_grad(og[0], i[0], i[1], i[2])),
+         doc="np.where(condition, x, y): x where condition is nonzero, else y (the three "
+             "broadcast together).")
+register("_npi_where_grad", inputs=("out_grad", "condition", "x", "y"), placement="host",
+         num_outputs=2, forward=_where_grad, index_inputs=("out_grad", "condition"),
+         infer_dtype=lambda attrs, dtypes: [dtypes[2], dtypes[3]],
+         infer_shape=lambda attrs, s: (s, [s[2], s[3]]),
+         doc="The gradient of np.where with respect to x and y.")
+
+
 # -------------------------------------------------------------------- matmul
 def _unbroadcast(g, shape):
     """g summed back to `shape`, which broadcasting (numpy's rules) made it from."""
