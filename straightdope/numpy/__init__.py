@@ -742,6 +742,7 @@ def append(arr, values, axis=None):
 def unravel_index(indices, shape, order="C"):
     """The coordinates of flat `indices` in an array of `shape`, one array per axis."""
     _c_order("unravel_index", order)
+    shape = (int(shape),) if isinstance(shape, (int, _onp.integer)) else tuple(shape)
     if not isinstance(indices, (_NDArray, _Symbol)):
         return tuple(_onp.unravel_index(indices, shape))
     coords = _world(indices)._unravel_index(indices, shape=tuple(shape))
