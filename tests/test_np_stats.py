@@ -235,3 +235,17 @@ def test_creation_functions_trace_and_follow_numpys_dtypes():
         onp.testing.assert_array_equal(got[0], [2, 2])
     with pytest.raises(mx.base.MXNetError, match="num must be an integer"):
         np.linspace(0, 1, 2.5)
+
+
+@pytest.mark.parametrize("shape, newshape, reverse, want", [
+    ((2, 3, 5, 4), (-1, -2, -2), False, (8, 3, 5)), ((2, 1, 4, 5), (-2, -3, -2, -2), False,
+                                                      (2, 4, 5)),
+    ((2, 3, 5, 6), (6, 1, -4), False, (6, 1, 5, 6)), ((2, 3, 5, 6), (-5, -1), False, (6, 30)),
+    ((64, 1, 2, 3), (-6, 16, -1, -4), False, (16, 4, 1, 2, 3)),
+    ((8, 5, 4, 6), (-4, -1, 3, -6), True, (8, 5, 4, 2, 3))])
+def test_npx_reshape_reads_mxnet_2s_codes(shape, newshape, reverse, want):
+    data = onp.arange(int(onp.prod(shape)), dtype="float32").reshape(shape)
+    for got in both(lambda F, a: F.npx.reshape(a, newshape, reverse=reverse), np.array(data)):
+        onp.testing.assert_array_equal(got[0], data.reshape(want))
+    with pytest.raises(mx.base.MXNetError, match="-3 drops an axis of length 1"):
+        npx.reshape(np.zeros((2, 3)), (-3, -2))

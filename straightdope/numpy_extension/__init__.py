@@ -31,8 +31,12 @@ for _op in _np._nd._OPS:
 
 
 def reshape(a, newshape, reverse=False, order="C"):
-    """Reshape with MXNet's special codes (-1 infer, -2 copy rest, ...)."""
-    return _np._world(a).reshape(a, shape=newshape, reverse=reverse)
+    """Reshape with MXNet 2.0's codes: -1 infer, -2 copy this axis, -3 drop an axis of
+    length 1, -4 copy the rest, -5 merge two axes, -6 split one in two (see
+    ops/np_ops.py: npx_shape); gradients flow."""
+    _np._c_order("npx.reshape", order)
+    newshape = (int(newshape),) if isinstance(newshape, int) else tuple(newshape)
+    return _np._rearrange("npx_reshape", a, newshape, bool(reverse))
 
 
 def waitall():

@@ -33,6 +33,42 @@ def _resize(x, new_shape):
     return np.resize(flat, new_shape)
 
 
+def npx_shape(shape, newshape, reverse=False):
+    """The shape npx.reshape (MXNet 2.0's codes) gives: -1 infer, -2 copy this axis, -3
+    drop this axis (of length 1), -4 copy all the rest, -5 merge two axes, -6 split
+    one into the two numbers after it (one may be -1); reverse: read both from the end."""
+    if reverse:
+        return npx_shape(shape[::-1], tuple(newshape)[::-1], False)[::-1]
+    out, src, i, newshape = [], 0, 0, tuple(newshape)
+    while i < len(newshape):
+        code = newshape[i]
+        if code == -2:
+            out.append(shape[src])
+        elif code == -3:
+            if shape[src] != 1:
+                raise OpError(f"npx.reshape: -3 drops an axis of length 1, but axis {src} "
+                              f"of {tuple(shape)} has length {shape[src]}")
+        elif code == -4:
+            out.extend(shape[src:])
+            src = len(shape) - 1
+        elif code == -5:
+            out.append(shape[src] * shape[src + 1])
+            src += 1
+        elif code == -6:
+            d0, d1 = newshape[i + 1], newshape[i + 2]
+            d0 = shape[src] // d1 if d0 == -1 else d0
+            out.extend([d0, shape[src] // d0 if d1 == -1 else d1])
+            i += 2
+        else:
+            out.append(code)                          # a length, or -1 to infer
+        src += 1
+        i += 1
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1]))
+        out[out.index(-1)] = int(np.prod(shape)) // max(known, 1)
+    return tuple(out)
+
+
 # function name -> f(x, *args); args exactly as the mx.np function passes them
 REARRANGE = {
     "roll": lambda x, shift, axis: np.roll(x, shift, axis),
@@ -53,6 +89,8 @@ REARRANGE = {
     "diagonal": lambda x, offset, axis1, axis2: np.diagonal(x, offset, axis1, axis2).copy(),
     "broadcast_to": lambda x, shape: np.broadcast_to(x, shape).copy(),
     "reshape": lambda x, shape: x.reshape(shape),
+    "npx_reshape": lambda x, newshape, reverse: x.reshape(npx_shape(x.shape, newshape,
+                                                                    reverse)),
     "squeeze": lambda x, axis: np.squeeze(x, axis),
     "transpose": lambda x, axes: np.transpose(x, axes).copy(),
 }
@@ -119,7 +157,8 @@ register("_np_rearrange", inputs=("data",), attrs=dict(ATTRS), placement="host",
          key_attrs=("function",),
          doc="An mx.np function that moves elements (`function`: roll, rot90, tril, triu, "
              "pad, delete, resize, diagflat, insert_scalar, atleast_nd, moveaxis, flip, diag, "
-             "diagonal, broadcast_to, reshape, squeeze, transpose) applied with `args`.")
+             "diagonal, broadcast_to, reshape, npx_reshape, squeeze, transpose) applied with "
+             "`args`.")
 register("_np_rearrange_grad", inputs=("out_grad", "data"), attrs=dict(ATTRS),
          placement="host", forward=_backward_forward,
          infer_shape=lambda attrs, s: (s, [s[1]]), index_inputs=("data",),
