@@ -130,3 +130,9 @@ def test_sym_np_random_traces_a_sampler_without_array_parameters():
     out = net(np.zeros(()))
     assert out.shape == (2, 3)
     assert ((out.asnumpy() >= 0) & (out.asnumpy() < 1)).all()
+
+
+def test_choice_keeps_the_dtype_of_what_it_picks_from():
+    assert np.random.choice(5, 3).dtype == onp.int64
+    mask = np.random.choice(np.array([False, True], dtype="bool"), size=(3, 4))
+    assert mask.dtype == onp.bool_ and mask.shape == (3, 4)

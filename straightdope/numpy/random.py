@@ -147,7 +147,9 @@ def choice(a, size=None, replace=True, p=None):
     import numpy as _onp
     from ..ndarray import array
     p = p.asnumpy() if hasattr(p, "asnumpy") else p
-    return array(_onp.random.choice(a, size, replace, p))
+    a = a.asnumpy() if hasattr(a, "asnumpy") else a
+    picked = _onp.asarray(_onp.random.choice(a, size, replace, p))
+    return array(picked, dtype=picked.dtype)
 
 
 def shuffle(x):
