@@ -110,9 +110,13 @@ def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None):
 
 
 def randint(low, high=None, size=None, dtype=None, ctx=None, device=None):
+    """Integers in [low, high) (or [0, low)), drawn in `dtype` (int64 by default)."""
     if high is None:
         low, high = 0, low
-    return _r.randint(low, high, size if size is not None else (), dtype=dtype or "int64")
+    if ctx is not None or device is not None:
+        _check_context(ctx or device)
+    dtype = _onp.dtype(dtype or "int64")
+    return _nd.array(_onp.random.randint(low, high, size, dtype=dtype), dtype=dtype)
 
 
 def seed(seed):
