@@ -249,3 +249,12 @@ def test_npx_reshape_reads_mxnet_2s_codes(shape, newshape, reverse, want):
         onp.testing.assert_array_equal(got[0], data.reshape(want))
     with pytest.raises(mx.base.MXNetError, match="-3 drops an axis of length 1"):
         npx.reshape(np.zeros((2, 3)), (-3, -2))
+
+
+def test_any_and_all_count_without_overflow_and_read_an_empty_axis_tuple():
+    x = onp.ones((4, 6, 9), dtype="int8")              # 216 ones: an int8 count wraps
+    for got in both(lambda F, a: F.np.any(a), np.array(x, dtype="int8")):
+        assert bool(got[0])
+    y = onp.array([[0, 2], [3, 0]], dtype="int32")
+    for got in both(lambda F, a: F.np.all(a, axis=()), np.array(y, dtype="int32")):
+        onp.testing.assert_array_equal(got[0], onp.all(y, axis=()))

@@ -651,8 +651,9 @@ def inner(a, b):
 def _truth(function, a, axis, keepdims, test):
     F = _world(a)
     if axis == ():                  # no axis reduced: each element's own truth
-        return F.Cast(getattr(F, "_not_equal_scalar")(a, scalar=0.0), dtype="bool")
-    counted = F.sum(getattr(F, test)(a, scalar=0.0), axis=axis, keepdims=keepdims)
+        return F.Cast(F._not_equal_scalar(a, scalar=0.0), dtype="bool")
+    hits = F.Cast(getattr(F, test)(a, scalar=0.0), dtype="int64")   # int8 counts overflow
+    counted = F.sum(hits, axis=axis, keepdims=keepdims)
     found = F._greater_scalar(counted, scalar=0.0)
     return F.Cast(found if function == "any" else F._equal_scalar(found, scalar=0.0),
                   dtype="bool")
