@@ -258,3 +258,9 @@ def test_any_and_all_count_without_overflow_and_read_an_empty_axis_tuple():
     y = onp.array([[0, 2], [3, 0]], dtype="int32")
     for got in both(lambda F, a: F.np.all(a, axis=()), np.array(y, dtype="int32")):
         onp.testing.assert_array_equal(got[0], onp.all(y, axis=()))
+
+
+def test_broadcast_to_a_zero_length_keeps_minus_two_axes():
+    x = np.ones((1, 5))
+    out = np.broadcast_to(x, (0, -2))
+    assert out.shape == (0, 5)

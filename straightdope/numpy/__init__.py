@@ -216,7 +216,10 @@ def broadcast_to(array, shape):
     shape = (shape,) if isinstance(shape, (int, _onp.integer)) else tuple(shape)
     if not isinstance(array, (_NDArray, _Symbol)):
         return full(shape, array)
-    if 0 in shape:          # the op reads 0 as MXNet 1.x's "keep this length"
+    if 0 in shape and isinstance(array, _NDArray):   # the op reads 0 as 1.x's "keep"
+        lead = len(shape) - array.ndim               # -2: keep the array's length there
+        shape = tuple(array.shape[k - lead] if d == -2 and k >= lead else d
+                      for k, d in enumerate(shape))
         return _rearrange("broadcast_to", array, shape)
     return _world(array).broadcast_to(array, shape=shape)
 
