@@ -264,3 +264,22 @@ def test_broadcast_to_a_zero_length_keeps_minus_two_axes():
     x = np.ones((1, 5))
     out = np.broadcast_to(x, (0, -2))
     assert out.shape == (0, 5)
+
+
+def test_npx_batch_dot_of_more_than_three_axes_and_its_gradients():
+    rng = onp.random.default_rng(6)
+    a, b = rng.uniform(-1, 1, (3, 2, 3, 2)), rng.uniform(-1, 1, (3, 2, 2, 3))
+    want = onp.matmul(onp.swapaxes(a, -1, -2), onp.swapaxes(b, -1, -2))
+    for got in both(lambda F, x, y: F.npx.batch_dot(x, y, transpose_a=True, transpose_b=True),
+                    np.array(a), np.array(b)):
+        onp.testing.assert_allclose(got[0], want, rtol=1e-6)
+    x, y = np.array(a), np.array(b)
+    x.attach_grad()
+    with autograd.record():
+        out = npx.batch_dot(x, y, transpose_a=True, transpose_b=True)
+    out.backward()
+    og = onp.ones(want.shape)               # out = a^T b^T, so the gradient of a is (og b)^T
+    onp.testing.assert_allclose(x.grad.asnumpy(), onp.swapaxes(onp.matmul(
+        og, b), -1, -2), rtol=1e-6)
+    with pytest.raises(mx.base.MXNetError, match="batch axes must agree"):
+        npx.batch_dot(np.ones((2, 5, 3, 1)), np.ones((2, 4, 3, 1)), transpose_a=True)

@@ -18,7 +18,7 @@ _NAMES = {"relu": "relu", "sigmoid": "sigmoid", "softmax": "softmax",
           "fully_connected": "FullyConnected", "convolution": "Convolution",
           "pooling": "Pooling", "batch_norm": "BatchNorm", "layer_norm": "LayerNorm",
           "dropout": "Dropout", "embedding": "Embedding", "pick": "pick", "one_hot": "one_hot",
-          "reshape_like": "reshape_like", "batch_dot": "batch_dot", "slice_axis": "slice_axis",
+          "reshape_like": "reshape_like", "slice_axis": "slice_axis",
           "stop_gradient": "BlockGrad", "slice": "slice", "erf": "erf", "erfinv": "erfinv",
           "gamma": "gamma", "gammaln": "gammaln"}
 for _npx_name, _op in _NAMES.items():
@@ -28,6 +28,23 @@ for _npx_name, _op in _NAMES.items():
 for _op in _np._nd._OPS:
     if _op.startswith("_npx_"):
         globals()[_op[len("_npx_"):]] = _np._dispatching(_op)
+
+
+def batch_dot(a, b, transpose_a=False, transpose_b=False, forward_stype=None):
+    """Matrix products over the last two axes of arrays with the same leading (batch)
+    axes, each operand transposed first if asked. Two 3-D arrays use the `batch_dot`
+    kernel; other ones, and traced Symbols, np.matmul's op (`_npi_matmul`)."""
+    if forward_stype is not None:
+        raise NotImplementedError("npx.batch_dot: forward_stype= (sparse storage) is not "
+                                  "supported")
+    if isinstance(a, _np._NDArray) and isinstance(b, _np._NDArray) and a.ndim == b.ndim == 3:
+        return _np._nd.batch_dot(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    if not isinstance(a, _np._Symbol) and a.shape[:-2] != b.shape[:-2]:
+        raise _np._MXNetError(f"npx.batch_dot: the batch axes must agree, got shapes "
+                              f"{a.shape} and {b.shape}")
+    a = _np.swapaxes(a, -1, -2) if transpose_a else a
+    b = _np.swapaxes(b, -1, -2) if transpose_b else b
+    return _np._world(a, b)._npi_matmul(a, b)
 
 
 def reshape(a, newshape, reverse=False, order="C"):
