@@ -136,3 +136,16 @@ def test_choice_keeps_the_dtype_of_what_it_picks_from():
     assert np.random.choice(5, 3).dtype == onp.int64
     mask = np.random.choice(np.array([False, True], dtype="bool"), size=(3, 4))
     assert mask.dtype == onp.bool_ and mask.shape == (3, 4)
+
+
+def test_choice_traces_with_array_and_probabilities():
+    class Pick(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, a, p):
+            return F.np.random.choice(a, (2, 3), False, p)
+    net = Pick()
+    net.hybridize()
+    mx.random.seed(4)
+    out = net(np.arange(10, dtype="int64"), np.array([0.0] * 4 + [1.0 / 6] * 6))
+    assert out.shape == (2, 3) and out.dtype == onp.int64
+    values = out.asnumpy().ravel()
+    assert len(set(values)) == 6 and values.min() >= 4       # without replacement, p > 0

@@ -12,7 +12,6 @@ import numpy as _onp
 from .. import ndarray as _nd
 from .. import symbol as _sym
 from ..context import check_context as _check_context
-from ..ndarray import random as _r
 
 
 # True while sym.np.random (numpy/_symbol.py) calls these: a graph node is added even
@@ -148,12 +147,24 @@ def multinomial(n, pvals, size=None):
 
 
 def choice(a, size=None, replace=True, p=None):
-    import numpy as _onp
-    from ..ndarray import array
-    p = p.asnumpy() if hasattr(p, "asnumpy") else p
-    a = a.asnumpy() if hasattr(a, "asnumpy") else a
-    picked = _onp.asarray(_onp.random.choice(a, size, replace, p))
-    return array(picked, dtype=picked.dtype)
+    """Samples of a's elements (of range(a) for an int a), with probabilities p; traced
+    when a or p is a Symbol (`_npi_choice`). No gradient."""
+    if isinstance(size, (int, _onp.integer)):
+        size = (int(size),)
+    traced = _TRACING.get() or any(isinstance(v, _sym.Symbol) for v in (a, p))
+    if not traced:
+        p = p.asnumpy() if hasattr(p, "asnumpy") else p
+        a = a.asnumpy() if hasattr(a, "asnumpy") else a
+        picked = _onp.asarray(_onp.random.choice(a, size, replace, p))
+        return _nd.array(picked, dtype=picked.dtype)
+    if not isinstance(a, _sym.Symbol) and _onp.ndim(a) == 0:
+        a = _sym.arange(int(a), dtype="int64")
+    if not all(isinstance(v, _sym.Symbol) for v in (a, p) if v is not None):
+        raise NotImplementedError("np.random.choice while tracing: give a as an int or a "
+                                  "Symbol, and p as a Symbol (inputs of the block)")
+    inputs = [a] if p is None else [a, p]
+    return _sym._npi_choice(*inputs, size=None if size is None else tuple(size),
+                            replace=bool(replace), weighted=p is not None).as_np_ndarray()
 
 
 def shuffle(x):

@@ -824,6 +824,27 @@ register("_npi_multivariate_normal", inputs=("mean", "cov"),
              "given means and covariances (batches broadcast). No gradient, as in MXNet.")
 
 
+def _choice(attrs, a, p=None):
+    if a.ndim != 1:
+        raise OpError(f"np.random.choice: a must be 1-D, got shape {a.shape}")
+    size = attrs["size"]
+    try:
+        picked = np.random.choice(a, size, attrs["replace"], p)
+    except ValueError as err:
+        raise OpError(f"np.random.choice: {err}") from None
+    return np.asarray(picked, a.dtype)
+
+
+register("_npi_choice", inputs=("a", "p"),
+         optional_inputs=lambda attrs: ("a", "p") if attrs["weighted"] else ("a",),
+         attrs={"size": Attr("shape_or_none", None), "replace": Attr("bool", True),
+                "weighted": Attr("bool", False)},
+         placement="host", is_random=True, forward=_choice, index_inputs=("p",),
+         infer_shape=lambda attrs, s: (s, [tuple(attrs["size"] or ())]),
+         doc="np.random.choice(a, size, replace, p) of a 1-D array a (how sym.np traces "
+             "it). No gradient.")
+
+
 # ---------------------------------------------------------------- tensordot
 def _tensordot_axes(attrs, a_ndim, b_ndim):
     """(a's summed axes, b's) from `axes`: a number N (a's last N with b's first N), two
