@@ -6,6 +6,8 @@
 `nd` computes now, `sym` builds graphs, and both are generated from one op
 registry (`straightdope.ops`). A HybridBlock runs the same code with either.
 """
+import sys as _sys
+
 from .base import __version__  # noqa: F401  (in base.py: the compile cache reads it too)
 from . import ops  # noqa: F401  (fills the op registry first)
 from .base import MXNetError, NotImplementedForSymbol  # noqa: F401
@@ -19,6 +21,11 @@ from . import engine, profiler  # noqa: F401
 from .attribute import AttrScope  # noqa: F401
 from .util import (is_np_array, is_np_shape, np_array, np_shape, reset_np,  # noqa: F401
                    set_np, set_np_shape, use_np, use_np_array, use_np_shape)
+
+# sym.np's module (numpy/_symbol.py) is `mxnet.symbol.numpy` in MXNet, and code imports
+# it by that name (MXNet's test_utils: `from mxnet.symbol.numpy import _Symbol`)
+from .numpy import _symbol as _symbol_numpy  # noqa: E402
+_sys.modules.setdefault(f"{__name__}.symbol.numpy", _symbol_numpy)
 
 nd = ndarray
 sym = symbol

@@ -1,6 +1,6 @@
 """mx.np functions that used to compute in NumPy (dropping gradients without a word) run
-registry ops: their gradients match finite differences of NumPy's own function. The one
-left in NumPy (cumsum) refuses autograd.record(); arguments it cannot honour are refused."""
+registry ops: their gradients match finite differences of NumPy's own function; arguments
+they cannot honour are refused."""
 import numpy as onp
 import pytest
 
@@ -66,6 +66,25 @@ CASES = {
     "inner": (lambda m, a: m.inner(a, a[::-1]), (2, 3)),
     "dot_nd": (lambda m, a: m.dot(a, m.transpose(a, (1, 2, 0))), (2, 3, 2)),
     "dot_nd_vector": (lambda m, a: m.dot(a, a[0, 0]), (2, 3, 2)),
+    # ops/np_stats.py: gradient ops of their own (MXNet's formulas)
+    "average": (lambda m, a: m.average(a), (2, 3)),
+    "average_weighted": (lambda m, a: m.average(a[:, :2], axis=1, weights=a[:, 2:]), (3, 4)),
+    "average_weights_1d": (lambda m, a: m.average(a[1:], axis=0, weights=a[0, :2]), (3, 2)),
+    "average_returned": (lambda m, a: m.average(a[:2], axis=(0, 1), weights=a[2:],
+                                                returned=True)[0], (4, 3)),
+    "polyval": (lambda m, a: m.polyval(a[0], a[1:]), (3, 3)),
+    "einsum_matmul": (lambda m, a: m.einsum("ij,jk->ik", a[:2], a[1:].T), (4, 3)),
+    "einsum_diagonal": (lambda m, a: m.einsum("ii->i", a), (3, 3)),
+    "einsum_ellipsis": (lambda m, a: m.einsum("...ij,...jk", a, a), (2, 2, 2)),
+    "einsum_sum_one": (lambda m, a: m.einsum("ij,j->", a, a[0]), (2, 3)),
+    "einsum_broadcast_one": (lambda m, a: m.einsum("ij,ij->i", a[:1], a), (2, 3)),
+    "matmul_batches": (lambda m, a: m.matmul(a[None, :, :2], a[:, None, :, :]), (3, 2, 2)),
+    "var_axes": (lambda m, a: m.var(a, axis=(0, 2), ddof=1), (3, 2, 2)),
+    "std_keepdims": (lambda m, a: m.std(a, axis=1, keepdims=True), (2, 3)),
+    "cumsum": (lambda m, a: m.cumsum(a, axis=1), (2, 3)),
+    "cumsum_flat": (lambda m, a: m.cumsum(a), (2, 3)),
+    "mean_dtype": (lambda m, a: m.mean(a, axis=0, dtype="float64"), (3, 2)),
+    "matmul_vectors": (lambda m, a: m.matmul(a[0], a[1]) + m.matmul(a[0], a).sum(), (3, 3)),
 }
 
 
@@ -110,16 +129,6 @@ def test_argsort_and_isnan_give_numpy_values_and_dtypes():
     got = np.argsort(np.array(data[1]))
     assert got.dtype == onp.int64
     onp.testing.assert_array_equal(got.asnumpy(), onp.argsort(data[1]))
-
-
-def test_cumsum_refuses_record_for_an_array_that_needs_a_gradient():
-    x = np.array([1.0, 2.0, 3.0])
-    onp.testing.assert_array_equal(np.cumsum(x).asnumpy(), [1, 3, 6])
-    with autograd.record():
-        np.cumsum(np.array([1.0, 2.0]))        # nothing to differentiate: computed
-        x.attach_grad()
-        with pytest.raises(NotImplementedError, match="np.cumsum has no gradient"):
-            np.cumsum(x)
 
 
 @pytest.mark.parametrize("call", [

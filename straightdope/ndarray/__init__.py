@@ -418,6 +418,17 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     return invoke("_split_v2", [ary], attrs)
 
 
+def histogram(a, bins=10, range=None):  # noqa: A002
+    """(counts, bin edges) of a's elements: `bins` equal bins over `range` (a's min to
+    max when None), or the edges `bins` (an NDArray): the `_histogram` op, as np's."""
+    if isinstance(bins, NDArray):
+        return invoke("_histogram", [a, bins], {})
+    if not isinstance(bins, _numbers.Integral):
+        raise ValueError("histogram: bins must be an integer or an NDArray of edges, got "
+                         f"{type(bins).__name__}")
+    span = "" if range is None else repr(tuple(float(r) for r in range))
+    return invoke("_histogram", [a], {"bin_cnt": int(bins), "range": span})
+
 # NDArray methods that are just ops, e.g. x.sum(axis=1), x.relu(), x.exp() (Symbol has
 # them too: symbol/__init__.py reads this list)
 FLUENT_METHODS = (

@@ -47,16 +47,6 @@ def _c_order(function, order):
                                   f"(order='C') only, as in MXNet")
 
 
-def _no_gradient(function, *arrays):
-    """A function computed in NumPy (no op in the registry) refuses, inside
-    autograd.record(), arrays that need a gradient: it would silently drop it."""
-    from .. import autograd
-    if autograd.is_recording() and _builtins.any(autograd.needs_grad(a) for a in arrays):
-        raise NotImplementedError(
-            f"np.{function} has no gradient here (it is computed in NumPy, outside autograd): "
-            f"call it outside autograd.record(), or on x.detach()")
-
-
 def array(object, dtype=None, ctx=None, device=None):
     return _nd.array(object, ctx=ctx or device, dtype=dtype)
 
@@ -76,7 +66,13 @@ def ones(shape, dtype=None, order="C", ctx=None, device=None):
 
 
 def full(shape, fill_value, dtype=None, order="C", ctx=None, device=None):
+    """An array of `shape` filled with `fill_value`: a number, or an array broadcast to
+    shape (in its own dtype unless dtype says otherwise)."""
     _c_order("full", order)
+    if isinstance(fill_value, (_NDArray, _Symbol)):
+        shape = (int(shape),) if isinstance(shape, (int, _onp.integer)) else tuple(shape)
+        value = fill_value if dtype is None else fill_value.astype(_onp.dtype(dtype).name)
+        return _rearrange("broadcast_to", value, shape)
     return _nd.full(shape, fill_value, ctx=ctx or device, dtype=dtype)
 
 
@@ -86,8 +82,12 @@ def empty(shape, dtype=None, order="C", ctx=None, device=None):
     return zeros(shape, dtype, ctx=ctx, device=device)
 
 
-def arange(start, stop=None, step=1, dtype=None, ctx=None, device=None):
-    return _nd.arange(start, stop, step, ctx=ctx or device, dtype=dtype or "float32")
+def arange(start, stop=None, step=None, dtype=None, ctx=None, device=None):
+    """Evenly spaced values in [start, stop) (or [0, start)), NumPy's; float32 unless
+    dtype says otherwise (MXNet's default)."""
+    values = _onp.arange(start, stop, 1 if step is None else step,
+                         dtype=_onp.dtype(dtype or "float32"))
+    return array(values, values.dtype, ctx or device)
 
 
 def dot(a, b, out=None):
@@ -101,10 +101,12 @@ def dot(a, b, out=None):
     return _world(a, b)._npi_tensordot(a, b, axes=repr("dot"))
 
 
-def matmul(a, b):
-    if isinstance(a, ndarray) and a.ndim == 3:
-        return _world(a, b).batch_dot(a, b)
-    return dot(a, b)
+def matmul(a, b, out=None):
+    """Matrix products over the last two axes, the others broadcast (a 1-D operand is a
+    row or column vector); gradients flow to both."""
+    if out is not None:
+        raise NotImplementedError("np.matmul: out= is not supported; use the result")
+    return _world(a, b)._npi_matmul(a, b)
 
 
 def add(x1, x2):
@@ -145,7 +147,14 @@ def sum(a, axis=None, dtype=None, keepdims=False):
     return _world(a).sum(a, axis=axis, keepdims=keepdims)
 
 
-def mean(a, axis=None, dtype=None, keepdims=False):
+def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """The mean over `axis` (all axes when None): float32 for bool and ints, a float
+    array's own dtype; with `dtype`, computed wide and rounded once to it."""
+    if out is not None:
+        raise NotImplementedError("np.mean: out= is not supported; use the result")
+    if dtype is not None and isinstance(a, (ndarray, _NpSymbol)):
+        return _world(a)._npi_mean(a, axis=_axis_literal(axis), dtype=_onp.dtype(dtype).name,
+                                   keepdims=_builtins.bool(keepdims))
     if isinstance(a, (ndarray, _NpSymbol)):
         return a.mean(axis=axis, dtype=dtype, keepdims=keepdims)
     a = a if dtype is None else a.astype(dtype)
@@ -160,12 +169,24 @@ def min(a, axis=None, keepdims=False):
     return _world(a).min(a, axis=axis, keepdims=keepdims)
 
 
+def _edge_case(a):
+    """A 0-d or empty array: the legacy shape ops read () and 0 in MXNet 1.x's way (a 0
+    is "keep this length"), so these go through NumPy's own function (_np_rearrange)."""
+    return isinstance(a, _NDArray) and (a.ndim == 0 or a.size == 0)
+
+
 def reshape(a, newshape, order="C"):
     _c_order("reshape", order)
+    newshape = (int(newshape),) if isinstance(newshape, (int, _onp.integer)) else \
+        tuple(newshape)
+    if 0 in newshape or _edge_case(a):
+        return _rearrange("reshape", a, newshape)
     return _world(a).reshape(a, shape=newshape)
 
 
 def transpose(a, axes=None):
+    if _edge_case(a) or (axes is not None and len(axes) == 0):
+        return _rearrange("transpose", a, None if axes is None else tuple(axes))
     return _world(a).transpose(a, axes=axes or ())
 
 
@@ -195,15 +216,37 @@ def broadcast_to(array, shape):
     shape = (shape,) if isinstance(shape, (int, _onp.integer)) else tuple(shape)
     if not isinstance(array, (_NDArray, _Symbol)):
         return full(shape, array)
+    if 0 in shape and isinstance(array, _NDArray):   # the op reads 0 as 1.x's "keep"
+        lead = len(shape) - array.ndim               # -2: keep the array's length there
+        shape = tuple(array.shape[k - lead] if d == -2 and k >= lead else d
+                      for k, d in enumerate(shape))
+        return _rearrange("broadcast_to", array, shape)
     return _world(array).broadcast_to(array, shape=shape)
 
 
 def where(condition, x, y):
-    return _world(condition, x, y).where(condition, x, y)
+    """x where condition is nonzero, else y; the three broadcast together (numbers are
+    arrays of the other's dtype). Gradients flow to x and y."""
+    arrays = [v for v in (condition, x, y) if isinstance(v, (_NDArray, _Symbol))]
+    if not _builtins.all(isinstance(v, (_NDArray, _Symbol)) for v in (condition, x, y)):
+        if _builtins.any(isinstance(v, _Symbol) for v in arrays):
+            return _world(condition, x, y).where(condition, x, y)   # legacy: same shapes
+        like = x if isinstance(x, _NDArray) else y if isinstance(y, _NDArray) else None
+        dtype = None if like is None else like.dtype
+        condition, x, y = (v if isinstance(v, _NDArray) else array(v, dtype)
+                           for v in (condition, x, y))
+    return _world(condition, x, y)._npi_where(condition, x, y)
 
 
-def clip(a, a_min, a_max):
-    return _world(a).clip(a, a_min=a_min, a_max=a_max)
+def clip(a, a_min, a_max, out=None):
+    """a's elements limited to [a_min, a_max]; a bound of None is no limit (not both)."""
+    if a_min is None and a_max is None:
+        raise ValueError("np.clip: a_min and a_max are both None; give at least one")
+    if not isinstance(a, (_NDArray, _Symbol)):
+        return _onp.clip(a, a_min, a_max)
+    low = -_onp.inf if a_min is None else a_min
+    high = _onp.inf if a_max is None else a_max
+    return _write_out("clip", _world(a).clip(a, a_min=low, a_max=high), out)
 
 
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
@@ -275,7 +318,10 @@ round = round_ = around  # noqa: A001
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, ctx=None,
              device=None):
     """`num` evenly spaced values from start to stop (float32 unless dtype says otherwise)."""
-    values = _onp.linspace(start, stop, num, endpoint=endpoint, retstep=retstep)
+    if not isinstance(num, (int, _onp.integer)) or num < 0:
+        raise _MXNetError(f"np.linspace: num must be an integer of at least 0, got {num!r}")
+    dtype = _onp.dtype(dtype or "float32")      # ints are rounded down, as NumPy's
+    values = _onp.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dtype)
     if retstep:
         return array(values[0], dtype, ctx or device), values[1]
     return array(values, dtype, ctx or device)
@@ -338,12 +384,12 @@ def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
 
 
 def cumsum(a, axis=None, dtype=None, out=None):
-    """Running sum along `axis` (of the flattened array when None); computed in NumPy, so
-    refused inside autograd.record() for an array that needs a gradient."""
+    """Running sums along `axis` (of the flattened array when None); bool and ints sum as
+    int64 unless dtype says otherwise. Gradients flow."""
     if out is not None:
         raise NotImplementedError("np.cumsum: out= is not supported; use the result")
-    _no_gradient("cumsum", a)
-    return array(_onp.cumsum(a.asnumpy(), axis=axis, dtype=dtype), dtype or a.dtype)
+    return _world(a)._npi_cumsum(a, axis=None if axis is None else int(axis),
+                                 dtype="" if dtype is None else _onp.dtype(dtype).name)
 
 
 _NDArray.cumsum = cumsum
@@ -356,15 +402,25 @@ def prod(a, axis=None, dtype=None, keepdims=False):
     return _world(a).prod(a, axis=axis, keepdims=keepdims)
 
 
-def argmax(a, axis=None):
-    return _world(a).argmax(a, axis=axis)
+def argmax(a, axis=None, out=None):
+    """The index of the largest element along `axis` (of the flattened array when None),
+    as int64; an empty axis is refused."""
+    if out is not None:
+        raise NotImplementedError("np.argmax: out= is not supported; use the result")
+    return _world(a)._npi_argextreme(a, function="argmax", axis=axis)
 
 
-def argmin(a, axis=None):
-    return _world(a).argmin(a, axis=axis)
+def argmin(a, axis=None, out=None):
+    """The index of the smallest element along `axis`, as int64 (see argmax)."""
+    if out is not None:
+        raise NotImplementedError("np.argmin: out= is not supported; use the result")
+    return _world(a)._npi_argextreme(a, function="argmin", axis=axis)
 
 
 def squeeze(a, axis=None):
+    """a without the axes of length 1 (only those of `axis` when given)."""
+    if axis is not None or _edge_case(a):
+        return _rearrange("squeeze", a, axis if not isinstance(axis, list) else tuple(axis))
     return _world(a).squeeze(a, axis=axis)
 
 
@@ -433,22 +489,31 @@ def dsplit(ary, indices_or_sections):
     return split(ary, indices_or_sections, axis=2)
 
 
-def var(a, axis=None, dtype=None, keepdims=False, ddof=0):
-    """mean((a - mean(a))**2) over `axis`, divided by n - ddof (registry ops: gradients
-    flow)."""
-    F = _world(a)
-    a = a if dtype is None else a.astype(dtype)
-    d = F.broadcast_sub(a, F.mean(a, axis=axis, keepdims=True))
-    v = F.mean(F.square(d), axis=axis, keepdims=keepdims)
-    if ddof:
-        n = a.size if axis is None else int(_onp.prod([a.shape[i] for i in
-                                                       _onp.atleast_1d(axis)]))
-        v = v * (n / (n - ddof))
-    return v
+def _axis_literal(axis):
+    """`axis` as the np ops' attribute: "" for None, else a literal int or tuple."""
+    if axis is None:
+        return ""
+    return repr(tuple(int(k) for k in axis) if isinstance(axis, (list, tuple)) else int(axis))
 
 
-def std(a, axis=None, dtype=None, keepdims=False, ddof=0):
-    return _world(a).sqrt(var(a, axis, dtype, keepdims, ddof))
+def var(a, axis=None, dtype=None, out=None, keepdims=False, ddof=0):
+    """mean((a - mean(a))**2) over `axis`, divided by n - ddof (computed in float64; a
+    float array's dtype, float32 for ints, unless dtype says otherwise). Gradients
+    flow."""
+    if out is not None:
+        raise NotImplementedError("np.var: out= is not supported; use the result")
+    return _world(a)._npi_moment(a, axis=_axis_literal(axis), ddof=int(ddof),
+                                 keepdims=_builtins.bool(keepdims), std=False,
+                                 dtype="" if dtype is None else _onp.dtype(dtype).name)
+
+
+def std(a, axis=None, dtype=None, out=None, keepdims=False, ddof=0):
+    """The square root of np.var (the same arguments)."""
+    if out is not None:
+        raise NotImplementedError("np.std: out= is not supported; use the result")
+    return _world(a)._npi_moment(a, axis=_axis_literal(axis), ddof=int(ddof),
+                                 keepdims=_builtins.bool(keepdims), std=True,
+                                 dtype="" if dtype is None else _onp.dtype(dtype).name)
 
 
 def _sortable(function, a, axis, order):
@@ -588,7 +653,10 @@ def inner(a, b):
 
 def _truth(function, a, axis, keepdims, test):
     F = _world(a)
-    counted = F.sum(getattr(F, test)(a, scalar=0.0), axis=axis, keepdims=keepdims)
+    if axis == ():                  # no axis reduced: each element's own truth
+        return F.Cast(F._not_equal_scalar(a, scalar=0.0), dtype="bool")
+    hits = F.Cast(getattr(F, test)(a, scalar=0.0), dtype="int64")   # int8 counts overflow
+    counted = F.sum(hits, axis=axis, keepdims=keepdims)
     found = F._greater_scalar(counted, scalar=0.0)
     return F.Cast(found if function == "any" else F._equal_scalar(found, scalar=0.0),
                   dtype="bool")
@@ -615,8 +683,9 @@ def full_like(a, fill_value, dtype=None, order="C", subok=False, shape=None, ctx
     """An array of `fill_value` with a's shape and dtype (or the given ones)."""
     _c_order("full_like", order)
     if isinstance(a, _Symbol):
-        filled = _sym.zeros_like(a) + fill_value
-        return filled if dtype is None else filled.astype(dtype)
+        zeros = _sym.zeros_like(a) if dtype is None else \
+            _sym.zeros_like(a).astype(_onp.dtype(dtype).name)
+        return zeros + fill_value            # in the result's dtype, as NumPy's
     return full(a.shape if shape is None else shape, fill_value,
                 dtype=a.dtype if dtype is None else dtype, ctx=ctx, device=device)
 
@@ -677,6 +746,7 @@ def append(arr, values, axis=None):
 def unravel_index(indices, shape, order="C"):
     """The coordinates of flat `indices` in an array of `shape`, one array per axis."""
     _c_order("unravel_index", order)
+    shape = (int(shape),) if isinstance(shape, (int, _onp.integer)) else tuple(shape)
     if not isinstance(indices, (_NDArray, _Symbol)):
         return tuple(_onp.unravel_index(indices, shape))
     coords = _world(indices)._unravel_index(indices, shape=tuple(shape))
@@ -857,6 +927,96 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         return x
     return out
 
+
+# ---------------------------------- counting and summarising values (ops/np_stats.py)
+def histogram(a, bins=10, range=None, normed=None, weights=None, density=None):  # noqa: A002
+    """(counts, bin edges) of a's elements: `bins` equal bins over `range` (a's min to
+    max when None), or the edges `bins` (an array). One op with nd.histogram; no
+    gradient, as in MXNet."""
+    if normed or density or weights is not None:
+        raise NotImplementedError("np.histogram: normed=, density= and weights= are not "
+                                  "supported (as in MXNet); divide the counts yourself")
+    F = _world(a, bins)
+    if isinstance(bins, (_NDArray, _Symbol)):
+        return tuple(_parts(F._histogram(a, bins)))
+    if not isinstance(bins, (int, _onp.integer)):
+        raise ValueError(f"np.histogram: bins must be an int or an array of edges, got "
+                         f"{type(bins).__name__}")
+    span = "" if range is None else repr(tuple(float(r) for r in range))
+    return tuple(_parts(F._histogram(a, bin_cnt=int(bins), range=span)))
+
+
+def bincount(x, weights=None, minlength=0):
+    """How often each value 0, 1, ... occurs in x (non-negative ints), or the sum of its
+    weights there; at least `minlength` long. No gradient, as in MXNet."""
+    return _world(x, weights)._npi_bincount(x, weights, minlength=int(minlength),
+                                            has_weights=weights is not None)
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None):
+    """The sorted distinct values (slices along `axis`) and, as asked, the indices of
+    their first occurrences, the indices that rebuild ar, and their counts."""
+    flags = (return_index, return_inverse, return_counts)
+    out = _world(ar)._npi_unique(ar, return_index=_builtins.bool(return_index),
+                                 return_inverse=_builtins.bool(return_inverse),
+                                 return_counts=_builtins.bool(return_counts), axis=axis)
+    return tuple(_parts(out)) if _builtins.any(flags) else out
+
+
+def diag_indices_from(arr):
+    """The indices of arr's main diagonal, one row per axis: an array of shape
+    (arr.ndim, n), as MXNet returns it (NumPy: a tuple of the rows)."""
+    return _world(arr)._npi_diag_indices_from(arr)
+
+
+def average(a, axis=None, weights=None, returned=False, out=None):
+    """sum(a * weights) / sum(weights) over `axis` (all axes when None); 1-D weights run
+    along the one axis averaged. returned: also sum(weights). Gradients flow to a and
+    the weights."""
+    if out is not None:
+        raise NotImplementedError("np.average: out= is not supported; use the result")
+    if isinstance(axis, (list, tuple)):
+        axis = tuple(int(k) for k in axis)
+    axis = "" if axis is None else repr(axis)
+    result = _world(a, weights)._npi_average(a, weights, axis=axis,
+                                             returned=_builtins.bool(returned),
+                                             weighted=weights is not None)
+    return tuple(_parts(result)) if returned else result
+
+
+def polyval(p, x):
+    """The polynomial with coefficients p (highest power first) at each element of x;
+    gradients flow to p and x."""
+    p = p if isinstance(p, (_NDArray, _Symbol)) else array(p)
+    if not isinstance(x, (_NDArray, _Symbol)):
+        x = array(x, dtype=None if isinstance(p, _Symbol) else p.dtype)
+    return _world(p, x)._npi_polyval(p, x)
+
+
+def einsum(*operands, optimize=False, out=None):
+    """np.einsum(subscripts, *operands): sums of products as the subscripts say
+    (NumPy's notation, '...' and implicit output included); gradients flow to every
+    operand. `optimize` is accepted (the result is the same)."""
+    if out is not None:
+        raise NotImplementedError("np.einsum: out= is not supported; use the result")
+    if not operands or not isinstance(operands[0], str):
+        raise TypeError("np.einsum: the first argument must be the subscripts string "
+                        "(the interleaved operand, sublist form is not supported)")
+    arrays = [a if isinstance(a, (_NDArray, _Symbol)) else array(a) for a in operands[1:]]
+    return _world(*arrays)._npi_einsum(*arrays, subscripts=operands[0],
+                                       num_args=len(arrays), optimize=int(_builtins.bool(optimize)))
+
+
+def broadcast_arrays(*args):
+    """The arrays broadcast to their common shape (registry broadcasts: gradients
+    flow back)."""
+    if _builtins.any(isinstance(a, _Symbol) for a in args):
+        raise NotImplementedError("np.broadcast_arrays on Symbols: their shapes are not "
+                                  "known while tracing; use np.broadcast_to with the shape")
+    shape = _onp.broadcast_shapes(*(a.shape for a in args))
+    return [a if a.shape == shape else broadcast_to(a, shape) for a in args]
+
+
 from . import linalg  # noqa: E402,F401
 
 
@@ -896,4 +1056,32 @@ def _np_functions(namespace, module_name):
 
 _np_functions(globals(), __name__)
 _np_functions(random.__dict__, random.__name__)
+
+
+def _clip_method(self, min=None, max=None, out=None):  # noqa: A002 (NumPy's names)
+    return clip(self, min, max, out=out)
+
+
+def _flatten_method(self, order="C"):
+    """The elements in one axis, as NumPy's flatten (MXNet 1.x's keeps the first axis)."""
+    _c_order("flatten", order)
+    return _rearrange("reshape", self, (-1,))
+
+
+_array_mean, _symbol_mean = ndarray.mean, _NpSymbol.mean     # the dtype=None rules
+
+
+def _mean_method(self, axis=None, dtype=None, out=None, keepdims=False):
+    if dtype is None and out is None:
+        plain = _array_mean if isinstance(self, ndarray) else _symbol_mean
+        return plain(self, axis=axis, keepdims=keepdims)
+    return mean(self, axis, dtype, out, keepdims)
+
+
+# np.ndarray's (and traced np Symbols') methods that are these functions
+for _name, _function in (("var", var), ("std", std), ("cumsum", cumsum), ("argmax", argmax),
+                         ("argmin", argmin), ("clip", _clip_method), ("mean", _mean_method),
+                         ("flatten", _flatten_method)):
+    setattr(ndarray, _name, _function)
+    setattr(_NpSymbol, _name, _function)
 _np_functions(linalg.__dict__, linalg.__name__)

@@ -24,6 +24,12 @@ class ndarray(NDArray):  # noqa: N801 (NumPy's and MXNet's name)
     def dtype(self):
         return self._data.dtype
 
+    @property
+    def grad(self):
+        """The gradient written by backward(); None when attached with grad_req 'null'
+        (MXNet keeps no gradient buffer then)."""
+        return None if self._grad_req == "null" else self._grad
+
     def __repr__(self):
         """NumPy's repr; as MXNet prints it, float32 (the default) goes unsaid and any
         other dtype is said, bool included."""
@@ -138,12 +144,24 @@ def mean_dtype(dtype):
     return dtype if dtype.kind == "f" else _DEFAULT_FLOAT
 
 
+def accumulating_dtype(name, dtype):
+    """What reduction `name` asked for `dtype` computes in before casting its result to
+    it: the widest float or int, so that float32 data summed as float16 is float32's sum
+    rounded once, as in MXNet (not a sum of rounded elements). A mean is always a float
+    (its gradient, 1/n, too)."""
+    wide_float = name == "mean" or _onp.dtype(dtype).kind == "f"
+    return _onp.dtype(_onp.float64 if wide_float else _onp.int64)
+
+
 def _reduction(name, rule):
     base = getattr(NDArray, name)
 
     def method(self, axis=None, dtype=None, out=None, keepdims=False):
-        target = _onp.dtype(dtype) if dtype is not None else rule(self.dtype)
-        return base(_cast(self, target), axis=axis, keepdims=keepdims)
+        if dtype is None:
+            return base(_cast(self, rule(self.dtype)), axis=axis, keepdims=keepdims)
+        result = base(_cast(self, accumulating_dtype(name, dtype)), axis=axis,
+                      keepdims=keepdims)
+        return _cast(result, _onp.dtype(dtype))
     method.__name__ = name
     method.__doc__ = f"x.{name}(axis, dtype, keepdims) in NumPy's result dtype."
     return method

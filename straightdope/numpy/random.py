@@ -2,7 +2,9 @@
 
 The distributions are one registry op (`_npi_sample`, ops/np_ops.py): array parameters
 are traced by hybridize() and, for the reparameterizable distributions (normal,
-uniform, lognormal, exponential, rayleigh, weibull, pareto), get gradients."""
+uniform, lognormal, exponential, rayleigh, weibull, pareto, logistic, gumbel), get
+gradients."""
+import contextvars as _contextvars
 import numbers as _numbers
 
 import numpy as _onp
@@ -10,10 +12,14 @@ import numpy as _onp
 from .. import ndarray as _nd
 from .. import symbol as _sym
 from ..context import check_context as _check_context
-from ..ndarray import random as _r
 
 
-def _sample(distribution, params, size, dtype, ctx=None, device=None):
+# True while sym.np.random (numpy/_symbol.py) calls these: a graph node is added even
+# when every parameter is a number (there is no Symbol argument to tell)
+_TRACING = _contextvars.ContextVar("tracing", default=False)
+
+
+def _sample(distribution, params, size, dtype, ctx=None, device=None, batch_shape=None):
     if ctx is not None or device is not None:
         _check_context(ctx or device)
     arrays = [p for p in params if isinstance(p, (_nd.NDArray, _sym.Symbol))]
@@ -28,11 +34,12 @@ def _sample(distribution, params, size, dtype, ctx=None, device=None):
                             f"arrays, got {type(p).__name__}; wrap it in np.array(...)")
     if isinstance(size, (int, _onp.integer)):
         size = (int(size),)
-    F = _sym if any(isinstance(a, _sym.Symbol) for a in arrays) else _nd
+    traced = _TRACING.get() or any(isinstance(a, _sym.Symbol) for a in arrays)
+    F = _sym if traced else _nd
     return F._npi_sample(*arrays, distribution=distribution, scalars=repr(tuple(scalars)),
                          size=None if size is None else tuple(size),
                          dtype="float32" if dtype is None else _onp.dtype(dtype).name,
-                         num_args=len(arrays))
+                         num_args=len(arrays), batch_shape=batch_shape)
 
 
 def uniform(low=0.0, high=1.0, size=None, dtype=None, ctx=None, device=None):
@@ -45,6 +52,19 @@ def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None):
 
 def lognormal(mean=0.0, sigma=1.0, size=None, dtype=None, ctx=None, device=None):
     return _sample("lognormal", (mean, sigma), size, dtype, ctx, device)
+
+
+def logistic(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None):
+    return _sample("logistic", (loc, scale), size, dtype, ctx, device)
+
+
+def gumbel(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None):
+    return _sample("gumbel", (loc, scale), size, dtype, ctx, device)
+
+
+def power(a, size=None, dtype=None, ctx=None, device=None):
+    """Samples in [0, 1] with density a * x**(a - 1) (a > 0)."""
+    return _sample("power", (a,), size, dtype, ctx, device)
 
 
 def exponential(scale=1.0, size=None, dtype=None, ctx=None, device=None):
@@ -75,10 +95,27 @@ def chisquare(df, size=None, dtype=None, ctx=None, device=None):
     return _sample("chisquare", (df,), size, dtype, ctx, device)
 
 
+def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None):
+    """Normal samples of shape size + broadcast(mean, cov's rows): mean (..., n), cov
+    (..., n, n) symmetric positive-definite. No gradient, as in MXNet."""
+    if check_valid is not None or tol is not None:
+        raise NotImplementedError("np.random.multivariate_normal: check_valid= and tol= "
+                                  "are not supported (as in MXNet)")
+    if isinstance(size, (int, _onp.integer)):
+        size = (int(size),)
+    traced = _TRACING.get() or any(isinstance(a, _sym.Symbol) for a in (mean, cov))
+    return (_sym if traced else _nd)._npi_multivariate_normal(
+        mean, cov, size=None if size is None else tuple(size))
+
+
 def randint(low, high=None, size=None, dtype=None, ctx=None, device=None):
+    """Integers in [low, high) (or [0, low)), drawn in `dtype` (int64 by default)."""
     if high is None:
         low, high = 0, low
-    return _r.randint(low, high, size if size is not None else (), dtype=dtype or "int64")
+    if ctx is not None or device is not None:
+        _check_context(ctx or device)
+    dtype = _onp.dtype(dtype or "int64")
+    return _nd.array(_onp.random.randint(low, high, size, dtype=dtype), dtype=dtype)
 
 
 def seed(seed):
@@ -110,10 +147,24 @@ def multinomial(n, pvals, size=None):
 
 
 def choice(a, size=None, replace=True, p=None):
-    import numpy as _onp
-    from ..ndarray import array
-    p = p.asnumpy() if hasattr(p, "asnumpy") else p
-    return array(_onp.random.choice(a, size, replace, p))
+    """Samples of a's elements (of range(a) for an int a), with probabilities p; traced
+    when a or p is a Symbol (`_npi_choice`). No gradient."""
+    if isinstance(size, (int, _onp.integer)):
+        size = (int(size),)
+    traced = _TRACING.get() or any(isinstance(v, _sym.Symbol) for v in (a, p))
+    if not traced:
+        p = p.asnumpy() if hasattr(p, "asnumpy") else p
+        a = a.asnumpy() if hasattr(a, "asnumpy") else a
+        picked = _onp.asarray(_onp.random.choice(a, size, replace, p))
+        return _nd.array(picked, dtype=picked.dtype)
+    if not isinstance(a, _sym.Symbol) and _onp.ndim(a) == 0:
+        a = _sym.arange(int(a), dtype="int64")
+    if not all(isinstance(v, _sym.Symbol) for v in (a, p) if v is not None):
+        raise NotImplementedError("np.random.choice while tracing: give a as an int or a "
+                                  "Symbol, and p as a Symbol (inputs of the block)")
+    inputs = [a] if p is None else [a, p]
+    return _sym._npi_choice(*inputs, size=None if size is None else tuple(size),
+                            replace=bool(replace), weighted=p is not None).as_np_ndarray()
 
 
 def shuffle(x):

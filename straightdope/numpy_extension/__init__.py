@@ -6,6 +6,7 @@ NDArray here, so 1.x-style and 2.0-style code can run side by side in one proces
 Like `np`'s, these functions return `np.ndarray`s.
 """
 from .. import numpy as _np
+from . import random  # noqa: F401
 from ..context import cpu, current_context, gpu, num_gpus  # noqa: F401
 
 from ..util import is_np_array, is_np_shape, reset_np, set_np, use_np  # noqa: F401
@@ -17,8 +18,9 @@ _NAMES = {"relu": "relu", "sigmoid": "sigmoid", "softmax": "softmax",
           "fully_connected": "FullyConnected", "convolution": "Convolution",
           "pooling": "Pooling", "batch_norm": "BatchNorm", "layer_norm": "LayerNorm",
           "dropout": "Dropout", "embedding": "Embedding", "pick": "pick", "one_hot": "one_hot",
-          "reshape_like": "reshape_like", "batch_dot": "batch_dot", "slice_axis": "slice_axis",
-          "stop_gradient": "BlockGrad", "slice": "slice"}
+          "reshape_like": "reshape_like", "slice_axis": "slice_axis",
+          "stop_gradient": "BlockGrad", "slice": "slice", "erf": "erf", "erfinv": "erfinv",
+          "gamma": "gamma", "gammaln": "gammaln"}
 for _npx_name, _op in _NAMES.items():
     if _op:
         globals()[_npx_name] = _np._dispatching(_op)
@@ -28,9 +30,30 @@ for _op in _np._nd._OPS:
         globals()[_op[len("_npx_"):]] = _np._dispatching(_op)
 
 
+def batch_dot(a, b, transpose_a=False, transpose_b=False, forward_stype=None):
+    """Matrix products over the last two axes of arrays with the same leading (batch)
+    axes, each operand transposed first if asked. Two 3-D arrays use the `batch_dot`
+    kernel; other ones, and traced Symbols, np.matmul's op (`_npi_matmul`)."""
+    if forward_stype is not None:
+        raise NotImplementedError("npx.batch_dot: forward_stype= (sparse storage) is not "
+                                  "supported")
+    if isinstance(a, _np._NDArray) and isinstance(b, _np._NDArray) and a.ndim == b.ndim == 3:
+        return _np._nd.batch_dot(a, b, transpose_a=transpose_a, transpose_b=transpose_b)
+    if not isinstance(a, _np._Symbol) and a.shape[:-2] != b.shape[:-2]:
+        raise _np._MXNetError(f"npx.batch_dot: the batch axes must agree, got shapes "
+                              f"{a.shape} and {b.shape}")
+    a = _np.swapaxes(a, -1, -2) if transpose_a else a
+    b = _np.swapaxes(b, -1, -2) if transpose_b else b
+    return _np._world(a, b)._npi_matmul(a, b)
+
+
 def reshape(a, newshape, reverse=False, order="C"):
-    """Reshape with MXNet's special codes (-1 infer, -2 copy rest, ...)."""
-    return _np._world(a).reshape(a, shape=newshape, reverse=reverse)
+    """Reshape with MXNet 2.0's codes: -1 infer, -2 copy this axis, -3 drop an axis of
+    length 1, -4 copy the rest, -5 merge two axes, -6 split one in two (see
+    ops/np_ops.py: npx_shape); gradients flow."""
+    _np._c_order("npx.reshape", order)
+    newshape = (int(newshape),) if isinstance(newshape, int) else tuple(newshape)
+    return _np._rearrange("npx_reshape", a, newshape, bool(reverse))
 
 
 def waitall():
@@ -55,3 +78,4 @@ def cpu_pinned(device_id=0):
 
 
 _np._np_functions(globals(), __name__)
+_np._np_functions(random.__dict__, random.__name__)

@@ -33,6 +33,42 @@ def _resize(x, new_shape):
     return np.resize(flat, new_shape)
 
 
+def npx_shape(shape, newshape, reverse=False):
+    """The shape npx.reshape (MXNet 2.0's codes) gives: -1 infer, -2 copy this axis, -3
+    drop this axis (of length 1), -4 copy all the rest, -5 merge two axes, -6 split
+    one into the two numbers after it (one may be -1); reverse: read both from the end."""
+    if reverse:
+        return npx_shape(shape[::-1], tuple(newshape)[::-1], False)[::-1]
+    out, src, i, newshape = [], 0, 0, tuple(newshape)
+    while i < len(newshape):
+        code = newshape[i]
+        if code == -2:
+            out.append(shape[src])
+        elif code == -3:
+            if shape[src] != 1:
+                raise OpError(f"npx.reshape: -3 drops an axis of length 1, but axis {src} "
+                              f"of {tuple(shape)} has length {shape[src]}")
+        elif code == -4:
+            out.extend(shape[src:])
+            src = len(shape) - 1
+        elif code == -5:
+            out.append(shape[src] * shape[src + 1])
+            src += 1
+        elif code == -6:
+            d0, d1 = newshape[i + 1], newshape[i + 2]
+            d0 = shape[src] // d1 if d0 == -1 else d0
+            out.extend([d0, shape[src] // d0 if d1 == -1 else d1])
+            i += 2
+        else:
+            out.append(code)                          # a length, or -1 to infer
+        src += 1
+        i += 1
+    if -1 in out:
+        known = int(np.prod([d for d in out if d != -1]))
+        out[out.index(-1)] = int(np.prod(shape)) // max(known, 1)
+    return tuple(out)
+
+
 # function name -> f(x, *args); args exactly as the mx.np function passes them
 REARRANGE = {
     "roll": lambda x, shift, axis: np.roll(x, shift, axis),
@@ -51,6 +87,12 @@ REARRANGE = {
     "flip": lambda x, axis: np.flip(x, axis).copy(),
     "diag": lambda x, k: np.diag(x, k),
     "diagonal": lambda x, offset, axis1, axis2: np.diagonal(x, offset, axis1, axis2).copy(),
+    "broadcast_to": lambda x, shape: np.broadcast_to(x, shape).copy(),
+    "reshape": lambda x, shape: x.reshape(shape),
+    "npx_reshape": lambda x, newshape, reverse: x.reshape(npx_shape(x.shape, newshape,
+                                                                    reverse)),
+    "squeeze": lambda x, axis: np.squeeze(x, axis),
+    "transpose": lambda x, axes: np.transpose(x, axes).copy(),
 }
 FILLS = ("pad", "insert_scalar")     # their last argument is the constant they fill in
 
@@ -115,7 +157,8 @@ register("_np_rearrange", inputs=("data",), attrs=dict(ATTRS), placement="host",
          key_attrs=("function",),
          doc="An mx.np function that moves elements (`function`: roll, rot90, tril, triu, "
              "pad, delete, resize, diagflat, insert_scalar, atleast_nd, moveaxis, flip, diag, "
-             "diagonal) applied with `args`.")
+             "diagonal, broadcast_to, reshape, npx_reshape, squeeze, transpose) applied with "
+             "`args`.")
 register("_np_rearrange_grad", inputs=("out_grad", "data"), attrs=dict(ATTRS),
          placement="host", forward=_backward_forward,
          infer_shape=lambda attrs, s: (s, [s[1]]), index_inputs=("data",),
@@ -642,7 +685,7 @@ def _parts(result, count):
 def _sample_grads(name, x, p):
     """[d x / d p_k] for the distribution `name` (None: no gradient for that one)."""
     with np.errstate(all="ignore"):
-        if name == "normal":
+        if name in ("normal", "logistic", "gumbel"):       # loc + scale * a standard draw
             return [np.ones_like(x), (x - p[0]) / p[1]]
         if name == "uniform":
             width = p[1] - p[0]
@@ -659,10 +702,14 @@ def _sample_grads(name, x, p):
 
 
 SAMPLERS = {"normal": 2, "uniform": 2, "lognormal": 2, "exponential": 1, "rayleigh": 1,
-            "weibull": 1, "pareto": 1, "gamma": 2, "beta": 2, "chisquare": 1}
+            "weibull": 1, "pareto": 1, "gamma": 2, "beta": 2, "chisquare": 1, "logistic": 2,
+            "gumbel": 2, "power": 1, "bernoulli": 1}
+# parameters MXNet requires positive (NumPy allows some to be 0) -> their positions
+POSITIVE = {"gamma": (0, 1), "weibull": (0,), "pareto": (0,), "power": (0,)}
 SAMPLE_ATTRS = {"distribution": Attr("str", required=True, choices=tuple(SAMPLERS)),
                 "scalars": Attr("str", "()"), "size": Attr("shape_or_none", None),
-                "dtype": Attr("str", "float32"), "num_args": Attr("int_or_none", None)}
+                "dtype": Attr("str", "float32"), "num_args": Attr("int_or_none", None),
+                "batch_shape": Attr("shape_or_none", None)}
 
 
 def _params(attrs, arrays):
@@ -672,17 +719,33 @@ def _params(attrs, arrays):
 
 
 def _sample_shape(attrs, shapes):
+    """`size`; else the parameters' broadcast shape, after `batch_shape` (npx's _n
+    samplers: that many draws of each)."""
     if attrs["size"] is not None:
         return tuple(attrs["size"])
-    return tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    shape = tuple(np.broadcast_shapes(*shapes)) if shapes else ()
+    return tuple(attrs["batch_shape"] or ()) + shape
+
+
+def _check_parameters(name, params):
+    for k in POSITIVE.get(name, ()):
+        if np.any(np.asarray(params[k]) <= 0):
+            raise OpError(f"np.random.{name}: its parameter {k} must be positive (as in "
+                          f"MXNet), got {np.min(params[k])}")
+    if name == "bernoulli" and np.any((np.asarray(params[0]) < 0) |
+                                      (np.asarray(params[0]) > 1)):
+        raise OpError("npx.random.bernoulli: prob must be between 0 and 1")
 
 
 def _sample(attrs, *arrays):
     name, params = attrs["distribution"], _params(attrs, arrays)
     shape = _sample_shape(attrs, [np.shape(p) for p in params])
+    _check_parameters(name, params)
     try:
         if name == "gamma":      # MXNet's and NumPy's: shape, scale
             draw = np.random.gamma(params[0], params[1], shape)
+        elif name == "bernoulli":
+            draw = np.random.random_sample(shape) < params[0]
         else:
             draw = getattr(np.random, name)(*params, size=shape)
     except ValueError as err:
@@ -729,6 +792,57 @@ register("_npi_sample_grad", variadic=True, attrs=dict(SAMPLE_ATTRS), placement=
          infer_dtype=lambda attrs, dtypes: list(dtypes[2:]),     # each parameter's
          infer_shape=lambda attrs, s: (s, list(s[2:])),
          doc="The gradient of _npi_sample with respect to its array parameters.")
+
+
+def _multivariate_normal(attrs, mean, cov):
+    """mean + L z, L the Cholesky factor of cov, z standard normal of shape
+    size + broadcast(mean, cov's rows)."""
+    shape = _mvn_shape(attrs, mean.shape, cov.shape)
+    try:
+        factor = np.linalg.cholesky(cov.astype(np.float64))
+    except np.linalg.LinAlgError:
+        raise OpError("np.random.multivariate_normal: cov must be symmetric "
+                      "positive-definite") from None
+    z = np.random.standard_normal(shape)
+    return (mean + np.einsum("...ij,...j->...i", factor, z)).astype(mean.dtype)
+
+
+def _mvn_shape(attrs, mean, cov):
+    if len(cov) < 2 or cov[-1] != cov[-2] or not mean or mean[-1] != cov[-1]:
+        raise OpError(f"np.random.multivariate_normal: needs mean (..., n) and cov "
+                      f"(..., n, n), got shapes {tuple(mean)} and {tuple(cov)}")
+    return tuple(attrs["size"] or ()) + tuple(np.broadcast_shapes(tuple(mean),
+                                                                  tuple(cov[:-1])))
+
+
+register("_npi_multivariate_normal", inputs=("mean", "cov"),
+         attrs={"size": Attr("shape_or_none", None)}, placement="host", is_random=True,
+         forward=_multivariate_normal,
+         infer_shape=lambda attrs, s: (s, [_mvn_shape(attrs, *s) if all(
+             x is not None and is_complete(x) for x in s) else None]),
+         doc="np.random.multivariate_normal(mean, cov, size): normal samples with the "
+             "given means and covariances (batches broadcast). No gradient, as in MXNet.")
+
+
+def _choice(attrs, a, p=None):
+    if a.ndim != 1:
+        raise OpError(f"np.random.choice: a must be 1-D, got shape {a.shape}")
+    size = attrs["size"]
+    try:
+        picked = np.random.choice(a, size, attrs["replace"], p)
+    except ValueError as err:
+        raise OpError(f"np.random.choice: {err}") from None
+    return np.asarray(picked, a.dtype)
+
+
+register("_npi_choice", inputs=("a", "p"),
+         optional_inputs=lambda attrs: ("a", "p") if attrs["weighted"] else ("a",),
+         attrs={"size": Attr("shape_or_none", None), "replace": Attr("bool", True),
+                "weighted": Attr("bool", False)},
+         placement="host", is_random=True, forward=_choice, index_inputs=("p",),
+         infer_shape=lambda attrs, s: (s, [tuple(attrs["size"] or ())]),
+         doc="np.random.choice(a, size, replace, p) of a 1-D array a (how sym.np traces "
+             "it). No gradient.")
 
 
 # ---------------------------------------------------------------- tensordot
@@ -791,7 +905,12 @@ register("_npi_tensordot_grad", inputs=("out_grad", "a", "b"), attrs=dict(TENSOR
 # ------------------------------------------- arrays made from numbers alone
 MAKE = {"hanning": np.hanning, "hamming": np.hamming, "blackman": np.blackman,
         "indices": lambda dimensions: np.indices(dimensions),
-        "eye": lambda n, m, k: np.eye(n, m, k)}
+        "eye": lambda n, m, k: np.eye(n, m, k),
+        "arange": lambda start, stop, step, dtype: np.arange(start, stop, step, dtype=dtype),
+        "logspace": lambda start, stop, num, endpoint, base, dtype: np.logspace(
+            start, stop, num, endpoint=endpoint, base=base, dtype=dtype),
+        "linspace": lambda start, stop, num, endpoint, dtype: np.linspace(
+            start, stop, num, endpoint=endpoint, dtype=dtype)}
 
 
 def _make(attrs):
@@ -805,5 +924,6 @@ register("_np_make", inputs=(), attrs={"function": Attr("str", required=True,
                                          "dtype": Attr("str", "float32")},
          placement="host", forward=_make, dtype_rule="attr", key_attrs=("function",),
          infer_shape=lambda attrs, s: (s, [_make(attrs).shape]),
-         doc="An array NumPy's `function` (hanning, hamming, blackman, indices, eye) makes "
+         doc="An array NumPy's `function` (hanning, hamming, blackman, indices, eye, "
+             "linspace, logspace, arange) makes "
              "from the numbers in `args`: how sym.np traces them.")

@@ -126,6 +126,14 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     return globals()["_split_v2"](ary, **attrs)
 
 
+def histogram(a, bins=10, range=None, **kwargs):  # noqa: A002
+    """nd.histogram as a graph node: `bins` a number of bins (over `range`) or a Symbol
+    of edges."""
+    if isinstance(bins, Symbol):
+        return globals()["_histogram"](a, bins, **kwargs)
+    span = "" if range is None else repr(tuple(float(r) for r in range))
+    return globals()["_histogram"](a, bin_cnt=int(bins), range=span, **kwargs)
+
 def eye(N, M=0, k=0, dtype="float32", **kwargs):
     """An N x M (M=0: N) matrix with ones on diagonal k, as a graph node."""
     return globals()["_eye"](N=N, M=M, k=k, dtype=dtype or "float32", **kwargs)

@@ -544,9 +544,15 @@ class NpSymbol(Symbol):
         return self._reduce("mean", "mean", axis, dtype, keepdims, kwargs)
 
     def _reduce(self, op, rule, axis, dtype, keepdims, kwargs):
-        x = self._promote(rule) if dtype is None else _create(
-            "Cast", [self], {"dtype": np.dtype(dtype).name})
-        return _create(op, [x], {"axis": axis, "keepdims": keepdims, **kwargs})
+        """An np reduction; with `dtype`, computed wide and cast to it (as np.ndarray's,
+        numpy/multiarray.py: accumulating_dtype)."""
+        if dtype is None:
+            return _create(op, [self._promote(rule)], {"axis": axis, "keepdims": keepdims,
+                                                       **kwargs})
+        wide = "float64" if op == "mean" or np.dtype(dtype).kind == "f" else "int64"
+        x = _create("Cast", [self], {"dtype": wide})
+        out = _create(op, [x], {"axis": axis, "keepdims": keepdims, **kwargs})
+        return _create("Cast", [out], {"dtype": np.dtype(dtype).name})
 
 
 def _install_operators():
