@@ -85,6 +85,7 @@ more_unary = {
     "rsqrt": (U((3, 4), 0.5, 3), lambda x: 1 / np.sqrt(x)),
     "cbrt": (U((3, 4), 0.5, 3), np.cbrt),
     "erf": (U((3, 4)), lambda x: np.vectorize(__import__("math").erf)(x)),
+    "erfinv": (U((3, 4), -0.9, 0.9), lambda x: __import__("scipy.special").special.erfinv(x)),
     "mish": (U((3, 4), -4, 4), lambda x: x * np.tanh(np.log1p(np.exp(x)))),
     "round": (U((3, 4), kinks=_half_steps), lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5)),
     "rint": (U((3, 4), kinks=_half_steps), np.rint),
