@@ -1,0 +1,59 @@
+"""MXNet fidelity, first set (issue 32): what MXNet 1.9.1's first unit-test files (test_ndarray,
+test_symbol, test_gluon, ...) need, each checked here in our own words
+(`python scripts/mxnet_tests.py --set first` runs MXNet's files)."""
+import importlib.util
+import os
+
+import pytest
+
+import straightdope as mx
+from straightdope.ndarray import ndarray as nd_module
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _harness():
+    spec = importlib.util.spec_from_file_location(
+        "mxnet_tests", os.path.join(REPO, "scripts", "mxnet_tests.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------- storage types
+def test_storage_type_ids_are_mxnets_and_name_each_other():
+    ids = nd_module._STORAGE_TYPE_STR_TO_ID
+    assert ids["default"] == nd_module._STORAGE_TYPE_DEFAULT == 0
+    assert (ids["undefined"], ids["row_sparse"], ids["csr"]) == (-1, 1, 2)
+    for name, i in ids.items():
+        assert nd_module._STORAGE_TYPE_ID_TO_STR[i] == name
+
+
+def test_sparse_storage_is_still_refused_though_its_ids_exist():
+    x = mx.nd.ones((2, 3))
+    assert x.stype == "default"
+    with pytest.raises(mx.base.MXNetError, match="densely"):
+        x.tostype("csr")
+    with pytest.raises(Exception, match="row_sparse"):
+        mx.gluon.Parameter("w", shape=(2, 3), stype="row_sparse")
+
+
+# ------------------------------------------------------------- the harness
+def test_harness_keeps_the_name_mxnet_bound_by_import_mxnet_dot_module():
+    rewrite = _harness().rewrite_imports
+    out = rewrite("import mxnet.autograd\n    import mxnet.ndarray  # comment\n")
+    assert out == ("import straightdope.autograd; import straightdope as mxnet\n"
+                   "    import straightdope.ndarray; import straightdope as mxnet\n")
+    namespace = {}
+    exec(out.splitlines()[0], namespace)
+    assert namespace["mxnet"] is mx and namespace["mxnet"].autograd is mx.autograd
+
+
+def test_harness_rewrites_other_imports_keeping_their_names():
+    rewrite = _harness().rewrite_imports
+    assert rewrite("import mxnet as mx\n") == "import straightdope as mx\n"
+    assert rewrite("import mxnet\n") == "import straightdope as mxnet\n"
+    assert rewrite("from mxnet.gluon import nn\n") == "from straightdope.gluon import nn\n"
+    assert (rewrite("import mxnet.ndarray.sparse as sps\n")
+            == "import straightdope.ndarray.sparse as sps\n")
+    assert rewrite("x = 'mxnet.autograd'\n") == "x = 'mxnet.autograd'\n"
