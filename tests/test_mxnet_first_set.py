@@ -57,3 +57,24 @@ def test_harness_rewrites_other_imports_keeping_their_names():
     assert (rewrite("import mxnet.ndarray.sparse as sps\n")
             == "import straightdope.ndarray.sparse as sps\n")
     assert rewrite("x = 'mxnet.autograd'\n") == "x = 'mxnet.autograd'\n"
+
+
+def test_harness_leaves_out_exactly_the_out_of_scope_tests_not_those_they_prefix(tmp_path):
+    # pytest's --deselect takes a prefix: test_parameter would take test_parameter_sharing along
+    import subprocess
+    import sys
+    harness = _harness()
+    (tmp_path / "conftest.py").write_text(
+        harness.DESELECT % {"out_of_scope": {"test_x": ["test_parameter", "test_cases"]}})
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n"
+        "def test_parameter(): pass\n"
+        "def test_parameter_sharing(): pass\n"
+        "@pytest.mark.parametrize('n', [1, 2])\n"
+        "def test_cases(n): pass\n"
+        "def test_cases_more(): pass\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                           "--collect-only", "-q", "test_x.py"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    collected = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert collected == ["test_x.py::test_parameter_sharing", "test_x.py::test_cases_more"]
