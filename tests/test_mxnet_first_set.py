@@ -78,3 +78,28 @@ def test_harness_leaves_out_exactly_the_out_of_scope_tests_not_those_they_prefix
                           cwd=tmp_path, capture_output=True, text=True)
     collected = [line for line in proc.stdout.splitlines() if "::" in line]
     assert collected == ["test_x.py::test_parameter_sharing", "test_x.py::test_cases_more"]
+
+
+# ------------------------------------------------------------- optimizer
+def test_nag_keeps_mxnets_momentum_state_with_the_learning_rate_folded_in():
+    import numpy as np
+    lr, mu, wd = 0.1, 0.9, 0.01
+    opt = mx.optimizer.NAG(learning_rate=lr, momentum=mu, wd=wd)
+    w0 = np.array([1.0, -2.0, 3.0], dtype=np.float32)
+    weight = mx.nd.array(w0)
+    state = opt.create_state(0, weight)
+    w, mom = w0.astype(np.float64), np.zeros(3)
+    for grad in ([0.5, 0.25, -1.0], [1.0, -0.5, 0.25]):
+        opt.update(0, weight, mx.nd.array(grad), state)
+        g = np.array(grad) + wd * w                   # MXNet's nag_mom_update, step by step
+        mom = mu * mom - lr * g
+        w = w + mu * mom - lr * g
+        np.testing.assert_allclose(state.asnumpy(), mom, rtol=1e-5)
+        np.testing.assert_allclose(weight.asnumpy(), w, rtol=1e-5)
+    # the same step as the nag_mom_update op
+    weight2, mom2 = mx.nd.array(w0), mx.nd.zeros(3)
+    for grad in ([0.5, 0.25, -1.0], [1.0, -0.5, 0.25]):
+        mx.nd.nag_mom_update(weight2, mx.nd.array(grad), mom2, lr=lr, momentum=mu, wd=wd,
+                             out=weight2)
+    np.testing.assert_allclose(weight2.asnumpy(), weight.asnumpy(), rtol=1e-5)
+    np.testing.assert_allclose(mom2.asnumpy(), state.asnumpy(), rtol=1e-5)
