@@ -103,3 +103,28 @@ def test_nag_keeps_mxnets_momentum_state_with_the_learning_rate_folded_in():
                              out=weight2)
     np.testing.assert_allclose(weight2.asnumpy(), weight.asnumpy(), rtol=1e-5)
     np.testing.assert_allclose(mom2.asnumpy(), state.asnumpy(), rtol=1e-5)
+
+
+# ------------------------------------------------------------- control-flow subgraph names
+def test_control_flow_subgraphs_are_named_and_counted_as_mxnet(monkeypatch):
+    import collections
+    from straightdope.attribute import AttrScope
+    monkeypatch.setattr(AttrScope, "_subgraph_names", collections.defaultdict(int))
+    a = mx.sym.var("a")
+    for _ in range(2):
+        out = mx.sym.contrib.cond(a > 0.5, lambda: a * 2, lambda: a * 3, name="my_cond")
+    assert dict(AttrScope._subgraph_names) == {"my_cond_pred": 2, "my_cond_then": 2,
+                                               "my_cond_else": 2}
+    # the branch's nodes carry their subgraph's numbered name (the second cond: ...1)
+    body = out.tojson()
+    assert '"__subgraph_name__": "my_cond_then1"' in body
+    assert '"__subgraph_name__": "my_cond_else1"' in body
+    # a subgraph inside another one is named after it
+    mx.sym.contrib.foreach(
+        lambda x, s: (mx.sym.contrib.cond(x > 0, lambda: x, lambda: -x, name="inner"), s),
+        a, [mx.sym.var("s")], name="loop")
+    assert AttrScope._subgraph_names["loop"] == 1
+    assert AttrScope._subgraph_names["loop0$inner_then"] == 1
+    # the names do not change what the graph computes
+    assert out.eval(a=mx.nd.array([0.25]))[0].asnumpy().tolist() == [0.75]
+    assert out.eval(a=mx.nd.array([2.0]))[0].asnumpy().tolist() == [4.0]
