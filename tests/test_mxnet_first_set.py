@@ -128,3 +128,28 @@ def test_control_flow_subgraphs_are_named_and_counted_as_mxnet(monkeypatch):
     # the names do not change what the graph computes
     assert out.eval(a=mx.nd.array([0.25]))[0].asnumpy().tolist() == [0.75]
     assert out.eval(a=mx.nd.array([2.0]))[0].asnumpy().tolist() == [4.0]
+
+
+# ------------------------------------------------------------- LSTM._unfuse
+@pytest.mark.parametrize("make", [
+    lambda: mx.gluon.rnn.LSTM(3, num_layers=2, bidirectional=True),
+    lambda: mx.gluon.rnn.GRU(3, num_layers=2),
+    lambda: mx.gluon.rnn.RNN(3, activation="tanh", num_layers=2, dropout=0.5)])
+def test_unfuse_gives_cells_that_share_the_layers_parameters_and_compute_the_same(make):
+    import numpy as np
+    layer = make()
+    cells = layer._unfuse()
+    layer.initialize(mx.init.Uniform(0.5))
+    x = mx.nd.random.uniform(-1, 1, shape=(4, 2, 5))         # TNC
+    y = layer(x)
+    y_cells = cells.unroll(4, x, layout="TNC", merge_outputs=True)[0]
+    np.testing.assert_allclose(y_cells.asnumpy(), y.asnumpy(), rtol=1e-5, atol=1e-6)
+    shared = cells.collect_params()
+    assert sorted(shared.keys()) == sorted(layer.collect_params().keys())
+    for name, param in layer.collect_params().items():
+        assert shared[name] is param
+
+
+def test_unfuse_refuses_a_projection():
+    with pytest.raises(NotImplementedError, match="projection"):
+        mx.gluon.rnn.LSTM(4, projection_size=2)._unfuse()
