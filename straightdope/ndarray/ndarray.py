@@ -17,6 +17,17 @@ from ..ops.elemwise import FUNCTION_ONLY, OPERATORS
 DEFAULT_DTYPE = np.float32
 py_slice = slice        # MXNet's name for Python's slice in this module
 
+# MXNet's storage-type ids (as its C API numbers them). Only 'default' (dense) storage exists
+# here: the sparse ids are names for what gluon.Parameter(stype=...) and tostype refuse.
+_STORAGE_TYPE_UNDEFINED = -1
+_STORAGE_TYPE_DEFAULT = 0
+_STORAGE_TYPE_ROW_SPARSE = 1
+_STORAGE_TYPE_CSR = 2
+_STORAGE_TYPE_STR_TO_ID = {"undefined": _STORAGE_TYPE_UNDEFINED, "default": _STORAGE_TYPE_DEFAULT,
+                           "row_sparse": _STORAGE_TYPE_ROW_SPARSE, "csr": _STORAGE_TYPE_CSR}
+_STORAGE_TYPE_ID_TO_STR = {i: name for name, i in _STORAGE_TYPE_STR_TO_ID.items()}
+_GRAD_REQ_MAP = {"null": 0, "write": 1, "add": 3}     # MXNet's OpReqType numbers
+
 
 class NDArray:
     """An n-dimensional array on the CPU (`straightdope.cpu()`), float32 by default."""
