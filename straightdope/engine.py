@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from . import config
+from . import config, profiler
 from .base import MXNetError
 
 NAIVE, THREADED = "NaiveEngine", "ThreadedEngine"
@@ -314,7 +314,6 @@ class ThreadedEngine:
     def _blocked(self, finished, what, task=None):
         """Wait for `finished()`; the profiler sees how long the front end was blocked.
         Raises instead if nothing left can make it true (see the class's doc)."""
-        from . import profiler
         start = time.perf_counter()
         with self._lock:
             blocked = not finished()
@@ -365,7 +364,17 @@ class ThreadedEngine:
 
 # ------------------------------------------------------------------ switching
 _engine = None          # the ThreadedEngine while it is on, else None
+_nd = None              # straightdope.ndarray.ndarray, once it has attached itself
 _SLOT = None            # NDArray's own `_data` slot (a member descriptor)
+
+
+def attach(nd_module):
+    """Called by straightdope.ndarray.ndarray when it is imported: the engine works on
+    its NDArray and its `run`, and points its `_hook` at the engine (or the profiler's
+    timer). NDArray's module imports the engine, not the other way round."""
+    global _nd, _SLOT
+    _nd, _SLOT = nd_module, nd_module.NDArray.__dict__["_data"]
+    _install()
 
 
 class _SyncedData:
@@ -399,13 +408,10 @@ def engine_type() -> str:
 def set_engine_type(name: str, workers: int | None = None) -> str:
     """Switch engines (after waiting for everything pushed); returns the previous one.
     MXNet reads MXNET_ENGINE_TYPE once at start; this lets a notebook compare both."""
-    global _engine, _SLOT
+    global _engine
     name = config.engine_type(name)
     previous = engine_type()
-    from .ndarray import ndarray as nd_module
-    NDArray = nd_module.NDArray
-    if _SLOT is None:
-        _SLOT = NDArray.__dict__["_data"]
+    NDArray = _nd.NDArray
     if _engine is not None:
         _engine.waitall()
         _engine.stop()
@@ -418,28 +424,43 @@ def set_engine_type(name: str, workers: int | None = None) -> str:
     else:
         _engine = ThreadedEngine(workers or config.engine_workers())
         NDArray._data = _SyncedData()
-        _install_metadata()
-    _install(nd_module)
+        _install_metadata(NDArray)
+    _install()
     return previous
 
 
 _NAIVE_PROPS: dict = {}     # class -> the properties _install_metadata replaced
 
 
-def _install_metadata():
-    """shape, dtype, size, ndim read a pending array's placeholder: no waiting."""
-    from .ndarray.ndarray import NDArray
-    from .numpy.multiarray import ndarray
-    replacements = {
-        NDArray: {"shape": lambda self: _SLOT.__get__(self).shape,
-                  "dtype": lambda self: _observed(self).dtype.type,
-                  "size": lambda self: _SLOT.__get__(self).size,
-                  "ndim": lambda self: _SLOT.__get__(self).ndim},
-        ndarray: {"dtype": lambda self: _observed(self).dtype}}
-    for cls, props in replacements.items():
-        _NAIVE_PROPS.setdefault(cls, {a: cls.__dict__[a] for a in props})
-        for attr, getter in props.items():
-            setattr(cls, attr, property(getter, doc=cls.__dict__[attr].__doc__))
+def _install_metadata(NDArray):
+    """shape, dtype, size, ndim read a pending array's placeholder: no waiting. Their
+    getters (NDArray's and a subclass's own, such as mx.np.ndarray's dtype) read only
+    `self._data`: they run as they are, on the slot's raw value, a _Pending included."""
+    classes = [NDArray]
+    for cls in classes:
+        classes.extend(cls.__subclasses__())
+    for cls in classes:
+        own = {a: cls.__dict__[a] for a in _METADATA if a in cls.__dict__}
+        for attr, prop in _NAIVE_PROPS.setdefault(cls, own).items():
+            setattr(cls, attr, property(_reading_raw(prop.fget, attr == "dtype"),
+                                        doc=prop.__doc__))
+
+
+_METADATA = ("shape", "dtype", "size", "ndim")
+
+
+class _Raw:
+    """What a metadata getter sees as `self`: the array's `_data` slot, unsynchronised."""
+    __slots__ = ("_data",)
+
+    def __init__(self, data):
+        self._data = data
+
+
+def _reading_raw(fget, observes):
+    if observes:                    # a dtype read: the guess may no longer change (_fill)
+        return lambda self: fget(_Raw(_observed(self)))
+    return lambda self: fget(_Raw(_SLOT.__get__(self)))
 
 
 def _observed(array):
@@ -472,7 +493,6 @@ def deferred_failure(error, name, shape, dtype, ctx=None, after=None):
     to use NumPy's generator in program order; their bad arguments fail this way.)
     after: a failed draw's task, whose failure this array shares instead of its own."""
     global _generator_task
-    from .ndarray.ndarray import NDArray
     if after is None:
         def fail():
             raise error
@@ -481,7 +501,7 @@ def deferred_failure(error, name, shape, dtype, ctx=None, after=None):
     else:
         task = _Task(None, name)        # never runs: it inherits after's failure
     placeholder = _Pending(shape, dtype, task)
-    array = NDArray(placeholder, ctx)
+    array = _nd.NDArray(placeholder, ctx)
     placeholder.arrays.append(array)
     _engine.push(task, after=() if after is None else (after,))
     return array
@@ -501,20 +521,22 @@ def failed_generator():
     return task
 
 
-def _install(nd_module):
+def _install():
     """Point the ndarray hot path at the right function: no engine and no profiler,
-    `run` does all the work itself (NaiveEngine costs nothing)."""
-    from . import profiler
-    nd_module._hook = _threaded_run if _engine is not None else (
-        _profiled_run if profiler.recording() else None)
+    `run` does all the work itself (NaiveEngine costs nothing). Called again whenever
+    the profiler starts or stops recording."""
+    if _nd is not None:
+        _nd._hook = _threaded_run if _engine is not None else (
+            _profiled_run if profiler.recording() else None)
+
+
+profiler.on_recording_change(_install)
 
 
 def _profiled_run(op, inputs, attrs):
-    from . import profiler
-    from .ndarray.ndarray import run
     start = time.perf_counter()
     try:
-        return run(op, inputs, attrs, True)
+        return _nd.run(op, inputs, attrs, True)
     finally:
         profiler.record(profiler.scoped(op.name), start, time.perf_counter())
 
@@ -522,7 +544,6 @@ def _profiled_run(op, inputs, attrs):
 def _threaded_run(op, inputs, attrs):
     """`run` under the threaded engine: infer the outputs' shapes and dtypes, push the
     op, return its outputs at once. Ops it cannot push (see _must_run_now) run now."""
-    from .ndarray import ndarray as nd_module
     if getattr(_engine.local, "worker", False) or _must_run_now(op, inputs):
         if _engine.bulk_size > 1:
             _engine._bulk_last = None
@@ -537,9 +558,9 @@ def _threaded_run(op, inputs, attrs):
         out_shapes = [None]
     if any(s is None or None in s for s in out_shapes):
         return _profiled_run(op, inputs, attrs)
-    is_train = nd_module._state.training if op.needs_train_flag else False
+    is_train = _nd._state.training if op.needs_train_flag else False
     ctx = inputs[0]._ctx
-    cls = nd_module.NDArray
+    cls = _nd.NDArray
     for x in inputs:
         if type(x) is not cls:
             cls = type(x)
@@ -570,8 +591,8 @@ def _threaded_run(op, inputs, attrs):
     real_inputs = [a for a in raw if type(a) is not _Pending]
     task.fn = compute
     _engine.push(task, reads=real_inputs, after=pending_inputs)
-    if nd_module._state.recording:
-        nd_module._record(op, attrs, inputs, outputs, is_train)
+    if _nd._state.recording:
+        _nd._record(op, attrs, inputs, outputs, is_train)
     if len(outputs) == 1:
         return outputs[0]
     visible = outputs[:op.visible_count(attrs)]
@@ -651,17 +672,14 @@ def _fill(op, placeholders, results):
 
 
 def _profiler_on():
-    from . import profiler
     return profiler.recording()
 
 
 def _record(name, start):
-    from . import profiler
     profiler.record(name, start, time.perf_counter())
 
 
 def _scoped_name(name):
-    from . import profiler
     return profiler.scoped(name) if profiler.recording() else name
 
 
