@@ -133,18 +133,18 @@ class ThreadedEngine:
         after: tasks (of pending inputs) it must follow."""
         with self._lock:
             self._start_workers()
-            deps = {t for t in after if not t.done}
-            failed = [t.failure for t in after if t.failure is not None]
-            bufs_r = [self._buffer(array) for array in reads]
-            bufs_w = [self._buffer(array) for array in writes]
             try:                            # (an exception here, Ctrl-C included, must
-                self._register(task, deps, failed, bufs_r, bufs_w)   # not leave it half in)
+                self._register(task, reads, writes, after)      # not leave it half in)
             except BaseException as err:
                 self._abandon(task, err)
                 raise
         return task
 
-    def _register(self, task, deps, failed, bufs_r, bufs_w):
+    def _register(self, task, reads, writes, after):
+        deps = {t for t in after if not t.done}
+        failed = [t.failure for t in after if t.failure is not None]
+        bufs_r = [self._buffer(array) for array in reads]
+        bufs_w = [self._buffer(array) for array in writes]
         for buf in bufs_r:
             if buf.writer is not None:
                 deps.add(buf.writer)

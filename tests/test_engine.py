@@ -358,6 +358,24 @@ def test_an_interrupted_push_leaves_nothing_to_wait_for(threaded, monkeypatch):
     assert float(nd.exp(x * 0).sum().asscalar()) == 2.0
 
 
+@pytest.mark.parametrize("where", ["_predict_dtype", "_scoped_name", "shapes", "_buffer"])
+def test_a_failure_while_an_op_is_pushed_leaves_nothing_behind(threaded, monkeypatch, where):
+    """Dtype and shape prediction, the profiler's naming and the engine's bookkeeping
+    failing at the call: the call raises, and nothing is left for anyone to wait for."""
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"{where} broke")
+    target = {"shapes": mx.ops.get_op("exp"), "_buffer": threaded}.get(where, engine)
+    x = nd.ones((2, 3))
+    monkeypatch.setattr(target, where, broken)
+    with pytest.raises(RuntimeError, match=f"{where} broke"):
+        nd.exp(x)
+    monkeypatch.undo()
+    assert threaded._pending == 0 and not threaded._buffers
+    x[:] = 2                        # nothing reads x
+    nd.waitall()
+    assert float(nd.exp(x * 0).sum().asscalar()) == 6.0
+
+
 def _stuck_array(name="ghost"):
     """An array whose producer was never pushed: nothing will ever compute it (what a
     lost task looks like), and an op reading it and a real array."""
