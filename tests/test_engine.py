@@ -502,6 +502,17 @@ def test_profiler_records_where_the_front_end_waited(threaded):
     assert profiler.events() == []
 
 
+def test_ops_run_in_the_front_end_are_not_recorded_while_the_profiler_is_off(threaded):
+    """The threaded engine runs random ops, and ops on two dtypes, at the call: with the
+    profiler stopped they leave no event (they did: a long session's list grew forever,
+    and test_timeline_widget counted other tests' ops under make test-threaded)."""
+    profiler.dumps(reset=True)
+    nd.random.multinomial(nd.array([[0.5, 0.5]]), shape=3)      # a random op
+    (nd.ones((2,)) + nd.ones((2,), dtype="float64")).wait_to_read()   # two dtypes
+    nd.waitall()
+    assert profiler.events() == []
+
+
 def test_profiler_refuses_unknown_settings():
     with pytest.raises(ValueError, match="profile_everything"):
         profiler.set_config(profile_everything=True)
