@@ -5,6 +5,8 @@ the registry and, while `autograd.record()` is on, leaves a node on the tape.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import tape
@@ -563,4 +565,5 @@ def _record(op, attrs, inputs, outputs, is_train):
 F = None
 _hook = None        # set by engine._install: None means NaiveEngine with no profiler
 
-from .. import engine as _engine  # noqa: E402  (engine imports this module lazily)
+from .. import engine as _engine  # noqa: E402  (NDArray defers to the engine, which
+_engine.attach(sys.modules[__name__])  # works on NDArray without importing this module)
