@@ -7,6 +7,7 @@
 Attributes are strings. An attribute given to the Symbol itself (`attr={...}`) wins over the
 scope's; inner scopes add to outer ones. The current scope is per thread, as in MXNet.
 """
+import collections
 import threading
 import warnings
 
@@ -34,6 +35,9 @@ class _ClassProperty(type):
 class AttrScope(metaclass=_ClassProperty):
     """Attributes (string values) for every Symbol created in the scope."""
     _current = _Current()
+    # how many control-flow subgraphs (sym.contrib foreach/while_loop/cond) got each name,
+    # as MXNet counts them (see unique_subgraph_name)
+    _subgraph_names = collections.defaultdict(int)
 
     def __init__(self, **kwargs):
         for key, value in kwargs.items():
@@ -68,3 +72,14 @@ class AttrScope(metaclass=_ClassProperty):
 def current_attrs(attr=None):
     """The attributes a new Symbol gets: the current scope's, updated with `attr`."""
     return AttrScope._get_current().get(attr)
+
+
+def unique_subgraph_name(name):
+    """MXNet's name for a control-flow subgraph built now: `name` numbered by how many got
+    it before (`cond_then0`, `cond_then1`...), prefixed `outer$` inside another subgraph.
+    The subgraph's nodes are made inside `AttrScope(__subgraph_name__=...)` with it."""
+    outer = AttrScope._get_current()._attr.get("__subgraph_name__", "")
+    if outer:
+        name = f"{outer}${name}"
+    AttrScope._subgraph_names[name] += 1
+    return f"{name}{AttrScope._subgraph_names[name] - 1}"

@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from . import config
+from . import config, profiler
 from .base import MXNetError
 
 NAIVE, THREADED = "NaiveEngine", "ThreadedEngine"
@@ -39,18 +39,19 @@ class _Failure:
     """An op's error, shared by every array computed from that op's outputs."""
     __slots__ = ("error", "reported")
 
-    def __init__(self, error):
-        self.error, self.reported = error, False
+    def __init__(self, error, reported=False):
+        self.error, self.reported = error, reported
 
 
 class _Task:
     """One pushed op: runs `fn` once the tasks in front of it are done."""
-    __slots__ = ("fn", "name", "waiting", "dependents", "done", "failure", "reads", "writes",
-                 "after")
+    __slots__ = ("fn", "name", "waiting", "deps", "dependents", "done", "failure", "reads",
+                 "writes", "after")
 
     def __init__(self, fn, name):
         self.fn, self.name = fn, name
         self.waiting = 0            # unfinished tasks this one waits for
+        self.deps = ()              # those tasks (kept to name them if the engine is stuck)
         self.dependents = []        # tasks waiting for this one
         self.done = False
         self.failure = None
@@ -92,8 +93,19 @@ def _root(array):
     return array
 
 
+_STOP = "stop"      # put on the queue once per worker: the engine was switched off
+
+
 class ThreadedEngine:
-    """Read/write dependency tracking and a pool of worker threads."""
+    """Read/write dependency tracking and a pool of worker threads.
+
+    Every change of the bookkeeping happens under one lock, and so does every decision
+    that a task is ready (its last dependency done) together with putting it on the
+    queue: a task is queued exactly once. Two sets say where the work is: `_tasks`, the
+    pushed tasks not finished (`waitall` waits for it to empty), and `_ready`, those of
+    them queued or running. A wait that finds its condition unmet while `_ready` is empty
+    can never end (nothing left can run, and ops pushed later cannot help the ones pushed
+    before them): it raises an MXNetError naming the stuck ops instead of waiting."""
 
     def __init__(self, workers):
         self.workers = workers
@@ -101,7 +113,8 @@ class ThreadedEngine:
         self._idle = threading.Condition(self._lock)
         self._queue = queue.SimpleQueue()
         self._buffers: dict[int, _Buffer] = {}
-        self._pending = 0
+        self._tasks: set[_Task] = set()     # pushed, not finished
+        self._ready: set[_Task] = set()     # of those, queued or running
         self._unreported: list[_Failure] = []
         self._threads = []
         self.local = threading.local()      # .worker: this thread is an engine worker
@@ -109,41 +122,79 @@ class ThreadedEngine:
         self._bulk_last = None              # the previous task of the open bulk
         self._bulk_count = 0
 
+    @property
+    def _pending(self):
+        """How many pushed tasks have not finished."""
+        return len(self._tasks)
+
     # ---------------------------------------------------------------- pushing
     def push(self, task, reads=(), writes=(), after=()):
         """Queue `task.fn()`. reads/writes: NumPy arrays whose memory it reads or writes;
         after: tasks (of pending inputs) it must follow."""
         with self._lock:
             self._start_workers()
-            deps = {t for t in after if not t.done}
-            failed = [t.failure for t in after if t.failure is not None]
-            keys_r, keys_w = [], []
-            for array in reads:
-                buf = self._buffer(array)
-                if buf.writer is not None:
-                    deps.add(buf.writer)
-                buf.readers.add(task)
-                keys_r.append(id(buf.root))
-            for array in writes:
-                buf = self._buffer(array)
-                if buf.writer is not None:
-                    deps.add(buf.writer)
-                deps.update(buf.readers)
-                deps.discard(task)
-                buf.writer, buf.readers = task, set()
-                keys_w.append(id(buf.root))
-            task.reads, task.writes = keys_r, keys_w
-            if failed:
-                task.failure = failed[0]
-            if self.bulk_size > 1 and not getattr(self.local, "worker", False):
-                self._chain_bulk(task, deps)
-            task.waiting = len(deps)
-            for dep in deps:
-                dep.dependents.append(task)
-            self._pending += 1
-        if task.waiting == 0:
-            self._queue.put(task)
+            try:                            # (an exception here, Ctrl-C included, must
+                self._register(task, reads, writes, after)      # not leave it half in)
+            except BaseException as err:
+                self._abandon(task, err)
+                raise
         return task
+
+    def _register(self, task, reads, writes, after):
+        deps = {t for t in after if not t.done}
+        failed = [t.failure for t in after if t.failure is not None]
+        bufs_r = [self._buffer(array) for array in reads]
+        bufs_w = [self._buffer(array) for array in writes]
+        for buf in bufs_r:
+            if buf.writer is not None:
+                deps.add(buf.writer)
+            buf.readers.add(task)
+        for buf in bufs_w:
+            if buf.writer is not None:
+                deps.add(buf.writer)
+            deps.update(buf.readers)
+            deps.discard(task)
+            buf.writer, buf.readers = task, set()
+        task.reads = [id(buf.root) for buf in bufs_r]
+        task.writes = [id(buf.root) for buf in bufs_w]
+        if failed:
+            task.failure = failed[0]
+        if self.bulk_size > 1 and not getattr(self.local, "worker", False):
+            self._chain_bulk(task, deps)
+        self._tasks.add(task)
+        task.deps = tuple(deps)
+        task.waiting = len(deps)
+        for dep in deps:
+            dep.dependents.append(task)
+        if task.waiting == 0:
+            self._enqueue(task)
+
+    def _enqueue(self, task):
+        """(Under the lock.) The task is ready: a worker will run it."""
+        self._ready.add(task)
+        self._queue.put(task)
+
+    def _abandon(self, task, err):
+        """(Under the lock.) Pushing `task` was interrupted: finish it as failed, so that
+        nothing waits for it. Its outputs raise `err` (already raised to the caller)."""
+        if task in self._ready:
+            return                          # it is queued: a worker finishes it
+        for key, buf in list(self._buffers.items()):
+            buf.readers.discard(task)
+            if buf.writer is task:
+                buf.writer = None
+            self._drop_if_idle(key, buf)
+        task.failure = _Failure(err if isinstance(err, MXNetError) else MXNetError(
+            f"{task.name}: interrupted while being pushed ({type(err).__name__}: {err})"),
+            reported=True)
+        for dep in task.deps:
+            if task in dep.dependents:
+                dep.dependents.remove(task)
+        if self._bulk_last is task:
+            self._bulk_last = None
+        task.fn, task.done, task.deps = None, True, ()
+        self._tasks.discard(task)
+        self._idle.notify_all()
 
     def _chain_bulk(self, task, deps):
         """Inside a bulk, each op follows the previous one and a worker runs it straight
@@ -169,13 +220,20 @@ class ThreadedEngine:
         while len(self._threads) < self.workers:
             thread = threading.Thread(target=self._work, daemon=True,
                                       name=f"engine worker {len(self._threads)}")
+            thread.start()                  # (counted once it runs)
             self._threads.append(thread)
-            thread.start()
+
+    def stop(self):
+        """End the worker threads once the queue is empty (the engine was switched off)."""
+        for _ in self._threads:
+            self._queue.put(_STOP)
 
     def _work(self):
         self.local.worker = True
         while True:
             task = self._queue.get()
+            if task is _STOP:
+                return
             while task is not None:
                 task = self._run(task)
 
@@ -184,14 +242,15 @@ class ThreadedEngine:
         if task.failure is None:
             try:
                 task.fn()
-            except Exception as err:        # kept for whoever reads the outputs
-                if not isinstance(err, MXNetError):
+            except BaseException as err:    # kept for whoever reads the outputs; not only
+                if not isinstance(err, MXNetError):  # Exception: a worker must never die
                     err = MXNetError(f"{task.name}: {type(err).__name__}: {err}")
                 task.failure = _Failure(err)
         task.fn = None                       # free the inputs it held
-        ready = []
         with self._lock:
             task.done = True
+            self._tasks.discard(task)
+            self._ready.discard(task)
             for key in task.reads:
                 buf = self._buffers.get(key)
                 if buf is not None:
@@ -202,21 +261,21 @@ class ThreadedEngine:
                 if buf is not None and buf.writer is task:
                     buf.writer = None
                     self._drop_if_idle(key, buf)
+            follow = None
             for dep in task.dependents:
                 if task.failure is not None and dep.failure is None:
                     dep.failure = task.failure
                 dep.waiting -= 1
                 if dep.waiting == 0:
-                    ready.append(dep)
-            task.dependents = ()
+                    if dep is task.after:   # a bulk's next op: this worker runs it now
+                        follow = dep
+                        self._ready.add(dep)
+                    else:
+                        self._enqueue(dep)
+            task.dependents, task.deps = (), ()
             if task.failure is not None and task.failure not in self._unreported:
                 self._unreported.append(task.failure)
-            self._pending -= 1
             self._idle.notify_all()
-        follow = task.after if task.after in ready else None
-        for dep in ready:
-            if dep is not follow:
-                self._queue.put(dep)
         return follow
 
     def _drop_if_idle(self, key, buf):
@@ -229,7 +288,7 @@ class ThreadedEngine:
             if getattr(self.local, "worker", False):
                 raise MXNetError(f"an engine worker would wait for {task.name}: an op's "
                                  f"forward read an array that is still being computed")
-            self._blocked(lambda: task.done, f"WaitForVar {task.name}")
+            self._blocked(lambda: task.done, f"WaitForVar {task.name}", task)
         if task.failure is not None:
             task.failure.reported = True
             raise task.failure.error
@@ -241,7 +300,10 @@ class ThreadedEngine:
             self._blocked(lambda: id(buf.root) not in self._buffers, "WaitForVar")
 
     def waitall(self):
-        self._blocked(lambda: self._pending == 0, "WaitAll")
+        if getattr(self.local, "worker", False):
+            raise MXNetError("waitall() inside an op running on an engine worker would wait "
+                             "for that op itself: wait in the front end instead")
+        self._blocked(lambda: not self._tasks, "WaitAll")
         with self._lock:
             failures, self._unreported = self._unreported, []
         for failure in failures:
@@ -249,21 +311,70 @@ class ThreadedEngine:
                 failure.reported = True
                 raise failure.error
 
-    def _blocked(self, finished, what):
-        """Wait for `finished()`; the profiler sees how long the front end was blocked."""
-        from . import profiler
+    def _blocked(self, finished, what, task=None):
+        """Wait for `finished()`; the profiler sees how long the front end was blocked.
+        Raises instead if nothing left can make it true (see the class's doc)."""
         start = time.perf_counter()
         with self._lock:
             blocked = not finished()
             while not finished():
+                if not self._ready:
+                    raise self._stuck(what, task)
                 self._idle.wait()
         if blocked and profiler.recording():
             profiler.record(what, start, time.perf_counter(), "wait")
 
+    def _stuck(self, what, task=None):
+        """(Under the lock.) The error for a wait that can never end: it names the ops
+        that cannot run and what they wait for, and fails them, so that the engine is
+        usable again (their outputs raise this error)."""
+        lines = [self._describe(t) for t in self._tasks]
+        if task is not None and not task.done and task not in self._tasks:
+            lines.append(f"  {task.name}: was pushed to another engine (one switched off, "
+                         f"or the parent process's before a fork) and will never run here")
+        error = MXNetError(
+            f"{what}: would wait forever: no op is queued or running, yet "
+            f"{len(lines)} op(s) never ran:\n" + "\n".join(sorted(lines)[:20]) +
+            "\nThis is a bug in straightdope's engine, please report it with this message; "
+            "the ops above now fail with it. MXNET_ENGINE_TYPE=NaiveEngine avoids it.")
+        failure = _Failure(error, reported=True)
+        for t in self._tasks:
+            if t.failure is None:
+                t.failure = failure
+            t.fn, t.done, t.deps, t.dependents = None, True, (), ()
+        self._tasks.clear()
+        self._buffers.clear()       # only unfinished tasks are in it: the ones just failed
+        self._bulk_last = None
+        self._idle.notify_all()
+        return error
+
+    def _describe(self, task):
+        """One line for a stuck task: its name, the arrays it uses, what it waits for."""
+        def arrays(keys):
+            found = [self._buffers[k].root for k in keys if k in self._buffers]
+            return ", ".join(f"{getattr(a, 'shape', '?')} {getattr(a, 'dtype', type(a))}"
+                             for a in found) or "-"
+        waits = [d.name + ("" if d in self._tasks or d.done
+                           else " (never pushed to this engine)") for d in task.deps
+                 if not d.done]
+        return (f"  {task.name}: reads arrays [{arrays(task.reads)}], writes "
+                f"[{arrays(task.writes)}], waits for "
+                f"{', '.join(sorted(waits)) if waits else 'nothing (it was never queued)'}")
+
 
 # ------------------------------------------------------------------ switching
 _engine = None          # the ThreadedEngine while it is on, else None
+_nd = None              # straightdope.ndarray.ndarray, once it has attached itself
 _SLOT = None            # NDArray's own `_data` slot (a member descriptor)
+
+
+def attach(nd_module):
+    """Called by straightdope.ndarray.ndarray when it is imported: the engine works on
+    its NDArray and its `run`, and points its `_hook` at the engine (or the profiler's
+    timer). NDArray's module imports the engine, not the other way round."""
+    global _nd, _SLOT
+    _nd, _SLOT = nd_module, nd_module.NDArray.__dict__["_data"]
+    _install()
 
 
 class _SyncedData:
@@ -297,15 +408,13 @@ def engine_type() -> str:
 def set_engine_type(name: str, workers: int | None = None) -> str:
     """Switch engines (after waiting for everything pushed); returns the previous one.
     MXNet reads MXNET_ENGINE_TYPE once at start; this lets a notebook compare both."""
-    global _engine, _SLOT
+    global _engine
     name = config.engine_type(name)
     previous = engine_type()
-    from .ndarray import ndarray as nd_module
-    NDArray = nd_module.NDArray
-    if _SLOT is None:
-        _SLOT = NDArray.__dict__["_data"]
+    NDArray = _nd.NDArray
     if _engine is not None:
         _engine.waitall()
+        _engine.stop()
     if name == NAIVE:
         _engine = None
         NDArray._data = _SLOT
@@ -315,28 +424,43 @@ def set_engine_type(name: str, workers: int | None = None) -> str:
     else:
         _engine = ThreadedEngine(workers or config.engine_workers())
         NDArray._data = _SyncedData()
-        _install_metadata()
-    _install(nd_module)
+        _install_metadata(NDArray)
+    _install()
     return previous
 
 
 _NAIVE_PROPS: dict = {}     # class -> the properties _install_metadata replaced
 
 
-def _install_metadata():
-    """shape, dtype, size, ndim read a pending array's placeholder: no waiting."""
-    from .ndarray.ndarray import NDArray
-    from .numpy.multiarray import ndarray
-    replacements = {
-        NDArray: {"shape": lambda self: _SLOT.__get__(self).shape,
-                  "dtype": lambda self: _observed(self).dtype.type,
-                  "size": lambda self: _SLOT.__get__(self).size,
-                  "ndim": lambda self: _SLOT.__get__(self).ndim},
-        ndarray: {"dtype": lambda self: _observed(self).dtype}}
-    for cls, props in replacements.items():
-        _NAIVE_PROPS.setdefault(cls, {a: cls.__dict__[a] for a in props})
-        for attr, getter in props.items():
-            setattr(cls, attr, property(getter, doc=cls.__dict__[attr].__doc__))
+def _install_metadata(NDArray):
+    """shape, dtype, size, ndim read a pending array's placeholder: no waiting. Their
+    getters (NDArray's and a subclass's own, such as mx.np.ndarray's dtype) read only
+    `self._data`: they run as they are, on the slot's raw value, a _Pending included."""
+    classes = [NDArray]
+    for cls in classes:
+        classes.extend(cls.__subclasses__())
+    for cls in classes:
+        own = {a: cls.__dict__[a] for a in _METADATA if a in cls.__dict__}
+        for attr, prop in _NAIVE_PROPS.setdefault(cls, own).items():
+            setattr(cls, attr, property(_reading_raw(prop.fget, attr == "dtype"),
+                                        doc=prop.__doc__))
+
+
+_METADATA = ("shape", "dtype", "size", "ndim")
+
+
+class _Raw:
+    """What a metadata getter sees as `self`: the array's `_data` slot, unsynchronised."""
+    __slots__ = ("_data",)
+
+    def __init__(self, data):
+        self._data = data
+
+
+def _reading_raw(fget, observes):
+    if observes:                    # a dtype read: the guess may no longer change (_fill)
+        return lambda self: fget(_Raw(_observed(self)))
+    return lambda self: fget(_Raw(_SLOT.__get__(self)))
 
 
 def _observed(array):
@@ -349,10 +473,8 @@ def _observed(array):
 def _before_fork():
     """A forked child (DataLoader workers) has none of the parent's threads: let the
     parent's tasks finish first, and give the child a fresh engine."""
-    if _engine is not None:
-        with _engine._lock:
-            while _engine._pending:
-                _engine._idle.wait()
+    if _engine is not None and not getattr(_engine.local, "worker", False):
+        _engine._blocked(lambda: not _engine._tasks, "fork")
 
 
 def _after_fork_in_child():
@@ -371,7 +493,6 @@ def deferred_failure(error, name, shape, dtype, ctx=None, after=None):
     to use NumPy's generator in program order; their bad arguments fail this way.)
     after: a failed draw's task, whose failure this array shares instead of its own."""
     global _generator_task
-    from .ndarray.ndarray import NDArray
     if after is None:
         def fail():
             raise error
@@ -380,7 +501,7 @@ def deferred_failure(error, name, shape, dtype, ctx=None, after=None):
     else:
         task = _Task(None, name)        # never runs: it inherits after's failure
     placeholder = _Pending(shape, dtype, task)
-    array = NDArray(placeholder, ctx)
+    array = _nd.NDArray(placeholder, ctx)
     placeholder.arrays.append(array)
     _engine.push(task, after=() if after is None else (after,))
     return array
@@ -400,20 +521,26 @@ def failed_generator():
     return task
 
 
-def _install(nd_module):
+def _install():
     """Point the ndarray hot path at the right function: no engine and no profiler,
-    `run` does all the work itself (NaiveEngine costs nothing)."""
-    from . import profiler
-    nd_module._hook = _threaded_run if _engine is not None else (
-        _profiled_run if profiler.recording() else None)
+    `run` does all the work itself (NaiveEngine costs nothing). Called again whenever
+    the profiler starts or stops recording."""
+    if _nd is not None:
+        _nd._hook = _threaded_run if _engine is not None else (
+            _profiled_run if profiler.recording() else None)
+
+
+profiler.on_recording_change(_install)
 
 
 def _profiled_run(op, inputs, attrs):
-    from . import profiler
-    from .ndarray.ndarray import run
+    """Run the op now, timed if the profiler records (_threaded_run's ops that run now
+    come here whether it records or not)."""
+    if not profiler.recording():
+        return _nd.run(op, inputs, attrs, True)
     start = time.perf_counter()
     try:
-        return run(op, inputs, attrs, True)
+        return _nd.run(op, inputs, attrs, True)
     finally:
         profiler.record(profiler.scoped(op.name), start, time.perf_counter())
 
@@ -421,7 +548,6 @@ def _profiled_run(op, inputs, attrs):
 def _threaded_run(op, inputs, attrs):
     """`run` under the threaded engine: infer the outputs' shapes and dtypes, push the
     op, return its outputs at once. Ops it cannot push (see _must_run_now) run now."""
-    from .ndarray import ndarray as nd_module
     if getattr(_engine.local, "worker", False) or _must_run_now(op, inputs):
         if _engine.bulk_size > 1:
             _engine._bulk_last = None
@@ -436,9 +562,9 @@ def _threaded_run(op, inputs, attrs):
         out_shapes = [None]
     if any(s is None or None in s for s in out_shapes):
         return _profiled_run(op, inputs, attrs)
-    is_train = nd_module._state.training if op.needs_train_flag else False
+    is_train = _nd._state.training if op.needs_train_flag else False
     ctx = inputs[0]._ctx
-    cls = nd_module.NDArray
+    cls = _nd.NDArray
     for x in inputs:
         if type(x) is not cls:
             cls = type(x)
@@ -469,8 +595,8 @@ def _threaded_run(op, inputs, attrs):
     real_inputs = [a for a in raw if type(a) is not _Pending]
     task.fn = compute
     _engine.push(task, reads=real_inputs, after=pending_inputs)
-    if nd_module._state.recording:
-        nd_module._record(op, attrs, inputs, outputs, is_train)
+    if _nd._state.recording:
+        _nd._record(op, attrs, inputs, outputs, is_train)
     if len(outputs) == 1:
         return outputs[0]
     visible = outputs[:op.visible_count(attrs)]
@@ -550,17 +676,14 @@ def _fill(op, placeholders, results):
 
 
 def _profiler_on():
-    from . import profiler
     return profiler.recording()
 
 
 def _record(name, start):
-    from . import profiler
     profiler.record(name, start, time.perf_counter())
 
 
 def _scoped_name(name):
-    from . import profiler
     return profiler.scoped(name) if profiler.recording() else name
 
 

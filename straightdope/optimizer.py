@@ -337,8 +337,10 @@ class NAG(Optimizer):
     """Nesterov accelerated gradient: SGD that looks ahead along the momentum.
 
         g = grad + wd * weight
-        mom = momentum * mom + g
-        weight = weight - lr * (g + momentum * mom)
+        mom = momentum * mom - lr * g
+        weight = weight + momentum * mom - lr * g
+
+    The state holds the step (lr folded in), as MXNet's nag_mom_update keeps it.
     """
 
     _state_before_master = True
@@ -357,8 +359,8 @@ class NAG(Optimizer):
         if state is None:
             weight[...] = _values(weight) - lr * g
             return
-        state[...] = self.momentum * _values(state) + g
-        weight[...] = _values(weight) - lr * (g + self.momentum * _values(state))
+        state[...] = self.momentum * _values(state) - lr * g
+        weight[...] = _values(weight) + self.momentum * _values(state) - lr * g
 
 
 @register

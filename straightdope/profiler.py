@@ -84,10 +84,18 @@ def recording() -> bool:
     return _state == "run" and not _paused
 
 
+_on_change: list = []       # called when recording() may have changed (the engine's)
+
+
+def on_recording_change(callback):
+    """Call `callback()` whenever recording starts or stops: the engine re-points the
+    ndarray hot path at the op timer (the profiler imports nothing of straightdope)."""
+    _on_change.append(callback)
+
+
 def _reinstall():
-    from . import engine
-    from .ndarray import ndarray as nd_module
-    engine._install(nd_module)
+    for callback in _on_change:
+        callback()
 
 
 def record(name, start, end, category="operator", args=None):

@@ -7,6 +7,7 @@ here asserts a duration: where order matters, a task blocked on an Event holds t
 """
 import json
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -261,6 +262,191 @@ def test_switching_back_to_naive_waits_for_everything():
     assert float(y[0, 0].asscalar()) == 50.0
 
 
+# ---------------------------------------------------- nothing hangs (issue 32)
+class _HookedLock:
+    """A lock that calls `on_release` once, right after its next release: it puts a
+    worker's step exactly where a thread switch could put it."""
+
+    def __init__(self):
+        self._lock, self.on_release = threading.Lock(), None
+
+    def acquire(self, *args):
+        return self._lock.acquire(*args)
+
+    def release(self):
+        self._lock.release()
+        hook, self.on_release = self.on_release, None
+        if hook is not None:
+            hook()
+
+    def _is_owned(self):
+        return self._lock.locked()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def test_a_task_made_ready_as_its_push_ends_is_queued_once():
+    """The CI hang: a worker finished a task's last dependency between push() letting go
+    of the lock and push() looking at the task's counter, so both queued it; it ran
+    twice and the count of unfinished tasks never came back to zero."""
+    eng = engine.ThreadedEngine(workers=0)     # no threads: the test runs the tasks itself
+    lock = _HookedLock()
+    eng._lock, eng._idle = lock, threading.Condition(lock)
+    ran = []
+    first = eng.push(engine._Task(lambda: ran.append("first"), "first"))
+    assert eng._queue.get_nowait() is first
+    second = engine._Task(lambda: ran.append("second"), "second")
+    lock.on_release = lambda: eng._run(first)      # a worker finishing `first` just then
+    eng.push(second, after=[first])
+    queued = []
+    while not eng._queue.empty():
+        queued.append(eng._queue.get_nowait())
+    assert queued == [second]
+    eng._run(second)
+    assert ran == ["first", "second"] and eng._pending == 0 and second.failure is None
+
+
+class _Abort(BaseException):
+    """Not an Exception, as SystemExit or pytest's outcomes (pytest.fail, skip) are."""
+
+
+@pytest.mark.timeout(120)
+def test_an_op_raising_a_base_exception_fails_and_its_worker_lives(threaded, monkeypatch):
+    def aborting(attrs, x):
+        raise _Abort("stop here")
+    monkeypatch.setattr(mx.ops.get_op("exp"), "forward", aborting)
+    for _ in range(3):              # more than the two workers: each must survive
+        y = nd.exp(nd.ones((2,)))
+        with pytest.raises(MXNetError, match="exp: _Abort: stop here"):
+            y.asnumpy()
+    monkeypatch.undo()
+    assert float(nd.exp(nd.zeros((2,))).sum().asscalar()) == 2.0
+    nd.waitall()
+
+
+@pytest.mark.timeout(120)
+def test_waitall_inside_an_op_raises_instead_of_waiting_for_itself(threaded):
+    seen = []
+
+    def waits_for_all():
+        for wait in (engine.waitall, lambda: engine.set_engine_type("NaiveEngine")):
+            try:
+                wait()
+            except MXNetError as err:
+                seen.append(str(err))
+    threaded.push(engine._Task(waits_for_all, "waits for all"))
+    nd.waitall()
+    assert len(seen) == 2 and all("engine worker" in s for s in seen)
+    assert engine.engine_type() == "ThreadedEngine"
+
+
+def test_an_interrupted_push_leaves_nothing_to_wait_for(threaded, monkeypatch):
+    """Ctrl-C between counting a task and queueing it: the task is finished as failed
+    (the caller got the KeyboardInterrupt), nothing waits for it."""
+    def interrupted(task):
+        raise KeyboardInterrupt
+    x = nd.ones((2,))
+    monkeypatch.setattr(threaded, "_enqueue", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        nd.exp(x)
+    monkeypatch.undo()
+    x[:] = 3                        # no task left reading x
+    nd.waitall()                    # nothing left, nothing to raise
+    assert float(nd.exp(x * 0).sum().asscalar()) == 2.0
+
+
+@pytest.mark.parametrize("where", ["_predict_dtype", "_scoped_name", "shapes", "_buffer"])
+def test_a_failure_while_an_op_is_pushed_leaves_nothing_behind(threaded, monkeypatch, where):
+    """Dtype and shape prediction, the profiler's naming and the engine's bookkeeping
+    failing at the call: the call raises, and nothing is left for anyone to wait for."""
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"{where} broke")
+    target = {"shapes": mx.ops.get_op("exp"), "_buffer": threaded}.get(where, engine)
+    x = nd.ones((2, 3))
+    monkeypatch.setattr(target, where, broken)
+    with pytest.raises(RuntimeError, match=f"{where} broke"):
+        nd.exp(x)
+    monkeypatch.undo()
+    assert threaded._pending == 0 and not threaded._buffers
+    x[:] = 2                        # nothing reads x
+    nd.waitall()
+    assert float(nd.exp(x * 0).sum().asscalar()) == 6.0
+
+
+def _stuck_array(name="ghost"):
+    """An array whose producer was never pushed: nothing will ever compute it (what a
+    lost task looks like), and an op reading it and a real array."""
+    ghost = engine._Task(lambda: None, name)
+    lost = nd.NDArray(engine._Pending((2,), np.float32, ghost), None)
+    return ghost, lost
+
+
+@pytest.mark.timeout(120)
+def test_waitall_that_can_never_end_raises_naming_the_stuck_ops(threaded):
+    ghost, lost = _stuck_array()
+    x = nd.ones((3, 4))
+    threaded.push(engine._Task(lambda: None, "reader"), reads=[x._data], after=[ghost])
+    y = nd.exp(lost)
+    with pytest.raises(MXNetError) as raised:
+        nd.waitall()
+    message = str(raised.value)
+    assert message.startswith("WaitAll: would wait forever: no op is queued or running")
+    assert "reader: reads arrays [(3, 4) float32], writes [-], waits for ghost " \
+           "(never pushed to this engine)" in message
+    assert "exp: reads arrays [-], writes [-], waits for ghost" in message
+    assert "NaiveEngine" in message and "report" in message
+    with pytest.raises(MXNetError, match="would wait forever"):
+        y.asnumpy()                 # the stuck op failed with that error
+    x[:] = 5                        # nothing reads x any more: the write does not wait
+    nd.waitall()                    # the engine is usable again: nothing left
+    assert float((x + 1).sum().asscalar()) == 72.0
+
+
+@pytest.mark.timeout(120)
+def test_a_read_that_can_never_end_raises(threaded):
+    ghost, lost = _stuck_array("lost producer")
+    y = nd.exp(lost) * 2
+    with pytest.raises(MXNetError, match=r"WaitForVar _mul_scalar: would wait forever"
+                                         r"(?s:.*)exp: .*waits for lost producer"):
+        y.wait_to_read()
+    with pytest.raises(MXNetError, match="lost producer: was pushed to another engine"):
+        lost.asnumpy()              # its task is in no engine at all
+    nd.waitall()
+
+
+@pytest.mark.timeout(120)
+def test_a_long_running_op_is_waited_for(threaded, monkeypatch):
+    """The front end waits as long as an op runs: the op here ends only once the front
+    end is blocked in waitall()."""
+    blocked = threading.Event()
+    real_wait = threaded._idle.wait
+
+    def wait(*args):
+        blocked.set()
+        return real_wait(*args)
+    monkeypatch.setattr(threaded._idle, "wait", wait)
+    x = nd.ones((2, 2))
+    threaded.push(engine._Task(lambda: blocked.wait(60), "long"), writes=[x._data])
+    y = x + 1
+    nd.waitall()
+    assert blocked.is_set()
+    np.testing.assert_array_equal(y.asnumpy(), np.full((2, 2), 2.0))
+
+
+@pytest.mark.timeout(120)
+def test_switching_engines_ends_the_old_workers(threaded):
+    (nd.ones((2,)) + 1).wait_to_read()
+    old = engine._engine
+    assert len(old._threads) == 2
+    engine.set_engine_type("ThreadedEngine", workers=2)
+    for thread in old._threads:
+        thread.join(60)
+        assert not thread.is_alive()
+
+
 # ---------------------------------------------------------------- profiler
 @pytest.mark.parametrize("engine_type", ["NaiveEngine", "ThreadedEngine"])
 def test_profiler_trace_has_every_op_with_thread_start_and_duration(tmp_path, engine_type):
@@ -313,6 +499,17 @@ def test_profiler_records_where_the_front_end_waited(threaded):
     assert [w["name"] for w in waits] == ["WaitAll"] and waits[0]["thread"] == "MainThread"
     assert float(y.sum().asscalar()) == pytest.approx(9 * np.e, rel=1e-5)
     profiler.dumps(reset=True)
+    assert profiler.events() == []
+
+
+def test_ops_run_in_the_front_end_are_not_recorded_while_the_profiler_is_off(threaded):
+    """The threaded engine runs random ops, and ops on two dtypes, at the call: with the
+    profiler stopped they leave no event (they did: a long session's list grew forever,
+    and test_timeline_widget counted other tests' ops under make test-threaded)."""
+    profiler.dumps(reset=True)
+    nd.random.multinomial(nd.array([[0.5, 0.5]]), shape=3)      # a random op
+    (nd.ones((2,)) + nd.ones((2,), dtype="float64")).wait_to_read()   # two dtypes
+    nd.waitall()
     assert profiler.events() == []
 
 

@@ -35,12 +35,6 @@ ALLOWED = {
     # -- MXNet's API puts these names in a lower module than the code they name.
     ("ndarray.ndarray", "numpy.multiarray"): "x.as_np_ndarray() returns the np class, an "
                                              "NDArray subclass defined above it",
-    ("engine", "numpy.multiarray"): "the async engine patches shape/dtype of both array "
-                                     "classes, the np one defined above it",
-    ("engine", "ndarray.ndarray"): "the engine runs NDArray ops, NDArray defers to the engine "
-                                    "(new on main with engine.py; fix: one owner of run())",
-    ("profiler", "engine"): "the profiler reads the engine's queue, the engine reports to it",
-    ("profiler", "ndarray.ndarray"): "the profiler times NDArray's run (wraps nd_module)",
     # -- knots inside compiler/ (imports inside functions). Fix: the shared names in the
     #    module both sides import (e.g. Executable and Flag in a small module of their own).
     ("compiler.numba_internals", "compiler.cache"): "Numba's cache locator calls back into "

@@ -5,6 +5,8 @@ the registry and, while `autograd.record()` is on, leaves a node on the tape.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import tape
@@ -16,6 +18,17 @@ from ..ops.elemwise import FUNCTION_ONLY, OPERATORS
 
 DEFAULT_DTYPE = np.float32
 py_slice = slice        # MXNet's name for Python's slice in this module
+
+# MXNet's storage-type ids (as its C API numbers them). Only 'default' (dense) storage exists
+# here: the sparse ids are names for what gluon.Parameter(stype=...) and tostype refuse.
+_STORAGE_TYPE_UNDEFINED = -1
+_STORAGE_TYPE_DEFAULT = 0
+_STORAGE_TYPE_ROW_SPARSE = 1
+_STORAGE_TYPE_CSR = 2
+_STORAGE_TYPE_STR_TO_ID = {"undefined": _STORAGE_TYPE_UNDEFINED, "default": _STORAGE_TYPE_DEFAULT,
+                           "row_sparse": _STORAGE_TYPE_ROW_SPARSE, "csr": _STORAGE_TYPE_CSR}
+_STORAGE_TYPE_ID_TO_STR = {i: name for name, i in _STORAGE_TYPE_STR_TO_ID.items()}
+_GRAD_REQ_MAP = {"null": 0, "write": 1, "add": 3}     # MXNet's OpReqType numbers
 
 
 class NDArray:
@@ -552,4 +565,5 @@ def _record(op, attrs, inputs, outputs, is_train):
 F = None
 _hook = None        # set by engine._install: None means NaiveEngine with no profiler
 
-from .. import engine as _engine  # noqa: E402  (engine imports this module lazily)
+from .. import engine as _engine  # noqa: E402  (NDArray defers to the engine, which
+_engine.attach(sys.modules[__name__])  # works on NDArray without importing this module)

@@ -13,6 +13,7 @@ run the Python functions on real arrays (`straightdope.ndarray.contrib`).
 from __future__ import annotations
 
 from .. import name as _name
+from ..attribute import AttrScope, unique_subgraph_name
 from ..ops import OpError, get_op
 from ..ops.control_flow import (as_list, check_count, check_max_iterations, flatten, regroup,
                                 step_results)
@@ -86,12 +87,14 @@ def foreach(body, data, init_states, name="foreach", _drop_unused=False):
     of `data`; return (outputs stacked along axis 0, final states)."""
     data_list, data_fmt = flatten(data, Symbol, "foreach: data")
     states_list, states_fmt = flatten(init_states, Symbol, "foreach: init_states")
+    subgraph = unique_subgraph_name(name)       # MXNet numbers the name as given
     name = _name.current().get(name, "foreach")
     start = _next_serial()
     xs = _placeholders(f"{name}_data", len(data_list))
     ss = _placeholders(f"{name}_state", len(states_list))
-    outs, out_fmt, new_list, _ = step_results(
-        body(regroup(xs, data_fmt), regroup(ss, states_fmt)), Symbol, "foreach: the body")
+    with AttrScope(__subgraph_name__=subgraph):
+        result = body(regroup(xs, data_fmt), regroup(ss, states_fmt))
+    outs, out_fmt, new_list, _ = step_results(result, Symbol, "foreach: the body")
     check_count("foreach", "the body", len(new_list), len(states_list), "loop state")
     graph, outside = _close(outs + new_list, start, xs + ss)
     data_locs, keep_data = _locs(graph, xs, "data array", "foreach", _drop_unused)
@@ -144,14 +147,18 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
     if not vars_list:
         raise OpError("while_loop: loop_vars is empty; give at least one loop variable")
     args = (lambda values: regroup(values, vars_fmt) if vars_fmt != 0 else [values[0]])
-    name = _name.current().get(name, "while_loop")
+    given, name = name, _name.current().get(name, "while_loop")
     start = _next_serial()
     vs = _placeholders(f"{name}_var", len(vars_list))
-    pred, _ = _as_list(cond(*args(vs)), "while_loop: cond's result")
+    with AttrScope(__subgraph_name__=unique_subgraph_name(f"{given}_cond")):
+        pred = cond(*args(vs))
+    pred, _ = _as_list(pred, "while_loop: cond's result")
     cond_graph, cond_outside = _close(pred, start, vs)
     start = _next_serial()
     vs2 = _placeholders(f"{name}_var", len(vars_list))
-    outs, out_fmt, new_list, _ = step_results(func(*args(vs2)), Symbol, "while_loop: func")
+    with AttrScope(__subgraph_name__=unique_subgraph_name(f"{given}_func")):
+        result = func(*args(vs2))
+    outs, out_fmt, new_list, _ = step_results(result, Symbol, "while_loop: func")
     check_count("while_loop", "func", len(new_list), len(vars_list), "loop variable")
     func_graph, func_outside = _close(outs + new_list, start, vs2)
     # The loop variables are the node's first inputs; what the bodies read follows.
@@ -177,11 +184,12 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
 def cond(pred, then_func, else_func, name="cond"):
     """Run `then_func()` if `pred` (a one-element Symbol) is nonzero, else `else_func()`.
     Both branches must return the same number of outputs with the same shapes."""
-    name = _name.current().get(name, "cond")
+    given, name = name, _name.current().get(name, "cond")
     closed = []
     for fn, what in ((lambda: pred, "pred"), (then_func, "then_func"), (else_func, "else_func")):
         start = _next_serial()
-        result = fn()
+        with AttrScope(__subgraph_name__=unique_subgraph_name(f"{given}_{what[:4]}")):
+            result = fn()
         outs, single = _as_list(result, f"cond: {what}'s result")
         closed.append((outs, single, start))
     (pred_outs, _, _), (then_outs, then_single, s1), (else_outs, _, s2) = closed

@@ -20,6 +20,7 @@ from ...ndarray import NDArray
 from ...ops import OpError
 from ...symbol import Symbol
 from ..hybrid_block import HybridBlock
+from . import rnn_cell
 from .rnn_cell import check_layout
 
 __all__ = ["RNN", "LSTM", "GRU"]
@@ -42,6 +43,10 @@ class _RNNLayer(HybridBlock):
         self._layout, self._dropout = layout, dropout
         self._dir = 2 if bidirectional else 1
         self._input_size, self._gates = input_size, _GATES[mode]
+        self._initializers = {"i2h_weight_initializer": i2h_weight_initializer,
+                              "h2h_weight_initializer": h2h_weight_initializer,
+                              "i2h_bias_initializer": i2h_bias_initializer,
+                              "h2h_bias_initializer": h2h_bias_initializer}
         # an LSTM with a projection (LSTMP) feeds back h2r_weight @ h, of projection_size
         self._projection_size = projection_size or None
         out = self._projection_size or hidden_size
@@ -72,6 +77,37 @@ class _RNNLayer(HybridBlock):
         if self._dir == 2:
             text += ", bidirectional"
         return text + ")"
+
+    def _unfuse(self):
+        """The layer as a stack of cells (MXNet's `_unfuse`): a `HybridSequentialRNNCell` of
+        one cell per layer (a `BidirectionalCell` of two when bidirectional, a `DropoutCell`
+        between layers when dropout > 0) with this layer's parameters, shared by name."""
+        if self._projection_size:
+            raise NotImplementedError(f"{self._describe()}: _unfuse has no cell for a "
+                                      f"projection (projection_size); use the layer itself")
+        hidden = self._hidden_size
+
+        def make_cell(**kwargs):
+            if self._mode == "lstm":
+                return rnn_cell.LSTMCell(hidden, **kwargs)
+            if self._mode == "gru":
+                return rnn_cell.GRUCell(hidden, **kwargs)
+            return rnn_cell.RNNCell(hidden, activation=self._mode[4:], **kwargs)
+
+        stack = rnn_cell.HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        with stack.name_scope():
+            size = self._input_size
+            for i in range(self._num_layers):
+                kwargs = dict(self._initializers, input_size=size)
+                if self._dir == 2:
+                    stack.add(rnn_cell.BidirectionalCell(make_cell(prefix=f"l{i}_", **kwargs),
+                                                         make_cell(prefix=f"r{i}_", **kwargs)))
+                else:
+                    stack.add(make_cell(prefix=f"l{i}_", **kwargs))
+                if self._dropout > 0 and i != self._num_layers - 1:
+                    stack.add(rnn_cell.DropoutCell(self._dropout))
+                size = hidden * self._dir
+        return stack
 
     # --------------------------------------------------------------- states
     def state_info(self, batch_size=0):
