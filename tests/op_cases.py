@@ -197,6 +197,27 @@ add(Case("softmax", inputs(U((3, 5))), {"axis": 0},
          expected=lambda ins, a: [_softmax(ins[0], 0)]))
 add(Case("log_softmax", inputs(U((3, 5))),
          expected=lambda ins, a: [np.log(_softmax(ins[0], -1))]))
+def _masked_softmax(x, length, axis, log=False):
+    """softmax (log_softmax) of the first length[...] entries along axis; 0 after them."""
+    keep = np.arange(x.shape[axis]).reshape(-1, 1) < np.expand_dims(length, axis)
+    e = np.where(keep, np.exp(x - x.max(axis=axis, keepdims=True)), 0.0)
+    p = e / e.sum(axis=axis, keepdims=True)
+    return np.where(keep, np.log(np.where(keep, p, 1.0)), 0.0) if log else p
+
+
+def lengths(shape, longest):
+    return lambda rng: rng.integers(1, longest + 1, shape).astype(np.float64)
+
+
+for name in ("softmax", "log_softmax"):       # with a length: the host forward and backward
+    add(Case(name, inputs(U((2, 4, 3)), lengths((2, 3), 4)), {"axis": 1, "use_length": True},
+             expected=lambda ins, a, log=name == "log_softmax": [
+                 _masked_softmax(ins[0], ins[1].astype(int), 1, log)]))
+    add(Case(name, inputs(U((3, 5))), {"dtype": "float64"}, label=f"{name}-dtype",
+             expected=lambda ins, a, log=name == "log_softmax": [
+                 np.log(_softmax(ins[0], -1)) if log else _softmax(ins[0], -1)]))
+add(Case("softmin", inputs(U((3, 5))), {"dtype": "float64"}, label="softmin-dtype",
+         expected=lambda ins, a: [_softmax(-ins[0], -1)]))
 add(Case("pick", inputs(U((4, 5)), labels((4,), 5)),
          expected=lambda ins, a: [ins[0][np.arange(4), ins[1].astype(int)]]))
 add(Case("_sparse_softmax_ce", inputs(U((4, 5)), labels((4,), 5)),
@@ -210,6 +231,12 @@ add(Case("one_hot", inputs(labels((4,), 5)), {"depth": 5}, wrt=(),
 for name in ("SoftmaxOutput", "Softmax"):
     add(Case(name, inputs(U((4, 5)), labels((4,), 5)), wrt=(),
              expected=lambda ins, a: [_softmax(ins[0], -1)]))
+add(Case("SoftmaxOutput", inputs(U((2, 3, 2)), labels((2, 3), 6)), wrt=(),  # flattened rows
+         expected=lambda ins, a: [_softmax(ins[0].reshape(2, 6), -1).reshape(2, 3, 2)]))
+add(Case("SoftmaxOutput", inputs(U((2, 3, 2)), labels((2, 3), 2)), {"preserve_shape": True},
+         wrt=(), expected=lambda ins, a: [_softmax(ins[0], -1)]))
+add(Case("SoftmaxOutput", inputs(U((2, 3, 2)), labels((2, 2), 3)), {"multi_output": True},
+         wrt=(), expected=lambda ins, a: [_softmax(ins[0], 1)]))
 add(Case("softmax_cross_entropy", inputs(U((4, 5)), labels((4,), 5)),
          expected=lambda ins, a: [np.array([-np.log(_softmax(ins[0], -1)[
              np.arange(4), ins[1].astype(int)]).sum()])]))
