@@ -106,6 +106,11 @@ add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "leaky", "slop
 add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "elu", "slope": 1.0},
          expected=lambda ins, a: [np.where(ins[0] > 0, ins[0], np.expm1(ins[0]))]))
 add(Case("LeakyReLU", inputs(U((2, 5))), {"act_type": "gelu"}))
+add(Case("LeakyReLU", inputs(U((3, 4), kinks=(0,)), U((4,), 0.1, 0.5)), {"act_type": "prelu"},
+         wrt=(0, 1), expected=lambda ins, a: [np.where(ins[0] > 0, ins[0], ins[1] * ins[0])]))
+add(Case("LeakyReLU", inputs(U((2, 3, 2, 2), kinks=(0,)), U((2, 3), 0.1, 0.5)),
+         {"act_type": "prelu"}, wrt=(0, 1), label="LeakyReLU-prelu-4d",   # gamma on axes 0, 1
+         expected=lambda ins, a: [np.where(ins[0] > 0, ins[0], ins[1][..., None, None] * ins[0])]))
 add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "selu"},
          expected=lambda ins, a: [1.0507009873554804934193349852946 * np.where(
              ins[0] > 0, ins[0], 1.6732632423543772848170429916717 * np.expm1(ins[0]))]))
@@ -218,6 +223,8 @@ for name in ("softmax", "log_softmax"):       # with a length: the host forward 
                  np.log(_softmax(ins[0], -1)) if log else _softmax(ins[0], -1)]))
 add(Case("softmin", inputs(U((3, 5))), {"dtype": "float64"}, label="softmin-dtype",
          expected=lambda ins, a: [_softmax(-ins[0], -1)]))
+add(Case("pick", inputs(U((4, 5)), lambda rng: rng.integers(-9, 10, (4,)).astype(np.float64)),
+         {"mode": "wrap"}, expected=lambda ins, a: [ins[0][np.arange(4), ins[1].astype(int) % 5]]))
 add(Case("pick", inputs(U((4, 5)), labels((4,), 5)),
          expected=lambda ins, a: [ins[0][np.arange(4), ins[1].astype(int)]]))
 add(Case("_sparse_softmax_ce", inputs(U((4, 5)), labels((4,), 5)),

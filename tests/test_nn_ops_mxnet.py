@@ -66,3 +66,33 @@ def test_where_refuses_a_short_condition_when_evaluated():
     where = sym.where(sym.var("c"), sym.var("x"), sym.var("y"))
     with pytest.raises(ValueError, match="where: condition"):
         where.eval(c=nd.array([1, 0]), x=nd.ones((3, 2)), y=nd.ones((3, 2)))
+
+
+def test_dropout_of_p_one_is_nan_as_mxnet():
+    """MXNet scales the kept elements by 1 / (1 - p): at p=1 its mask is 0 * inf, NaN,
+    imperatively and in a compiled graph (which runs it on the host then)."""
+    x = nd.ones((3, 4))
+    with autograd.record(train_mode=True):
+        y = nd.Dropout(x, p=1.0)
+    assert np.isnan(y.asnumpy()).all()
+    exe = sym.Dropout(sym.var("data"), p=1.0).simple_bind(data=(3, 4))
+    exe.arg_arrays[0][:] = 1
+    exe.forward(is_train=True)
+    assert np.isnan(exe.outputs[0].asnumpy()).all()
+    exe.forward(is_train=False)
+    assert (exe.outputs[0].asnumpy() == 1).all()
+    with pytest.raises(ValueError, match=r"Dropout: p must be in \[0, 1\]"):
+        with autograd.record(train_mode=True):
+            nd.Dropout(x, p=1.5)
+
+
+def test_prelu_gamma_lines_up_with_axes_zero_and_one():
+    x = np.random.default_rng(1).uniform(-1, 1, (2, 3, 4))
+    gamma = np.array([0.1, 0.2, 0.3])
+    y = nd.LeakyReLU(nd.array(x), nd.array(gamma), act_type="prelu").asnumpy()
+    np.testing.assert_allclose(y, np.where(x > 0, x, gamma[:, None] * x), rtol=1e-6)
+    s = sym.LeakyReLU(sym.var("x"), act_type="prelu", name="act")
+    assert s.list_arguments() == ["x", "act_gamma"]
+    assert s.infer_shape(x=(2, 3, 4))[0] == [(2, 3, 4), (3,)]
+    with pytest.raises(ValueError, match="prelu's gamma of shape \\(4,\\) does not line up"):
+        s.infer_shape(x=(2, 3, 4), act_gamma=(4,))

@@ -156,3 +156,17 @@ def test_softmax_refuses_a_length_of_another_shape():
     with pytest.raises(ValueError, match=r"length must have data's shape without axis 1: "
                                          r"\(2, 3\)"):
         nd.softmax(nd.ones((2, 4, 3)), nd.ones((2, 4)), axis=1, use_length=True)
+
+
+def test_one_hot_of_depth_zero_is_empty():
+    out = nd.one_hot(nd.ones((2, 3)), depth=0, dtype="int32")
+    assert out.shape == (2, 3, 0) and out.dtype == np.int32
+
+
+def test_pick_wraps_indices_in_wrap_mode():
+    x = np.arange(12.0).reshape(3, 4)
+    index = np.array([-1, 5, 2])
+    got = nd.pick(nd.array(x), nd.array(index), axis=1, mode="wrap").asnumpy()
+    np.testing.assert_array_equal(got, x[np.arange(3), index % 4])
+    clipped = nd.pick(nd.array(x), nd.array(index), axis=1).asnumpy()
+    np.testing.assert_array_equal(clipped, x[np.arange(3), np.clip(index, 0, 3)])

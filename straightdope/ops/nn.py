@@ -656,12 +656,15 @@ def _dropout_forward(attrs, x, is_train=False):
     p = attrs["p"]
     if not (is_train or attrs["mode"] == "always") or p == 0:
         return x.copy(), np.ones_like(x)
-    if not 0 <= p < 1:
-        raise OpError(f"Dropout: p must be in [0, 1), got {p}")
+    if not 0 <= p <= 1:
+        raise OpError(f"Dropout: p must be in [0, 1], got {p}")
     shape = list(x.shape)
     for a in attrs["axes"]:
         shape[a] = 1            # one mask value shared along these axes
-    mask = ((np.random.random_sample(shape) >= p) / (1.0 - p)).astype(x.dtype)
+    if p == 1:                  # MXNet's mask: 0 * (1 / (1 - p)), NaN everywhere
+        mask = np.full(shape, np.nan, dtype=x.dtype)
+    else:
+        mask = ((np.random.random_sample(shape) >= p) / (1.0 - p)).astype(x.dtype)
     return x * mask, np.ascontiguousarray(np.broadcast_to(mask, x.shape))
 
 
@@ -672,9 +675,10 @@ register("Dropout", placement="kernel",
          gradient=lambda F, a, i, o, og, is_train=False: [og[0] * o[1]],
          num_outputs=2, num_visible_outputs=1, needs_train_flag=True, is_random=True,
          output_names=("output", "mask"),
-         key_attrs=("p",),
+         key_attrs=("p",), host_when=lambda attrs, shapes: attrs["p"] >= 1,
          doc="Dropout(data, p=0.5): while training, zero each element with probability p "
-             "and scale the rest by 1/(1-p); identity otherwise.")
+             "and scale the rest by 1/(1-p); identity otherwise. p=1 gives NaN, as "
+             "MXNet's 0 * (1 / 0).")
 
 
 # ------------------------------------------------------------- UpSampling

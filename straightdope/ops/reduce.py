@@ -410,11 +410,14 @@ register("_softmax_grad", placement="host", inputs=("out_grad", "output", "data"
 
 # ------------------------------------------------------------- pick, one_hot
 def _pick_index(attrs, x, index, name="pick"):
-    """The axis, and the indices clipped into range, shaped like x with 1 on the axis."""
+    """The axis, and the indices clipped (mode 'wrap': wrapped) into range, shaped like x
+    with 1 on the axis."""
     axis = axis_in(name, attrs["axis"], x.shape)
     idx = index.astype(np.int64)                # a new array: clip it in place (ufuncs
-    np.maximum(idx, 0, out=idx)                 # directly: np.clip's Python costs more
-    np.minimum(idx, x.shape[axis] - 1, out=idx)  # than the work at small sizes)
+    if attrs.get("mode") == "wrap":             # directly: np.clip's Python costs more
+        np.mod(idx, x.shape[axis], out=idx)     # than the work at small sizes)
+    np.maximum(idx, 0, out=idx)
+    np.minimum(idx, x.shape[axis] - 1, out=idx)
     return axis, idx.reshape(x.shape[:axis] + (1,) + x.shape[axis + 1:])
 
 
@@ -444,13 +447,19 @@ def _pick_grad_forward(attrs, og, x, index):
     return out
 
 
-PICK_ATTRS = {"axis": Int(-1), "keepdims": Bool(False)}
-register("pick", placement="kernel",
+PICK_ATTRS = {"axis": Int(-1), "keepdims": Bool(False), "mode": Choice("clip", "wrap")}
+
+
+def _wraps(attrs, shapes):
+    return attrs["mode"] == "wrap"          # the kernels clip
+
+
+register("pick", placement="kernel", host_when=_wraps,
          inputs=("data", "index"), attrs=dict(PICK_ATTRS), forward=_pick_forward,
          infer_shape=_pick_shape,
          gradient=lambda F, a, i, o, og: [F._pick_grad(og[0], i[0], i[1], **a), None],
          doc="pick(data, index, axis=-1): data[..., index[...], ...] along `axis`.")
-register("_pick_grad", placement="kernel",
+register("_pick_grad", placement="kernel", host_when=_wraps,
          inputs=("out_grad", "data", "index"), attrs=dict(PICK_ATTRS),
          forward=_pick_grad_forward, infer_shape=like_input(1),
          doc="Scatter the gradient of pick back into a zero array shaped like data.")
@@ -554,6 +563,8 @@ def _one_hot_forward(attrs, indices):
     depth = attrs["depth"]
     idx = indices.astype(np.int64)
     out = np.full(indices.shape + (depth,), attrs["off_value"], dtype=attrs["dtype"])
+    if depth == 0 or out.size == 0:
+        return out
     valid = (idx >= 0) & (idx < depth)
     np.put_along_axis(out, np.where(valid, idx, 0)[..., None],
                       np.where(valid, attrs["on_value"], attrs["off_value"])[..., None].astype(
