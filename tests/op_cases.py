@@ -822,3 +822,23 @@ add(Case("_digamma", inputs(U((3, 4), 0.5, 3)), wrt=(),
 add(Case("_sample_multinomial", lambda rng: [np.array([[0.0, 1, 0], [0, 0, 1]])],
          {"shape": (4,), "get_prob": True, "dtype": "float32"}, wrt=(),
          expected=lambda ins, a: [np.array([[1.0] * 4, [2.0] * 4]), np.zeros((2, 4))]))
+
+# Samplers (ops/sampling.py), with parameters that make every draw certain: the cases are
+# deterministic (their distributions: tests/test_random_ops.py)
+_CERTAIN = {"uniform": {"low": 1.5, "high": 1.5}, "normal": {"loc": 2.0, "scale": 0.0},
+            "gamma": {"alpha": 2.0, "beta": 0.0}, "exponential": {"lam": float("inf")},
+            "poisson": {"lam": 0.0}, "negative_binomial": {"k": 2, "p": 1.0},
+            "generalized_negative_binomial": {"mu": 0.0, "alpha": 0.5}}
+for _dist, _params in _CERTAIN.items():
+    _value = float(next(iter(_params.values()))) if _dist in ("uniform", "normal") else 0.0
+    add(Case(f"_random_{_dist}", lambda rng: [], dict(_params, shape=(2, 3)), wrt=(),
+             expected=lambda ins, a, v=_value: [np.full((2, 3), v, np.float32)]))
+    add(Case(f"_random_{_dist}_like", inputs(U((2, 3))), dict(_params),
+             expected=lambda ins, a, v=_value: [np.full((2, 3), v)]))
+    _arrays = [np.full((2,), float(p)) for p in _params.values()]
+    add(Case(f"_sample_{_dist}", lambda rng, arrays=_arrays: [a.copy() for a in arrays],
+             {"shape": (3,)}, wrt=(),
+             expected=lambda ins, a, v=_value: [np.full((2, 3), v, np.float32)]))
+add(Case("_random_randint", lambda rng: [], {"low": 3, "high": 4, "shape": (2, 2)}, wrt=(),
+         expected=lambda ins, a: [np.full((2, 2), 3, np.int32)]))
+add(Case("_shuffle", inputs(U((1, 4))), wrt=(), expected=lambda ins, a: [ins[0]]))
