@@ -842,3 +842,24 @@ for _dist, _params in _CERTAIN.items():
 add(Case("_random_randint", lambda rng: [], {"low": 3, "high": 4, "shape": (2, 2)}, wrt=(),
          expected=lambda ins, a: [np.full((2, 2), 3, np.int32)]))
 add(Case("_shuffle", inputs(U((1, 4))), wrt=(), expected=lambda ins, a: [ins[0]]))
+
+# densities: parameters of the sample's leading shape, two draws each
+_PDF_PARAMS = {"normal": [U((2,), 0.5, 1.0), U((2,), 0.5, 1.5)],
+               "uniform": [U((2,), -2.0, -1.5), U((2,), 1.5, 2.0)],
+               "gamma": [U((2,), 1.5, 3.0), U((2,), 0.5, 2.0)],
+               "exponential": [U((2,), 0.5, 2.0)],
+               "poisson": [U((2,), 1.0, 4.0)],
+               "negative_binomial": [U((2,), 2.0, 4.0), U((2,), 0.3, 0.7)],
+               "generalized_negative_binomial": [U((2,), 1.0, 3.0), U((2,), 0.2, 0.8)]}
+_DISCRETE = ("poisson", "negative_binomial", "generalized_negative_binomial")
+for _dist, _makers in _PDF_PARAMS.items():
+    _sample = (lambda rng: rng.integers(0, 5, (2, 2)).astype(np.float64)) \
+        if _dist in _DISCRETE else U((2, 2), 0.2, 1.2)
+    _wrt = tuple(range(1, 1 + len(_makers))) if _dist in _DISCRETE else \
+        tuple(range(1 + len(_makers)))
+    for _log in (False, True):
+        add(Case(f"_random_pdf_{_dist}", inputs(_sample, *_makers), {"is_log": _log},
+                 wrt=_wrt))
+add(Case("_random_pdf_dirichlet",
+         lambda rng: [rng.dirichlet([1.5, 2.0, 3.0], (2, 2)), rng.uniform(1.0, 3.0, (2, 3))],
+         {"is_log": True}, wrt=(0, 1)))

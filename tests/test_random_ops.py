@@ -70,3 +70,29 @@ def test_symbolic_like_samplers_and_shuffle():
     shuffled = mx.sym.random.shuffle(data).eval(data=rows)[0].asnumpy()
     assert sorted(map(tuple, shuffled)) == sorted(map(tuple, rows.asnumpy()))
     assert (shuffled[:, 1:] - shuffled[:, :1] == [1, 2]).all()     # rows move whole
+
+
+def test_densities_match_scipy():
+    ss = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(2)
+    x, a, b = rng.uniform(0.2, 2, (2, 5)), rng.uniform(1, 3, (2,)), rng.uniform(0.5, 2, (2,))
+    k = rng.integers(0, 6, (2, 5)).astype(np.float64)
+    cases = [("normal", x, (a, b), ss.norm.pdf(x, a[:, None], b[:, None])),
+             ("gamma", x, (a, b), ss.gamma.pdf(x, a[:, None], 0, 1 / b[:, None])),
+             ("exponential", x, (a,), ss.expon.pdf(x, 0, 1 / a[:, None])),
+             ("poisson", k, (a,), ss.poisson.pmf(k, a[:, None])),
+             ("negative_binomial", k, (a, b / 3), ss.nbinom.pmf(k, a[:, None], b[:, None] / 3)),
+             ("generalized_negative_binomial", k, (a, b / 3),
+              ss.nbinom.pmf(k, 3 / b[:, None], 1 / (a[:, None] * b[:, None] / 3 + 1)))]
+    for dist, sample, params, want in cases:
+        op = getattr(nd, f"random_pdf_{dist}")
+        args = [nd.array(sample, dtype="float64")] + [nd.array(p, dtype="float64")
+                                                       for p in params]
+        np.testing.assert_allclose(op(*args).asnumpy(), want, rtol=1e-10, err_msg=dist)
+        np.testing.assert_allclose(op(*args, is_log=True).asnumpy(), np.log(want),
+                                   rtol=1e-10, err_msg=dist)
+    alpha = np.array([[1.5, 2.0, 0.7]])
+    v = rng.dirichlet(alpha[0], (1, 4))
+    got = nd.random_pdf_dirichlet(nd.array(v, dtype="float64"), nd.array(alpha, dtype="float64"),
+                                  is_log=True).asnumpy()
+    np.testing.assert_allclose(got[0], ss.dirichlet.logpdf(v[0].T, alpha[0]), rtol=1e-10)

@@ -7,7 +7,8 @@ normalised). With get_prob it also returns log(data[k]) of each draw, whose grad
 """
 import numpy as np
 
-from .registry import Attr, Bool, Choice, Float, Int, OpError, Shape, register
+from .registry import (Attr, Bool, Choice, Float, Int, OpError, Shape, alias, register,
+                       scipy_special)
 
 _EXACT_UP_TO = {"uint8": 255, "int32": 2 ** 31 - 1, "int64": 2 ** 63 - 1,
                 "float16": 2 ** 11, "float32": 2 ** 24, "float64": 2 ** 53}
@@ -203,3 +204,138 @@ def _shuffle_forward(attrs, data):
 register("_shuffle", placement="host", is_random=True, forward=_shuffle_forward,
          infer_shape=lambda attrs, s: (s, [s[0]]),
          doc="random.shuffle(data): data's rows (first axis) in a random order.")
+
+
+# ------------------------------------------------------------- densities
+# random_pdf_X(sample, *parameters, is_log=False): the density (or mass) of each sample,
+# MXNet's pdf ops. The parameters have the leading shape of `sample`, whose further axes
+# are the draws of each distribution (dirichlet: its last axis is the K categories, as
+# alpha's). Gradients to the sample and the parameters come from d log p, summed over
+# the draws for a parameter. Discrete samples (poisson, negative binomials) get none.
+def _digamma(x):
+    return scipy_special().digamma(x)
+
+
+def _lgamma(x):
+    return scipy_special().gammaln(x)
+
+
+def _nbinom_logp(x, k, p):
+    return _lgamma(x + k) - _lgamma(k) - _lgamma(x + 1) + k * np.log(p) + x * np.log1p(-p)
+
+
+def _nbinom_dk_dp(x, k, p):
+    return _digamma(x + k) - _digamma(k) + np.log(p), k / p - x / (1 - p)
+
+
+def _gnb_grads(x, mu, alpha):
+    k, p = 1 / alpha, 1 / (1 + mu * alpha)
+    dk, dp = _nbinom_dk_dp(x, k, p)
+    return [np.zeros_like(x), dp * -alpha * p * p, dk * -k * k + dp * -mu * p * p]
+
+
+# name: (parameters, log p(x, *params), [d log p / d x, d / d params...])
+PDFS = {
+    "normal": (("mu", "sigma"),
+               lambda x, m, s: -0.5 * ((x - m) / s) ** 2 - np.log(s) - 0.5 * np.log(2 * np.pi),
+               lambda x, m, s: [-(x - m) / s ** 2, (x - m) / s ** 2,
+                                (x - m) ** 2 / s ** 3 - 1 / s]),
+    "uniform": (("low", "high"),
+                lambda x, lo, hi: np.where((x >= lo) & (x <= hi), -np.log(hi - lo), -np.inf),
+                lambda x, lo, hi: [np.zeros_like(x), 1 / (hi - lo) + 0 * x,
+                                   -1 / (hi - lo) + 0 * x]),
+    "gamma": (("alpha", "beta"),            # beta: the rate
+              lambda x, a, b: a * np.log(b) + (a - 1) * np.log(x) - b * x - _lgamma(a),
+              lambda x, a, b: [(a - 1) / x - b, np.log(b) + np.log(x) - _digamma(a),
+                               a / b - x]),
+    "exponential": (("lam",), lambda x, lam: np.log(lam) - lam * x,
+                    lambda x, lam: [-lam + 0 * x, 1 / lam - x]),
+    "poisson": (("lam",), lambda x, lam: x * np.log(lam) - lam - _lgamma(x + 1),
+                lambda x, lam: [np.zeros_like(x), x / lam - 1]),
+    "negative_binomial": (("k", "p"), _nbinom_logp,
+                          lambda x, k, p: [np.zeros_like(x), *_nbinom_dk_dp(x, k, p)]),
+    "generalized_negative_binomial": (
+        ("mu", "alpha"),
+        lambda x, mu, alpha: _nbinom_logp(x, 1 / alpha, 1 / (1 + mu * alpha)), _gnb_grads),
+    "dirichlet": (("alpha",),
+                  lambda x, a: (_lgamma(a.sum(-1)) - _lgamma(a).sum(-1)
+                                + ((a - 1) * np.log(x)).sum(-1)),
+                  lambda x, a: [(a - 1) / x, _digamma(a.sum(-1, keepdims=True))
+                                - _digamma(a) + np.log(x)]),
+}
+
+
+def _pdf_spread(dist, sample, params):
+    """The parameters reshaped to broadcast against the sample's draws (float64)."""
+    x = sample.astype(np.float64)
+    lead = params[0].ndim - (1 if dist == "dirichlet" else 0)
+    extra = x.ndim - params[0].ndim
+    if dist == "dirichlet":
+        return x, [p.astype(np.float64).reshape(p.shape[:lead] + (1,) * extra + p.shape[lead:])
+                   for p in params]
+    return x, [p.astype(np.float64).reshape(p.shape + (1,) * extra) for p in params]
+
+
+def _pdf_shape(dist):
+    def infer(attrs, in_shapes):
+        sample, params = in_shapes[0], in_shapes[1:]
+        if sample is None:
+            return in_shapes, [None]
+        known = [tuple(p) for p in params if p is not None]
+        if known:
+            lead = known[0][:-1] if dist == "dirichlet" else known[0]
+            if tuple(sample[:len(lead)]) != lead or any(p != known[0] for p in known) or (
+                    dist == "dirichlet" and sample[-1] != known[0][-1]):
+                raise OpError(f"random_pdf_{dist}: the parameters {[tuple(p) for p in params]} "
+                              f"must share one shape, the leading axes of the sample "
+                              f"{tuple(sample)}")
+        out = tuple(sample[:-1]) if dist == "dirichlet" else tuple(sample)
+        return in_shapes, [out]
+    return infer
+
+
+def _pdf_entry(dist, names, logp, dlogp):
+    def forward(attrs, sample, *params):
+        x, spread = _pdf_spread(dist, sample, params)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = logp(x, *spread)
+        return (out if attrs["is_log"] else np.exp(out)).astype(sample.dtype)
+
+    def grad_forward(attrs, og, sample, *params):
+        which = attrs["wrt"]
+        x, spread = _pdf_spread(dist, sample, params)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = dlogp(x, *spread)[which]
+            scale = og.astype(np.float64)
+            if not attrs["is_log"]:
+                scale = scale * np.exp(logp(x, *spread))
+        if dist == "dirichlet":
+            scale = scale[..., None]
+        g = np.broadcast_to(d * scale, x.shape)
+        if which == 0:
+            return g.astype(sample.dtype)
+        target = params[which - 1]
+        lead = target.ndim - (1 if dist == "dirichlet" else 0)
+        axes = tuple(range(lead, x.ndim - (1 if dist == "dirichlet" else 0)))
+        return g.sum(axis=axes).reshape(target.shape).astype(target.dtype)
+
+    name = f"_random_pdf_{dist}"
+    register(name, inputs=("sample",) + names, placement="host",
+             attrs={"is_log": Bool(False)}, forward=forward, infer_shape=_pdf_shape(dist),
+             gradient=lambda F, a, i, o, og: [
+                 F._random_pdf_grad(og[0], *i, dist=dist, wrt=k, **a) for k in range(len(i))],
+             doc=f"random_pdf_{dist}(sample, {', '.join(names)}, is_log=False): the "
+                 f"{dist} density of each sample (its log with is_log).")
+    alias(f"random_pdf_{dist}", name)        # MXNet's public name
+    _PDF_GRADS[dist] = grad_forward
+
+
+_PDF_GRADS = {}
+for _dist, (_names, _logp, _dlogp) in PDFS.items():
+    _pdf_entry(_dist, _names, _logp, _dlogp)
+
+register("_random_pdf_grad", variadic=True, placement="host",
+         attrs={"dist": Choice(*PDFS), "wrt": Int(0), "is_log": Bool(False)},
+         forward=lambda attrs, og, *ins: _PDF_GRADS[attrs["dist"]](attrs, og, *ins),
+         infer_shape=lambda attrs, s: (s, [s[1 + attrs["wrt"]]]),
+         doc="Gradient of random_pdf_<dist> for its input `wrt` (0: the sample).")
