@@ -96,3 +96,13 @@ def test_densities_match_scipy():
     got = nd.random_pdf_dirichlet(nd.array(v, dtype="float64"), nd.array(alpha, dtype="float64"),
                                   is_log=True).asnumpy()
     np.testing.assert_allclose(got[0], ss.dirichlet.logpdf(v[0].T, alpha[0]), rtol=1e-10)
+
+
+def test_nd_like_samplers_take_datas_shape_and_dtype():
+    random.seed(5)
+    out = nd.random.normal_like(data=nd.ones((300, 200), dtype="float64"), loc=3.0, scale=0.5)
+    assert out.shape == (300, 200) and out.dtype == np.float64
+    assert abs(out.asnumpy().mean() - 3.0) < 0.01 and abs(out.asnumpy().std() - 0.5) < 0.01
+    random.seed(5)
+    again = nd.random.normal_like(data=nd.ones((300, 200), dtype="float64"), loc=3.0, scale=0.5)
+    assert (again.asnumpy() == out.asnumpy()).all()
