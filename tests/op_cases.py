@@ -863,3 +863,6 @@ for _dist, _makers in _PDF_PARAMS.items():
 add(Case("_random_pdf_dirichlet",
          lambda rng: [rng.dirichlet([1.5, 2.0, 3.0], (2, 2)), rng.uniform(1.0, 3.0, (2, 3))],
          {"is_log": True}, wrt=(0, 1)))
+
+for _size in ((), (2,), (2, 3)):
+    add(Case("_contrib_AdaptiveAvgPooling2D", inputs(U((2, 2, 5, 7))), {"output_size": _size}))

@@ -96,3 +96,31 @@ def test_prelu_gamma_lines_up_with_axes_zero_and_one():
     assert s.infer_shape(x=(2, 3, 4))[0] == [(2, 3, 4), (3,)]
     with pytest.raises(ValueError, match="prelu's gamma of shape \\(4,\\) does not line up"):
         s.infer_shape(x=(2, 3, 4), act_gamma=(4,))
+
+
+def _adaptive_reference(x, h, w):
+    """MXNet's test formula: cell (i, j) averages rows floor(i*H/h) .. ceil((i+1)*H/h)."""
+    H, W = x.shape[2:]
+    out = np.empty(x.shape[:2] + (h, w))
+    for i in range(h):
+        for j in range(w):
+            r0, r1 = int(np.floor(i * H / h)), int(np.ceil((i + 1) * H / h))
+            c0, c1 = int(np.floor(j * W / w)), int(np.ceil((j + 1) * W / w))
+            out[:, :, i, j] = x[:, :, r0:r1, c0:c1].mean(axis=(2, 3))
+    return out
+
+
+@pytest.mark.parametrize("size", [(3,), (4, 3), (7, 2)])
+def test_adaptive_avg_pooling_matches_mxnets_formula_hybridized_too(size):
+    x = np.random.default_rng(8).uniform(size=(2, 3, 7, 5))
+    h, w = (size[0], size[0]) if len(size) == 1 else size
+    got = nd.contrib.AdaptiveAvgPooling2D(nd.array(x, dtype="float64"), output_size=size)
+    np.testing.assert_allclose(got.asnumpy(), _adaptive_reference(x, h, w), rtol=1e-12)
+    s = sym.contrib.AdaptiveAvgPooling2D(sym.var("x"), output_size=size)
+    grad = nd.zeros(x.shape, dtype="float64")
+    exe = s.bind(args={"x": nd.array(x, dtype="float64")}, args_grad={"x": grad})
+    exe.forward(is_train=True)
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), got.asnumpy(), rtol=1e-12)
+    exe.backward(nd.ones((2, 3, h, w), dtype="float64"))
+    # each cell spreads 1 over its window: the total is the number of cells
+    np.testing.assert_allclose(grad.asnumpy().sum(axis=(2, 3)), h * w, rtol=1e-12)

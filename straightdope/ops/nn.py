@@ -1031,3 +1031,57 @@ register("_svm_output_grad", inputs=("out", "label"), attrs=dict(_SVM_ATTRS),
          forward=lambda attrs, out, label: (_svm_check_labels(out, label),
                                             _svm_grad(attrs, out, label))[1],
          doc="Gradient of SVMOutput.")
+
+
+# ---------------------------------------------------- AdaptiveAvgPooling2D
+# MXNet's contrib op: NCHW data averaged over windows that tile each plane into
+# output_size cells; cell i covers rows floor(i * H / h) .. ceil((i + 1) * H / h) - 1
+# (neighbouring windows may overlap by a row when h does not divide H).
+def _adaptive_size(attrs, shape):
+    size = tuple(attrs["output_size"])
+    if len(size) > 2:
+        raise OpError(f"AdaptiveAvgPooling2D: output_size is (height, width) or one size, "
+                      f"got {size}")
+    return (1, 1) if not size else (size[0], size[0]) if len(size) == 1 else size
+
+
+def _adaptive_windows(count, cells):
+    return [(i * count // cells, -(-(i + 1) * count // cells)) for i in range(cells)]
+
+
+def _adaptive_pool_forward(attrs, x):
+    h, w = _adaptive_size(attrs, x.shape)
+    out = np.empty(x.shape[:2] + (h, w), dtype=np.float64)
+    for i, (r0, r1) in enumerate(_adaptive_windows(x.shape[2], h)):
+        for j, (c0, c1) in enumerate(_adaptive_windows(x.shape[3], w)):
+            out[:, :, i, j] = x[:, :, r0:r1, c0:c1].mean(axis=(2, 3))
+    return out.astype(x.dtype)
+
+
+def _adaptive_pool_grad_forward(attrs, og, x):
+    h, w = _adaptive_size(attrs, x.shape)
+    grad = np.zeros(x.shape, dtype=np.float64)
+    for i, (r0, r1) in enumerate(_adaptive_windows(x.shape[2], h)):
+        for j, (c0, c1) in enumerate(_adaptive_windows(x.shape[3], w)):
+            grad[:, :, r0:r1, c0:c1] += og[:, :, i:i + 1, j:j + 1] / ((r1 - r0) * (c1 - c0))
+    return grad.astype(x.dtype)
+
+
+def _adaptive_pool_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    if len(s) != 4:
+        raise OpError(f"AdaptiveAvgPooling2D: needs 4-D (N, C, H, W) data, got {tuple(s)}")
+    return in_shapes, [tuple(s[:2]) + _adaptive_size(attrs, s)]
+
+
+register("_contrib_AdaptiveAvgPooling2D", placement="host",
+         attrs={"output_size": Shape(())}, forward=_adaptive_pool_forward,
+         infer_shape=_adaptive_pool_shape,
+         gradient=lambda F, a, i, o, og: [F._adaptive_avg_pool_grad(og[0], i[0], **a)],
+         doc="contrib.AdaptiveAvgPooling2D(data, output_size=()): each NCHW plane averaged "
+             "over the windows that tile it into output_size cells (1 x 1 by default).")
+register("_adaptive_avg_pool_grad", inputs=("out_grad", "data"), placement="host",
+         attrs={"output_size": Shape(())}, forward=_adaptive_pool_grad_forward,
+         infer_shape=like_input(1), doc="Gradient of AdaptiveAvgPooling2D.")
