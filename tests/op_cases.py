@@ -866,3 +866,8 @@ add(Case("_random_pdf_dirichlet",
 
 for _size in ((), (2,), (2, 3)):
     add(Case("_contrib_AdaptiveAvgPooling2D", inputs(U((2, 2, 5, 7))), {"output_size": _size}))
+for _attrs in ({"height": 5, "width": 7}, {"height": 3, "width": 2, "align_corners": False},
+               {"scale_height": 0.5, "scale_width": 2.0, "mode": "odd_scale"},
+               {"mode": "to_even_up"}):
+    add(Case("_contrib_BilinearResize2D", inputs(U((1, 2, 4, 5))), _attrs))
+add(Case("_contrib_BilinearResize2D", inputs(U((1, 2, 4, 5)), U((1, 1, 3, 3))), {"mode": "like"}))

@@ -124,3 +124,49 @@ def test_adaptive_avg_pooling_matches_mxnets_formula_hybridized_too(size):
     exe.backward(nd.ones((2, 3, h, w), dtype="float64"))
     # each cell spreads 1 over its window: the total is the number of cells
     np.testing.assert_allclose(grad.asnumpy().sum(axis=(2, 3)), h * w, rtol=1e-12)
+
+
+def _bilinear_reference(x, h, w, align_corners):
+    """Each output pixel from its four input neighbours (MXNet's formulas)."""
+    H, W = x.shape[2:]
+
+    def source(dst, n_in, n_out):
+        if align_corners:
+            return dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+        return max((dst + 0.5) * n_in / n_out - 0.5, 0.0)
+    out = np.empty(x.shape[:2] + (h, w))
+    for i in range(h):
+        r = source(i, H, h)
+        r0, fr = int(r), r - int(r)
+        r1 = r0 + 1 if r0 < H - 1 else r0
+        for j in range(w):
+            c = source(j, W, w)
+            c0, fc = int(c), c - int(c)
+            c1 = c0 + 1 if c0 < W - 1 else c0
+            out[:, :, i, j] = ((1 - fr) * ((1 - fc) * x[:, :, r0, c0] + fc * x[:, :, r0, c1])
+                               + fr * ((1 - fc) * x[:, :, r1, c0] + fc * x[:, :, r1, c1]))
+    return out
+
+
+@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("size", [(6, 4), (2, 9)])
+def test_bilinear_resize_matches_the_four_neighbour_formula(size, align_corners):
+    x = np.random.default_rng(9).uniform(size=(1, 2, 3, 5))
+    got = nd.contrib.BilinearResize2D(nd.array(x, dtype="float64"), height=size[0],
+                                      width=size[1], align_corners=align_corners)
+    np.testing.assert_allclose(got.asnumpy(), _bilinear_reference(x, *size, align_corners),
+                               rtol=1e-12)
+    like = sym.contrib.BilinearResize2D(sym.var("x"), sym.var("like"), mode="like",
+                                        align_corners=align_corners)
+    bound = like.eval(x=nd.array(x, dtype="float64"), like=nd.zeros((1, 1) + size))[0]
+    np.testing.assert_allclose(bound.asnumpy(), got.asnumpy(), rtol=1e-12)
+
+
+def test_bilinear_resize_modes_give_mxnets_sizes():
+    s = sym.contrib.BilinearResize2D(sym.var("x"), mode="to_odd_up")
+    assert s.infer_shape(x=(1, 1, 4, 7))[1] == [(1, 1, 5, 7)]
+    s = sym.contrib.BilinearResize2D(sym.var("x"), scale_height=0.5, scale_width=3,
+                                     mode="odd_scale")
+    assert s.infer_shape(x=(1, 1, 4, 7))[1] == [(1, 1, 2, 19)]
+    with pytest.raises(ValueError, match="mode 'odd_scale' needs scale_height"):
+        sym.contrib.BilinearResize2D(sym.var("x"), mode="odd_scale").infer_shape(x=(1, 1, 4, 4))

@@ -10,7 +10,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .registry import Bool, Choice, Float, Int, OpError, Shape, axis_in, like_input, register
+from .registry import (Bool, Choice, Float, Int, OpError, OptFloat, Shape, axis_in, like_input,
+                       register)
 from .reduce import norm_axes
 
 
@@ -1085,3 +1086,99 @@ register("_contrib_AdaptiveAvgPooling2D", placement="host",
 register("_adaptive_avg_pool_grad", inputs=("out_grad", "data"), placement="host",
          attrs={"output_size": Shape(())}, forward=_adaptive_pool_grad_forward,
          infer_shape=like_input(1), doc="Gradient of AdaptiveAvgPooling2D.")
+
+
+# -------------------------------------------------------- BilinearResize2D
+# MXNet's contrib op: NCHW planes resized with bilinear interpolation. Each output row
+# reads two input rows: source position dst * (in - 1) / (out - 1) with align_corners,
+# else (dst + 0.5) * in / out - 0.5 (at least 0). As matrices, y = Rh @ x @ Rw.T, and the
+# gradient is Rh.T @ og @ Rw. The output size comes from `mode`.
+RESIZE_MODES = ("size", "like", "odd_scale", "to_even_down", "to_even_up", "to_odd_down",
+                "to_odd_up")
+RESIZE_ATTRS = {"height": Int(1), "width": Int(1), "scale_height": OptFloat(),
+                "scale_width": OptFloat(), "mode": Choice(*RESIZE_MODES),
+                "align_corners": Bool(True)}
+
+
+def _resize_size(attrs, shape, like=None):
+    """(height, width) of the output for data of `shape` (NCHW)."""
+    mode, sizes = attrs["mode"], shape[2:]
+    if mode == "like":
+        if like is None or len(like) != 4:
+            raise OpError("BilinearResize2D: mode 'like' needs a second 4-D input whose "
+                          "height and width the output takes")
+        return tuple(like[2:])
+    scales = (attrs["scale_height"], attrs["scale_width"])
+    if mode == "size":
+        fixed = (attrs["height"], attrs["width"])
+        return tuple(int(n * s) if s is not None else f for n, s, f in zip(sizes, scales, fixed))
+    if mode == "odd_scale":
+        if None in scales:
+            raise OpError("BilinearResize2D: mode 'odd_scale' needs scale_height and "
+                          "scale_width")
+        return tuple(int(n * s) if n % 2 == 0 else int((n - 1) * s) + 1
+                     for n, s in zip(sizes, scales))
+    want_even, step = mode.startswith("to_even"), 1 if mode.endswith("up") else -1
+    return tuple(n if (n % 2 == 0) == want_even else n + step for n in sizes)
+
+
+def _resize_matrix(n_in, n_out, align_corners):
+    """The (n_out, n_in) interpolation weights along one axis, MXNet's formula."""
+    if align_corners:
+        src = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        src = np.maximum((np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5, 0.0)
+    low = src.astype(np.int64)
+    frac = src - low
+    high = np.where(low < n_in - 1, low + 1, low)
+    m = np.zeros((n_out, n_in))
+    np.add.at(m, (np.arange(n_out), low), 1.0 - frac)
+    np.add.at(m, (np.arange(n_out), high), frac)
+    return m
+
+
+def _resize_inputs(attrs):
+    return ("data", "like") if attrs["mode"] == "like" else ("data",)
+
+
+def _resize_matrices(attrs, shape, like_shape):
+    h, w = _resize_size(attrs, shape, like_shape)
+    return (_resize_matrix(shape[2], h, attrs["align_corners"]),
+            _resize_matrix(shape[3], w, attrs["align_corners"]))
+
+
+def _resize_forward(attrs, x, like=None):
+    rh, rw = _resize_matrices(attrs, x.shape, None if like is None else like.shape)
+    return (rh @ x.astype(np.float64) @ rw.T).astype(x.dtype)
+
+
+def _resize_grad_forward(attrs, og, x, like=None):
+    rh, rw = _resize_matrices(attrs, x.shape, None if like is None else like.shape)
+    return (rh.T @ og.astype(np.float64) @ rw).astype(x.dtype)
+
+
+def _resize_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None or (attrs["mode"] == "like" and in_shapes[1] is None):
+        return in_shapes, [None]
+    if len(s) != 4:
+        raise OpError(f"BilinearResize2D: needs 4-D (N, C, H, W) data, got {tuple(s)}")
+    size = _resize_size(attrs, s, in_shapes[1] if attrs["mode"] == "like" else None)
+    if min(size) < 1:
+        raise OpError(f"BilinearResize2D: its attributes give an output of {size} for "
+                      f"data {tuple(s)}: choose a height and width of at least 1")
+    return in_shapes, [tuple(s[:2]) + size]
+
+
+register("_contrib_BilinearResize2D", placement="host", inputs=("data", "like"),
+         optional_inputs=_resize_inputs, index_inputs=("like",), attrs=dict(RESIZE_ATTRS),
+         forward=_resize_forward, infer_shape=_resize_shape,
+         gradient=lambda F, a, i, o, og: [F._bilinear_resize_grad(og[0], *i, **a)] + (
+             [F.zeros_like(i[1])] if a["mode"] == "like" else []),
+         doc="contrib.BilinearResize2D(data, like=None, height=1, width=1, scale_height=None, "
+             "scale_width=None, mode='size', align_corners=True): NCHW planes resized by "
+             "bilinear interpolation.")
+register("_bilinear_resize_grad", placement="host", inputs=("out_grad", "data", "like"),
+         optional_inputs=lambda attrs: ("out_grad",) + _resize_inputs(attrs),
+         index_inputs=("like",), attrs=dict(RESIZE_ATTRS), forward=_resize_grad_forward,
+         infer_shape=like_input(1), doc="Gradient of BilinearResize2D for its data.")
