@@ -871,3 +871,6 @@ for _attrs in ({"height": 5, "width": 7}, {"height": 3, "width": 2, "align_corne
                {"mode": "to_even_up"}):
     add(Case("_contrib_BilinearResize2D", inputs(U((1, 2, 4, 5))), _attrs))
 add(Case("_contrib_BilinearResize2D", inputs(U((1, 2, 4, 5)), U((1, 1, 3, 3))), {"mode": "like"}))
+add(Case("im2col", inputs(U((2, 2, 5, 4))), {"kernel": (2, 3), "stride": (2, 1), "pad": (1, 0)}))
+add(Case("col2im", inputs(U((2, 12, 10))),
+         {"output_size": (4, 5), "kernel": (2, 3), "dilate": (2, 1), "pad": (0, 1)}))

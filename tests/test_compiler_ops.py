@@ -27,11 +27,20 @@ from straightdope.graph import ReferenceBackend
 from straightdope.ops import OPS
 from straightdope.ops.registry import PLACEMENTS
 
+def _hosted(case) -> bool:
+    """Does the registry run this case on the host (`host_when`: prelu's LeakyReLU)?"""
+    op = OPS[case.op]
+    if op.host_when is None:
+        return False
+    arrays = case.make(np.random.default_rng(0))
+    return op.host_when(op.parse_attrs(case.attrs), [np.shape(a) for a in arrays])
+
+
 FAMILIES = {
     # an output size that only running decides: such a graph runs on the reference
     # executor (cached_op._backend_for), so it gets a group of its own
     "dynamic": lambda c: c.op == "_contrib_boolean_mask",
-    "elementwise": lambda c: OPS[c.op].scalar_expr is not None or c.op in (
+    "elementwise": lambda c: (OPS[c.op].scalar_expr is not None and not _hosted(c)) or c.op in (
         "add_n", "Cast", "broadcast_to", "broadcast_like", "_zeros", "_ones", "_full"),
     "reduce": lambda c: c.op in ("sum", "mean", "max", "min", "prod", "argmax", "argmin",
                                  "softmax",

@@ -170,3 +170,20 @@ def test_bilinear_resize_modes_give_mxnets_sizes():
     assert s.infer_shape(x=(1, 1, 4, 7))[1] == [(1, 1, 2, 19)]
     with pytest.raises(ValueError, match="mode 'odd_scale' needs scale_height"):
         sym.contrib.BilinearResize2D(sym.var("x"), mode="odd_scale").infer_shape(x=(1, 1, 4, 4))
+
+
+def test_im2col_times_the_weights_is_the_convolution():
+    rng = np.random.default_rng(10)
+    x, w = rng.uniform(size=(2, 3, 9, 7)), rng.uniform(size=(4, 3, 3, 2))
+    kw = {"kernel": (3, 2), "stride": (2, 1), "dilate": (1, 2), "pad": (1, 1)}
+    col = nd.im2col(nd.array(x, dtype="float64"), **kw)
+    conv = nd.Convolution(nd.array(x, dtype="float64"), nd.array(w, dtype="float64"),
+                          num_filter=4, no_bias=True, **kw)
+    product = np.einsum("fk,nkl->nfl", w.reshape(4, -1), col.asnumpy())
+    np.testing.assert_allclose(product.reshape(conv.shape), conv.asnumpy(), rtol=1e-10)
+    # col2im adds each patch back: with ones, each pixel counts the patches covering it
+    counts = nd.col2im(nd.ones_like(col), (9, 7), **kw).asnumpy()
+    back = nd.col2im(col, (9, 7), **kw).asnumpy()
+    np.testing.assert_allclose(back, counts * x, rtol=1e-12)
+    s = sym.im2col(sym.var("x"), **kw)
+    assert s.infer_shape(x=(2, 3, 9, 7))[1] == [col.shape]

@@ -1182,3 +1182,89 @@ register("_bilinear_resize_grad", placement="host", inputs=("out_grad", "data", 
          optional_inputs=lambda attrs: ("out_grad",) + _resize_inputs(attrs),
          index_inputs=("like",), attrs=dict(RESIZE_ATTRS), forward=_resize_grad_forward,
          infer_shape=like_input(1), doc="Gradient of BilinearResize2D for its data.")
+
+
+# ---------------------------------------------------------- im2col, col2im
+# MXNet's im2col: every kernel-sized patch of NCHW data as a column, (N, C * kh * kw, L)
+# with L the patches (row-major over the output positions) and rows ordered channel, then
+# kernel row, then kernel column: a Convolution is then a matrix product with
+# weight.reshape(num_filter, -1). col2im adds columns back into an image (overlaps sum):
+# each is the other's gradient. 2-D kernels only.
+COL_ATTRS = {"kernel": Shape(required=True), "stride": Shape(()), "dilate": Shape(()),
+             "pad": Shape(())}
+
+
+def _patch_geometry(op, attrs, spatial):
+    """(padding, the row and column of each (kernel offset, output position)) as arrays."""
+    kernel = tuple(attrs["kernel"])
+    if len(kernel) != 2 or len(spatial) != 2:
+        raise OpError(f"{op}: 2-D kernels and NCHW images only, got kernel {kernel} for "
+                      f"spatial size {tuple(spatial)}")
+    stride, dilate, pad = (tuple(attrs[k]) or (d, d) for k, d in
+                           (("stride", 1), ("dilate", 1), ("pad", 0)))
+    out = [(n + 2 * p - (d * (k - 1) + 1)) // s + 1
+           for n, k, s, d, p in zip(spatial, kernel, stride, dilate, pad)]
+    if min(out) < 1:
+        raise OpError(f"{op}: kernel {kernel} (dilate {dilate}) does not fit the padded "
+                      f"image {tuple(spatial)} + 2 * {pad}")
+    ki, kj = np.meshgrid(np.arange(kernel[0]), np.arange(kernel[1]), indexing="ij")
+    oi, oj = np.meshgrid(np.arange(out[0]), np.arange(out[1]), indexing="ij")
+    rows = ki.reshape(-1, 1) * dilate[0] + oi.reshape(1, -1) * stride[0]
+    cols = kj.reshape(-1, 1) * dilate[1] + oj.reshape(1, -1) * stride[1]
+    return pad, rows, cols, out
+
+
+def _im2col_forward(attrs, x):
+    pad, rows, cols, _ = _patch_geometry("im2col", attrs, x.shape[2:])
+    padded = np.pad(x, [(0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])])
+    patches = padded[:, :, rows, cols]                  # (N, C, kh * kw, L)
+    return np.ascontiguousarray(patches.reshape(x.shape[0], -1, rows.shape[1]))
+
+
+def _col2im_forward(attrs, col):
+    size = tuple(attrs["output_size"])
+    pad, rows, cols, _ = _patch_geometry("col2im", attrs, size)
+    n, k, length = col.shape[0], rows.shape[0], rows.shape[1]
+    image = np.zeros((n, col.shape[1] // k, size[0] + 2 * pad[0], size[1] + 2 * pad[1]),
+                     dtype=col.dtype)
+    np.add.at(image, (slice(None), slice(None), rows, cols), col.reshape(n, -1, k, length))
+    return np.ascontiguousarray(image[:, :, pad[0]:pad[0] + size[0], pad[1]:pad[1] + size[1]])
+
+
+def _im2col_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    if len(s) != 4:
+        raise OpError(f"im2col: needs 4-D (N, C, H, W) data, got {tuple(s)}")
+    _, rows, _, _ = _patch_geometry("im2col", attrs, s[2:])
+    return in_shapes, [(s[0], s[1] * rows.shape[0], rows.shape[1])]
+
+
+def _col2im_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    _, rows, _, _ = _patch_geometry("col2im", attrs, attrs["output_size"])
+    if len(s) != 3 or s[1] % rows.shape[0] or s[2] != rows.shape[1]:
+        raise OpError(f"col2im: data must be (N, C * {rows.shape[0]}, {rows.shape[1]}) for "
+                      f"kernel {tuple(attrs['kernel'])} and output_size "
+                      f"{tuple(attrs['output_size'])}, got {tuple(s)}")
+    return in_shapes, [(s[0], s[1] // rows.shape[0]) + tuple(attrs["output_size"])]
+
+
+register("im2col", placement="host", attrs=dict(COL_ATTRS), forward=_im2col_forward,
+         infer_shape=_im2col_shape,
+         gradient=lambda F, a, i, o, og: [F._im2col_grad(og[0], i[0], **a)],
+         doc="im2col(data, kernel, stride=(), dilate=(), pad=()): each kernel-sized patch of "
+             "NCHW data as a column, (N, C * kh * kw, patches).")
+register("_im2col_grad", inputs=("data", "like"), placement="host", attrs=dict(COL_ATTRS),
+         forward=lambda attrs, col, like: _col2im_forward(
+             dict(attrs, output_size=like.shape[2:]), col),
+         index_inputs=("like",), infer_shape=like_input(1),
+         doc="col2im to the size of `like` (im2col's gradient).")
+register("col2im", placement="host", attrs={"output_size": Shape(required=True), **COL_ATTRS},
+         forward=_col2im_forward, infer_shape=_col2im_shape,
+         gradient=lambda F, a, i, o, og: [F.im2col(og[0], **{k: a[k] for k in COL_ATTRS})],
+         doc="col2im(data, output_size, kernel, stride=(), dilate=(), pad=()): columns "
+             "added back into (N, C, *output_size) images, overlaps summed.")
