@@ -107,6 +107,11 @@ add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "leaky", "slop
 add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "elu", "slope": 1.0},
          expected=lambda ins, a: [np.where(ins[0] > 0, ins[0], np.expm1(ins[0]))]))
 add(Case("LeakyReLU", inputs(U((2, 5))), {"act_type": "gelu"}))
+add(Case("LeakyReLU", inputs(U((3, 4), kinks=(0,)), U((4,), 0.1, 0.5)), {"act_type": "prelu"},
+         wrt=(0, 1), expected=lambda ins, a: [np.where(ins[0] > 0, ins[0], ins[1] * ins[0])]))
+add(Case("LeakyReLU", inputs(U((2, 3, 2, 2), kinks=(0,)), U((2, 3), 0.1, 0.5)),
+         {"act_type": "prelu"}, wrt=(0, 1), label="LeakyReLU-prelu-4d",   # gamma on axes 0, 1
+         expected=lambda ins, a: [np.where(ins[0] > 0, ins[0], ins[1][..., None, None] * ins[0])]))
 add(Case("LeakyReLU", inputs(U((2, 5), kinks=(0,))), {"act_type": "selu"},
          expected=lambda ins, a: [1.0507009873554804934193349852946 * np.where(
              ins[0] > 0, ins[0], 1.6732632423543772848170429916717 * np.expm1(ins[0]))]))
@@ -198,6 +203,29 @@ add(Case("softmax", inputs(U((3, 5))), {"axis": 0},
          expected=lambda ins, a: [_softmax(ins[0], 0)]))
 add(Case("log_softmax", inputs(U((3, 5))),
          expected=lambda ins, a: [np.log(_softmax(ins[0], -1))]))
+def _masked_softmax(x, length, axis, log=False):
+    """softmax (log_softmax) of the first length[...] entries along axis; 0 after them."""
+    keep = np.arange(x.shape[axis]).reshape(-1, 1) < np.expand_dims(length, axis)
+    e = np.where(keep, np.exp(x - x.max(axis=axis, keepdims=True)), 0.0)
+    p = e / e.sum(axis=axis, keepdims=True)
+    return np.where(keep, np.log(np.where(keep, p, 1.0)), 0.0) if log else p
+
+
+def lengths(shape, longest):
+    return lambda rng: rng.integers(1, longest + 1, shape).astype(np.float64)
+
+
+for name in ("softmax", "log_softmax"):       # with a length: the host forward and backward
+    add(Case(name, inputs(U((2, 4, 3)), lengths((2, 3), 4)), {"axis": 1, "use_length": True},
+             expected=lambda ins, a, log=name == "log_softmax": [
+                 _masked_softmax(ins[0], ins[1].astype(int), 1, log)]))
+    add(Case(name, inputs(U((3, 5))), {"dtype": "float64"}, label=f"{name}-dtype",
+             expected=lambda ins, a, log=name == "log_softmax": [
+                 np.log(_softmax(ins[0], -1)) if log else _softmax(ins[0], -1)]))
+add(Case("softmin", inputs(U((3, 5))), {"dtype": "float64"}, label="softmin-dtype",
+         expected=lambda ins, a: [_softmax(-ins[0], -1)]))
+add(Case("pick", inputs(U((4, 5)), lambda rng: rng.integers(-9, 10, (4,)).astype(np.float64)),
+         {"mode": "wrap"}, expected=lambda ins, a: [ins[0][np.arange(4), ins[1].astype(int) % 5]]))
 add(Case("pick", inputs(U((4, 5)), labels((4,), 5)),
          expected=lambda ins, a: [ins[0][np.arange(4), ins[1].astype(int)]]))
 add(Case("_sparse_softmax_ce", inputs(U((4, 5)), labels((4,), 5)),
@@ -211,6 +239,12 @@ add(Case("one_hot", inputs(labels((4,), 5)), {"depth": 5}, wrt=(),
 for name in ("SoftmaxOutput", "Softmax"):
     add(Case(name, inputs(U((4, 5)), labels((4,), 5)), wrt=(),
              expected=lambda ins, a: [_softmax(ins[0], -1)]))
+add(Case("SoftmaxOutput", inputs(U((2, 3, 2)), labels((2, 3), 6)), wrt=(),  # flattened rows
+         expected=lambda ins, a: [_softmax(ins[0].reshape(2, 6), -1).reshape(2, 3, 2)]))
+add(Case("SoftmaxOutput", inputs(U((2, 3, 2)), labels((2, 3), 2)), {"preserve_shape": True},
+         wrt=(), expected=lambda ins, a: [_softmax(ins[0], -1)]))
+add(Case("SoftmaxOutput", inputs(U((2, 3, 2)), labels((2, 2), 3)), {"multi_output": True},
+         wrt=(), expected=lambda ins, a: [_softmax(ins[0], 1)]))
 add(Case("softmax_cross_entropy", inputs(U((4, 5)), labels((4,), 5)),
          expected=lambda ins, a: [np.array([-np.log(_softmax(ins[0], -1)[
              np.arange(4), ins[1].astype(int)]).sum()])]))
@@ -789,3 +823,55 @@ add(Case("_digamma", inputs(U((3, 4), 0.5, 3)), wrt=(),
 add(Case("_sample_multinomial", lambda rng: [np.array([[0.0, 1, 0], [0, 0, 1]])],
          {"shape": (4,), "get_prob": True, "dtype": "float32"}, wrt=(),
          expected=lambda ins, a: [np.array([[1.0] * 4, [2.0] * 4]), np.zeros((2, 4))]))
+
+# Samplers (ops/sampling.py), with parameters that make every draw certain: the cases are
+# deterministic (their distributions: tests/test_random_ops.py)
+_CERTAIN = {"uniform": {"low": 1.5, "high": 1.5}, "normal": {"loc": 2.0, "scale": 0.0},
+            "gamma": {"alpha": 2.0, "beta": 0.0}, "exponential": {"lam": float("inf")},
+            "poisson": {"lam": 0.0}, "negative_binomial": {"k": 2, "p": 1.0},
+            "generalized_negative_binomial": {"mu": 0.0, "alpha": 0.5}}
+for _dist, _params in _CERTAIN.items():
+    _value = float(next(iter(_params.values()))) if _dist in ("uniform", "normal") else 0.0
+    add(Case(f"_random_{_dist}", lambda rng: [], dict(_params, shape=(2, 3)), wrt=(),
+             expected=lambda ins, a, v=_value: [np.full((2, 3), v, np.float32)]))
+    add(Case(f"_random_{_dist}_like", inputs(U((2, 3))), dict(_params),
+             expected=lambda ins, a, v=_value: [np.full((2, 3), v)]))
+    _arrays = [np.full((2,), float(p)) for p in _params.values()]
+    add(Case(f"_sample_{_dist}", lambda rng, arrays=_arrays: [a.copy() for a in arrays],
+             {"shape": (3,)}, wrt=(),
+             expected=lambda ins, a, v=_value: [np.full((2, 3), v, np.float32)]))
+add(Case("_random_randint", lambda rng: [], {"low": 3, "high": 4, "shape": (2, 2)}, wrt=(),
+         expected=lambda ins, a: [np.full((2, 2), 3, np.int32)]))
+add(Case("_shuffle", inputs(U((1, 4))), wrt=(), expected=lambda ins, a: [ins[0]]))
+
+# densities: parameters of the sample's leading shape, two draws each
+_PDF_PARAMS = {"normal": [U((2,), 0.5, 1.0), U((2,), 0.5, 1.5)],
+               "uniform": [U((2,), -2.0, -1.5), U((2,), 1.5, 2.0)],
+               "gamma": [U((2,), 1.5, 3.0), U((2,), 0.5, 2.0)],
+               "exponential": [U((2,), 0.5, 2.0)],
+               "poisson": [U((2,), 1.0, 4.0)],
+               "negative_binomial": [U((2,), 2.0, 4.0), U((2,), 0.3, 0.7)],
+               "generalized_negative_binomial": [U((2,), 1.0, 3.0), U((2,), 0.2, 0.8)]}
+_DISCRETE = ("poisson", "negative_binomial", "generalized_negative_binomial")
+for _dist, _makers in _PDF_PARAMS.items():
+    _sample = (lambda rng: rng.integers(0, 5, (2, 2)).astype(np.float64)) \
+        if _dist in _DISCRETE else U((2, 2), 0.2, 1.2)
+    _wrt = tuple(range(1, 1 + len(_makers))) if _dist in _DISCRETE else \
+        tuple(range(1 + len(_makers)))
+    for _log in (False, True):
+        add(Case(f"_random_pdf_{_dist}", inputs(_sample, *_makers), {"is_log": _log},
+                 wrt=_wrt))
+add(Case("_random_pdf_dirichlet",
+         lambda rng: [rng.dirichlet([1.5, 2.0, 3.0], (2, 2)), rng.uniform(1.0, 3.0, (2, 3))],
+         {"is_log": True}, wrt=(0, 1)))
+
+for _size in ((), (2,), (2, 3)):
+    add(Case("_contrib_AdaptiveAvgPooling2D", inputs(U((2, 2, 5, 7))), {"output_size": _size}))
+for _attrs in ({"height": 5, "width": 7}, {"height": 3, "width": 2, "align_corners": False},
+               {"scale_height": 0.5, "scale_width": 2.0, "mode": "odd_scale"},
+               {"mode": "to_even_up"}):
+    add(Case("_contrib_BilinearResize2D", inputs(U((1, 2, 4, 5))), _attrs))
+add(Case("_contrib_BilinearResize2D", inputs(U((1, 2, 4, 5)), U((1, 1, 3, 3))), {"mode": "like"}))
+add(Case("im2col", inputs(U((2, 2, 5, 4))), {"kernel": (2, 3), "stride": (2, 1), "pad": (1, 0)}))
+add(Case("col2im", inputs(U((2, 12, 10))),
+         {"output_size": (4, 5), "kernel": (2, 3), "dilate": (2, 1), "pad": (0, 1)}))

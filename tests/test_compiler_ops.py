@@ -27,11 +27,20 @@ from straightdope.graph import ReferenceBackend
 from straightdope.ops import OPS
 from straightdope.ops.registry import PLACEMENTS
 
+def _hosted(case) -> bool:
+    """Does the registry run this case on the host (`host_when`: prelu's LeakyReLU)?"""
+    op = OPS[case.op]
+    if op.host_when is None:
+        return False
+    arrays = case.make(np.random.default_rng(0))
+    return op.host_when(op.parse_attrs(case.attrs), [np.shape(a) for a in arrays])
+
+
 FAMILIES = {
     # an output size that only running decides: such a graph runs on the reference
     # executor (cached_op._backend_for), so it gets a group of its own
     "dynamic": lambda c: c.op == "_contrib_boolean_mask",
-    "elementwise": lambda c: OPS[c.op].scalar_expr is not None or c.op in (
+    "elementwise": lambda c: (OPS[c.op].scalar_expr is not None and not _hosted(c)) or c.op in (
         "add_n", "Cast", "broadcast_to", "broadcast_like", "_zeros", "_ones", "_full"),
     "reduce": lambda c: c.op in ("sum", "mean", "max", "min", "prod", "argmax", "argmin",
                                  "softmax",
@@ -107,18 +116,18 @@ def _run(cases, backend, dtype, train):
 
 @contextlib.contextmanager
 def _numpy_forwards_recorded():
-    """Record (op name, ndim of its first input) for every registry op's NumPy forward
-    that runs inside the block."""
+    """Record (op name, where its registry entry places it for these attributes and
+    data) for every registry op's NumPy forward that runs inside the block."""
     ops = list({id(op): op for op in OPS.values() if op.forward is not None}.values())
     calls, saved = set(), [(op, op.forward) for op in ops]     # (aliases share an Op)
 
-    def spy(name, forward):
+    def spy(op, forward):
         def recorded(attrs, *arrays, **kwargs):
-            calls.add((name, np.ndim(arrays[0]) if arrays else 0))
+            calls.add((op.name, op.placement_for(attrs, [np.shape(a) for a in arrays])))
             return forward(attrs, *arrays, **kwargs)
         return recorded
     for op in ops:
-        op.forward = spy(op.name, op.forward)
+        op.forward = spy(op, op.forward)
     try:
         yield calls
     finally:
@@ -164,10 +173,8 @@ class _Planner(ReferenceBackend):
 
 
 def _declared(graph, node) -> str:
-    """The op's placement; "host" for data its kernel does not cover (`kernel_ndim`)."""
-    op = node.op
-    ndim = len(graph.shape_of(tuple(node.inputs[0]))) if node.inputs else None
-    return "host" if op.kernel_ndim not in (None, ndim) else op.placement
+    """The op's placement; "host" for data or attributes its kernel does not cover."""
+    return node.op.placement_for(node.attrs, [graph.shape_of(tuple(e)) for e in node.inputs])
 
 
 def test_every_op_declares_a_placement_its_compiler_pass_knows():
@@ -231,12 +238,6 @@ def test_loops_and_branches_are_planned_where_their_placement_says():
 REWRITTEN = {name for name in REWRITES if OPS[name].placement != "lowered"}
 
 
-def _runs_on_host(name: str, ndim: int) -> bool:
-    """What the registry declares: its NumPy forward runs between compiled segments."""
-    op = OPS[name]
-    return op.placement == "host" or op.kernel_ndim not in (None, ndim)
-
-
 @pytest.mark.parametrize("key", sorted({(family(c), c.train) for c in CASES}),
                          ids=lambda k: f"{k[0]}-{'train' if k[1] else 'predict'}")
 def test_each_op_runs_where_the_compiler_says_it_does(key):
@@ -247,10 +248,10 @@ def test_each_op_runs_where_the_compiler_says_it_does(key):
     if key[0] == "dynamic":        # the reference executor ran it: no compiled host steps
         assert not numba["host_calls"]
         return
-    for name, ndim in sorted(numba["host_calls"]):
-        assert _runs_on_host(name, ndim), \
+    for name, declared in sorted(numba["host_calls"]):
+        assert declared == "host", \
             f"{name} ran its NumPy forward in a compiled graph, but is declared " \
-            f"{OPS[name].placement!r}"
+            f"{declared!r} for those attributes and data"
     called = {name for name, _ in numba["host_calls"]}
     for name in sorted(numba["ops"]):
         if OPS[name].placement == "host":

@@ -3,6 +3,7 @@ unnormalised rows, log-probabilities with a gradient, (1,) for one draw of a 1-D
 import numpy as np
 import pytest
 
+import straightdope as mx
 from straightdope import autograd, nd, random
 
 
@@ -35,3 +36,73 @@ def test_seed_takes_any_integer_as_mxnet():
     assert (nd.random.uniform(shape=(3,)).asnumpy() == a).all()
     random.seed(2 ** 32 - 12345)           # the same state, modulo 2**32
     assert (nd.random.uniform(shape=(3,)).asnumpy() == a).all()
+
+
+def test_symbolic_samplers_are_seeded_nodes_with_the_right_moments():
+    """sym.random.X: a `_random_X` node for numbers, `_sample_X` for Symbols; a seeded
+    bound executor draws the same again."""
+    x = mx.sym.var("x")
+    y = mx.sym.random.normal(loc=2.0, scale=0.5, shape=(400, 50)) + x
+    exe = y.bind(mx.cpu(), {"x": mx.nd.zeros((400, 50))})
+    mx.random.seed(11)
+    first = exe.forward()[0].asnumpy()
+    mx.random.seed(11)
+    assert (exe.forward()[0].asnumpy() == first).all()
+    assert abs(first.mean() - 2.0) < 0.02 and abs(first.std() - 0.5) < 0.02
+    assert "_random_normal" in y.tojson()
+
+    lam = mx.sym.var("lam")
+    draws = mx.sym.random.exponential(scale=lam, shape=(4000,))   # rate 1 / scale
+    out = draws.eval(lam=mx.nd.array([[0.5, 2.0]]))[0].asnumpy()
+    assert out.shape == (1, 2, 4000)
+    np.testing.assert_allclose(out.mean(-1), [[0.5, 2.0]], rtol=0.1)
+    with pytest.raises(ValueError, match="all numbers or all Symbols"):
+        mx.sym.random.uniform(0.0, mx.sym.var("high"))
+
+
+def test_symbolic_like_samplers_and_shuffle():
+    data = mx.sym.var("data")
+    out = mx.sym.random.uniform_like(data, low=3.0, high=4.0).eval(
+        data=mx.nd.zeros((5, 6), dtype="float64"))[0]
+    assert out.shape == (5, 6) and out.dtype == np.float64
+    assert ((out.asnumpy() >= 3) & (out.asnumpy() < 4)).all()
+    rows = mx.nd.arange(12).reshape((4, 3))
+    shuffled = mx.sym.random.shuffle(data).eval(data=rows)[0].asnumpy()
+    assert sorted(map(tuple, shuffled)) == sorted(map(tuple, rows.asnumpy()))
+    assert (shuffled[:, 1:] - shuffled[:, :1] == [1, 2]).all()     # rows move whole
+
+
+def test_densities_match_scipy():
+    ss = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(2)
+    x, a, b = rng.uniform(0.2, 2, (2, 5)), rng.uniform(1, 3, (2,)), rng.uniform(0.5, 2, (2,))
+    k = rng.integers(0, 6, (2, 5)).astype(np.float64)
+    cases = [("normal", x, (a, b), ss.norm.pdf(x, a[:, None], b[:, None])),
+             ("gamma", x, (a, b), ss.gamma.pdf(x, a[:, None], 0, 1 / b[:, None])),
+             ("exponential", x, (a,), ss.expon.pdf(x, 0, 1 / a[:, None])),
+             ("poisson", k, (a,), ss.poisson.pmf(k, a[:, None])),
+             ("negative_binomial", k, (a, b / 3), ss.nbinom.pmf(k, a[:, None], b[:, None] / 3)),
+             ("generalized_negative_binomial", k, (a, b / 3),
+              ss.nbinom.pmf(k, 3 / b[:, None], 1 / (a[:, None] * b[:, None] / 3 + 1)))]
+    for dist, sample, params, want in cases:
+        op = getattr(nd, f"random_pdf_{dist}")
+        args = [nd.array(sample, dtype="float64")] + [nd.array(p, dtype="float64")
+                                                       for p in params]
+        np.testing.assert_allclose(op(*args).asnumpy(), want, rtol=1e-10, err_msg=dist)
+        np.testing.assert_allclose(op(*args, is_log=True).asnumpy(), np.log(want),
+                                   rtol=1e-10, err_msg=dist)
+    alpha = np.array([[1.5, 2.0, 0.7]])
+    v = rng.dirichlet(alpha[0], (1, 4))
+    got = nd.random_pdf_dirichlet(nd.array(v, dtype="float64"), nd.array(alpha, dtype="float64"),
+                                  is_log=True).asnumpy()
+    np.testing.assert_allclose(got[0], ss.dirichlet.logpdf(v[0].T, alpha[0]), rtol=1e-10)
+
+
+def test_nd_like_samplers_take_datas_shape_and_dtype():
+    random.seed(5)
+    out = nd.random.normal_like(data=nd.ones((300, 200), dtype="float64"), loc=3.0, scale=0.5)
+    assert out.shape == (300, 200) and out.dtype == np.float64
+    assert abs(out.asnumpy().mean() - 3.0) < 0.01 and abs(out.asnumpy().std() - 0.5) < 0.01
+    random.seed(5)
+    again = nd.random.normal_like(data=nd.ones((300, 200), dtype="float64"), loc=3.0, scale=0.5)
+    assert (again.asnumpy() == out.asnumpy()).all()

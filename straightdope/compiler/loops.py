@@ -20,7 +20,7 @@ over all steps after the loop (`fission_sums`, "loop fission").
 The ops that have no Numba kernel (placement "host" in the registry: `reverse`,
 `sort`, `_while_loop`, `_cond`, ...) run with their NumPy forward between segments,
 as loop nodes do ("host steps"); so do ops whose kernel covers images only
-(`kernel_ndim`) on other data. A `reverse` in time that only loops read becomes a
+(`kernel_ndim`) on other data, or not some attributes (`host_when`). A `reverse` in time that only loops read becomes a
 view that walks the sequence backwards.
 """
 from __future__ import annotations
@@ -32,13 +32,11 @@ from ..ops.control_flow import CONTROL_FLOW_OPS, _foreach_counts, body_graph, sa
 
 
 def placement(graph: Graph, node) -> str:
-    """Where this op node runs: its op's placement, or "host" for data its kernel does not
-    cover (a Convolution kernel covers 2-D images: 4-D data)."""
-    op = node.op
-    if op.kernel_ndim is not None and \
-            len(graph.shape_of(tuple(node.inputs[0]))) != op.kernel_ndim:
-        return "host"
-    return op.placement
+    """Where this op node runs: its op's placement, or "host" for data or attributes its
+    kernel does not cover (a Convolution kernel covers 2-D images: 4-D data; softmax's
+    covers no `length` input): the registry entry decides (`Op.placement_for`)."""
+    shapes = [graph.shape_of(tuple(e)) for e in node.inputs]
+    return node.op.placement_for(node.attrs, shapes)
 
 
 def runs_on_host(graph: Graph, node) -> bool:

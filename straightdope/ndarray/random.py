@@ -191,3 +191,27 @@ def shuffle(data, **kwargs):
 
 def seed(seed_state, ctx="all"):
     _np.random.seed(seed_state)
+
+
+def _like(dist, defaults):
+    def draw(data=None, out=None, **params):
+        """`dist` samples shaped like data (MXNet's _random_<dist>_like)."""
+        from . import _internal
+        params = {k: _value(params.get(k, v)) for k, v in defaults.items()}
+        result = getattr(_internal, f"_random_{dist}_like")(data, **params)
+        if out is not None:
+            out[:] = result
+            return out
+        return result
+    draw.__name__ = f"{dist}_like"
+    return draw
+
+
+uniform_like = _like("uniform", {"low": 0.0, "high": 1.0})
+normal_like = _like("normal", {"loc": 0.0, "scale": 1.0})
+gamma_like = _like("gamma", {"alpha": 1.0, "beta": 1.0})
+exponential_like = _like("exponential", {"lam": 1.0})
+poisson_like = _like("poisson", {"lam": 1.0})
+negative_binomial_like = _like("negative_binomial", {"k": 1, "p": 1.0})
+generalized_negative_binomial_like = _like("generalized_negative_binomial",
+                                           {"mu": 1.0, "alpha": 1.0})

@@ -323,8 +323,14 @@ def _leaky_relu(e, node, x, out):
     elif kind == "selu":
         from ..ops.elemwise import _SELU_ALPHA, _SELU_LAMBDA
         e.add("Selu", x, out, alpha=_SELU_ALPHA, gamma=_SELU_LAMBDA)
-    else:
+    elif kind == "prelu":                           # gamma spread over data's axes 0, 1
+        from ..ops.elemwise import _prelu_gamma_shape
+        spread = _prelu_gamma_shape(e.in_shape(1), e.in_shape(0))
+        e.add("PRelu", [x[0], e.add("Reshape", [x[1], e.ints(list(spread), "shape")])], out)
+    elif kind == "gelu":
         e.add("Gelu", x, out)                       # the exact (erf) form, like MXNet
+    else:
+        e.fail(f"act_type {kind!r} has no ONNX export here")
 
 
 _COMPARE = {"equal": "Equal", "not_equal": "Equal", "greater": "Greater",
@@ -757,6 +763,8 @@ def _batch_dot(e, node, x, out):
 @translates("pick")
 def _pick(e, node, x, out):
     """data[..., index, ...] along `axis`: GatherElements with the index as int64."""
+    if node.attrs["mode"] != "clip":
+        e.fail("mode 'wrap' has no ONNX export here: wrap the index (index % size) first")
     axis = node.attrs["axis"] % len(e.in_shape(0))
     index = e.add("Cast", [x[1]], to=_onnx_dtype(np.int64))
     index = e.add("Unsqueeze", [index, e.ints([axis], "axes")])

@@ -298,13 +298,93 @@ _LEAKY_EXPR = {
     "gelu": "(0.5 * {0} * (1.0 + math.erf({0} / 1.4142135623730951)))",
     "selu": f"({_SELU_LAMBDA!r} * ({{0}} if {{0}} > 0 else {_SELU_ALPHA!r} * (np.exp({{0}}) - 1.0)))",
 }
-LEAKY_TYPES = ("leaky", "elu", "gelu", "selu")
-register("LeakyReLU", attrs={"act_type": Choice(*LEAKY_TYPES), "slope": Float(0.25)},
-         forward=_leaky_forward, infer_shape=same_shape,
-         gradient=lambda F, attrs, i, o, og: [F._leaky_relu_grad(og[0], i[0], **attrs)],
+LEAKY_TYPES = ("leaky", "elu", "gelu", "selu", "prelu")
+LEAKY_ATTRS = {"act_type": Choice(*LEAKY_TYPES), "slope": Float(0.25),
+               "lower_bound": Float(0.125), "upper_bound": Float(0.334)}
+
+
+# prelu: a learned slope `gamma` for x < 0. MXNet lines gamma's axes up with data's axes
+# 0 and 1 only (from the right: a 1-D gamma is per channel, axis 1), the rest broadcast.
+def _prelu_gamma_shape(gamma, data):
+    """gamma's shape spread over data's dims, MXNet's expand_shape (leaky_relu-inl.h)."""
+    out, s = [1] * len(data), len(gamma) - 1
+    for i in range(len(data) - 1, -1, -1):
+        if s >= 0 and i <= 1 and (data[i] == gamma[s] or gamma[s] == 1):
+            out[i] = gamma[s]
+            s -= 1
+    if s >= 0:
+        raise OpError(f"LeakyReLU: prelu's gamma of shape {tuple(gamma)} does not line up "
+                      f"with axes 0 and 1 of data {tuple(data)}: give one slope per channel "
+                      f"({data[1] if len(data) > 1 else 1},) or a single one (1,)")
+    return tuple(out)
+
+
+def _leaky_inputs(attrs):
+    return ("data", "gamma") if attrs["act_type"] == "prelu" else ("data",)
+
+
+def _leaky_shape(attrs, in_shapes):
+    if attrs["act_type"] != "prelu":
+        return same_shape(attrs, in_shapes)
+    data, gamma = in_shapes
+    if data is not None and gamma is None:
+        gamma = (data[1] if len(data) > 1 else 1,)        # MXNet: one slope per channel
+    if data is not None:
+        _prelu_gamma_shape(gamma, data)
+    return [data, gamma], [data]
+
+
+def _leaky_shape_partial(attrs, in_shapes, out_shapes):
+    if attrs["act_type"] != "prelu":
+        return all_one_shape(attrs, in_shapes, out_shapes)
+    data = unify(in_shapes[0], out_shapes[0])
+    if data is not None and not is_complete(data):
+        return [data, in_shapes[1]], [data]
+    return _leaky_shape(attrs, [data, in_shapes[1]])
+
+
+_leaky_shape.partial = _leaky_shape_partial
+
+
+def _prelu_forward(x, gamma):
+    g = gamma.reshape(_prelu_gamma_shape(gamma.shape, x.shape))
+    return np.where(x > 0, x, g * x).astype(x.dtype, copy=False)
+
+
+def _prelu_grad_forward(attrs, og, x, gamma):
+    """d data (wrt 'data') or d gamma (summed over the axes gamma broadcasts on)."""
+    spread = _prelu_gamma_shape(gamma.shape, x.shape)
+    if attrs["wrt"] == "data":
+        return np.where(x > 0, og, gamma.reshape(spread) * og).astype(x.dtype, copy=False)
+    d = np.where(x > 0, 0, x * og)
+    axes = tuple(i for i, n in enumerate(spread) if n == 1 and x.shape[i] != 1)
+    return d.sum(axis=axes, keepdims=True).reshape(gamma.shape).astype(gamma.dtype)
+
+
+def _leaky_gradient(F, attrs, inputs, outputs, out_grads):
+    if attrs["act_type"] == "prelu":
+        return [F._prelu_grad(out_grads[0], *inputs, wrt=w) for w in ("data", "gamma")]
+    return [F._leaky_relu_grad(out_grads[0], inputs[0], **attrs)]
+
+
+def _leaky_dispatch(attrs, x, gamma=None):
+    return _prelu_forward(x, gamma) if attrs["act_type"] == "prelu" else \
+        _leaky_forward(attrs, x)
+
+
+register("LeakyReLU", inputs=("data", "gamma"), optional_inputs=_leaky_inputs,
+         attrs=dict(LEAKY_ATTRS), forward=_leaky_dispatch, infer_shape=_leaky_shape,
+         gradient=_leaky_gradient,
          scalar_expr=lambda attrs: _LEAKY_EXPR[attrs["act_type"]], elementwise=True,
+         host_when=lambda attrs, shapes: attrs["act_type"] == "prelu",
          key_attrs=("act_type",),
-         doc="LeakyReLU(data, act_type='leaky'|'elu'|'gelu'|'selu', slope=0.25).")
+         doc="LeakyReLU(data, act_type='leaky'|'elu'|'gelu'|'selu', slope=0.25), or "
+             "LeakyReLU(data, gamma, act_type='prelu'): gamma * x below zero, gamma per "
+             "channel (axis 1) or single.")
+register("_prelu_grad", inputs=("out_grad", "data", "gamma"), placement="host",
+         attrs={"wrt": Choice("data", "gamma")}, forward=_prelu_grad_forward,
+         infer_shape=lambda attrs, s: (s, [s[1] if attrs["wrt"] == "data" else s[2]]),
+         doc="Gradient of LeakyReLU(act_type='prelu') for data or for gamma.")
 
 
 def _leaky_grad_forward(attrs, og, x):
@@ -329,8 +409,7 @@ _LEAKY_GRAD_EXPR = {
             "+ {1} * np.exp(-0.5 * {1} * {1}) * 0.3989422804014327))",
     "selu": f"({{0}} * {_SELU_LAMBDA!r} * (1.0 if {{1}} > 0 else {_SELU_ALPHA!r} * np.exp({{1}})))",
 }
-register("_leaky_relu_grad", inputs=("out_grad", "data"),
-         attrs={"act_type": Choice(*LEAKY_TYPES), "slope": Float(0.25)},
+register("_leaky_relu_grad", inputs=("out_grad", "data"), attrs=dict(LEAKY_ATTRS),
          forward=_leaky_grad_forward, infer_shape=same_shape,
          scalar_expr=lambda attrs: _LEAKY_GRAD_EXPR[attrs["act_type"]], elementwise=True,
          doc="Gradient of LeakyReLU (an op of its own so that the compiler can fuse it).")

@@ -10,7 +10,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .registry import Bool, Choice, Float, Int, OpError, Shape, axis_in, like_input, register
+from .registry import (Bool, Choice, Float, Int, OpError, OptFloat, Shape, axis_in, like_input,
+                       register)
 from .reduce import norm_axes
 
 
@@ -656,12 +657,15 @@ def _dropout_forward(attrs, x, is_train=False):
     p = attrs["p"]
     if not (is_train or attrs["mode"] == "always") or p == 0:
         return x.copy(), np.ones_like(x)
-    if not 0 <= p < 1:
-        raise OpError(f"Dropout: p must be in [0, 1), got {p}")
+    if not 0 <= p <= 1:
+        raise OpError(f"Dropout: p must be in [0, 1], got {p}")
     shape = list(x.shape)
     for a in attrs["axes"]:
         shape[a] = 1            # one mask value shared along these axes
-    mask = ((np.random.random_sample(shape) >= p) / (1.0 - p)).astype(x.dtype)
+    if p == 1:                  # MXNet's mask: 0 * (1 / (1 - p)), NaN everywhere
+        mask = np.full(shape, np.nan, dtype=x.dtype)
+    else:
+        mask = ((np.random.random_sample(shape) >= p) / (1.0 - p)).astype(x.dtype)
     return x * mask, np.ascontiguousarray(np.broadcast_to(mask, x.shape))
 
 
@@ -672,9 +676,10 @@ register("Dropout", placement="kernel",
          gradient=lambda F, a, i, o, og, is_train=False: [og[0] * o[1]],
          num_outputs=2, num_visible_outputs=1, needs_train_flag=True, is_random=True,
          output_names=("output", "mask"),
-         key_attrs=("p",),
+         key_attrs=("p",), host_when=lambda attrs, shapes: attrs["p"] >= 1,
          doc="Dropout(data, p=0.5): while training, zero each element with probability p "
-             "and scale the rest by 1/(1-p); identity otherwise.")
+             "and scale the rest by 1/(1-p); identity otherwise. p=1 gives NaN, as "
+             "MXNet's 0 * (1 / 0).")
 
 
 # ------------------------------------------------------------- UpSampling
@@ -1027,3 +1032,239 @@ register("_svm_output_grad", inputs=("out", "label"), attrs=dict(_SVM_ATTRS),
          forward=lambda attrs, out, label: (_svm_check_labels(out, label),
                                             _svm_grad(attrs, out, label))[1],
          doc="Gradient of SVMOutput.")
+
+
+# ---------------------------------------------------- AdaptiveAvgPooling2D
+# MXNet's contrib op: NCHW data averaged over windows that tile each plane into
+# output_size cells; cell i covers rows floor(i * H / h) .. ceil((i + 1) * H / h) - 1
+# (neighbouring windows may overlap by a row when h does not divide H).
+def _adaptive_size(attrs, shape):
+    size = tuple(attrs["output_size"])
+    if len(size) > 2:
+        raise OpError(f"AdaptiveAvgPooling2D: output_size is (height, width) or one size, "
+                      f"got {size}")
+    return (1, 1) if not size else (size[0], size[0]) if len(size) == 1 else size
+
+
+def _adaptive_windows(count, cells):
+    return [(i * count // cells, -(-(i + 1) * count // cells)) for i in range(cells)]
+
+
+def _adaptive_pool_forward(attrs, x):
+    h, w = _adaptive_size(attrs, x.shape)
+    out = np.empty(x.shape[:2] + (h, w), dtype=np.float64)
+    for i, (r0, r1) in enumerate(_adaptive_windows(x.shape[2], h)):
+        for j, (c0, c1) in enumerate(_adaptive_windows(x.shape[3], w)):
+            out[:, :, i, j] = x[:, :, r0:r1, c0:c1].mean(axis=(2, 3))
+    return out.astype(x.dtype)
+
+
+def _adaptive_pool_grad_forward(attrs, og, x):
+    h, w = _adaptive_size(attrs, x.shape)
+    grad = np.zeros(x.shape, dtype=np.float64)
+    for i, (r0, r1) in enumerate(_adaptive_windows(x.shape[2], h)):
+        for j, (c0, c1) in enumerate(_adaptive_windows(x.shape[3], w)):
+            grad[:, :, r0:r1, c0:c1] += og[:, :, i:i + 1, j:j + 1] / ((r1 - r0) * (c1 - c0))
+    return grad.astype(x.dtype)
+
+
+def _adaptive_pool_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    if len(s) != 4:
+        raise OpError(f"AdaptiveAvgPooling2D: needs 4-D (N, C, H, W) data, got {tuple(s)}")
+    return in_shapes, [tuple(s[:2]) + _adaptive_size(attrs, s)]
+
+
+register("_contrib_AdaptiveAvgPooling2D", placement="host",
+         attrs={"output_size": Shape(())}, forward=_adaptive_pool_forward,
+         infer_shape=_adaptive_pool_shape,
+         gradient=lambda F, a, i, o, og: [F._adaptive_avg_pool_grad(og[0], i[0], **a)],
+         doc="contrib.AdaptiveAvgPooling2D(data, output_size=()): each NCHW plane averaged "
+             "over the windows that tile it into output_size cells (1 x 1 by default).")
+register("_adaptive_avg_pool_grad", inputs=("out_grad", "data"), placement="host",
+         attrs={"output_size": Shape(())}, forward=_adaptive_pool_grad_forward,
+         infer_shape=like_input(1), doc="Gradient of AdaptiveAvgPooling2D.")
+
+
+# -------------------------------------------------------- BilinearResize2D
+# MXNet's contrib op: NCHW planes resized with bilinear interpolation. Each output row
+# reads two input rows: source position dst * (in - 1) / (out - 1) with align_corners,
+# else (dst + 0.5) * in / out - 0.5 (at least 0). As matrices, y = Rh @ x @ Rw.T, and the
+# gradient is Rh.T @ og @ Rw. The output size comes from `mode`.
+RESIZE_MODES = ("size", "like", "odd_scale", "to_even_down", "to_even_up", "to_odd_down",
+                "to_odd_up")
+RESIZE_ATTRS = {"height": Int(1), "width": Int(1), "scale_height": OptFloat(),
+                "scale_width": OptFloat(), "mode": Choice(*RESIZE_MODES),
+                "align_corners": Bool(True)}
+
+
+def _resize_size(attrs, shape, like=None):
+    """(height, width) of the output for data of `shape` (NCHW)."""
+    mode, sizes = attrs["mode"], shape[2:]
+    if mode == "like":
+        if like is None or len(like) != 4:
+            raise OpError("BilinearResize2D: mode 'like' needs a second 4-D input whose "
+                          "height and width the output takes")
+        return tuple(like[2:])
+    scales = (attrs["scale_height"], attrs["scale_width"])
+    if mode == "size":
+        fixed = (attrs["height"], attrs["width"])
+        return tuple(int(n * s) if s is not None else f for n, s, f in zip(sizes, scales, fixed))
+    if mode == "odd_scale":
+        if None in scales:
+            raise OpError("BilinearResize2D: mode 'odd_scale' needs scale_height and "
+                          "scale_width")
+        return tuple(int(n * s) if n % 2 == 0 else int((n - 1) * s) + 1
+                     for n, s in zip(sizes, scales))
+    want_even, step = mode.startswith("to_even"), 1 if mode.endswith("up") else -1
+    return tuple(n if (n % 2 == 0) == want_even else n + step for n in sizes)
+
+
+def _resize_matrix(n_in, n_out, align_corners):
+    """The (n_out, n_in) interpolation weights along one axis, MXNet's formula."""
+    if align_corners:
+        src = np.arange(n_out) * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        src = np.maximum((np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5, 0.0)
+    low = src.astype(np.int64)
+    frac = src - low
+    high = np.where(low < n_in - 1, low + 1, low)
+    m = np.zeros((n_out, n_in))
+    np.add.at(m, (np.arange(n_out), low), 1.0 - frac)
+    np.add.at(m, (np.arange(n_out), high), frac)
+    return m
+
+
+def _resize_inputs(attrs):
+    return ("data", "like") if attrs["mode"] == "like" else ("data",)
+
+
+def _resize_matrices(attrs, shape, like_shape):
+    h, w = _resize_size(attrs, shape, like_shape)
+    return (_resize_matrix(shape[2], h, attrs["align_corners"]),
+            _resize_matrix(shape[3], w, attrs["align_corners"]))
+
+
+def _resize_forward(attrs, x, like=None):
+    rh, rw = _resize_matrices(attrs, x.shape, None if like is None else like.shape)
+    return (rh @ x.astype(np.float64) @ rw.T).astype(x.dtype)
+
+
+def _resize_grad_forward(attrs, og, x, like=None):
+    rh, rw = _resize_matrices(attrs, x.shape, None if like is None else like.shape)
+    return (rh.T @ og.astype(np.float64) @ rw).astype(x.dtype)
+
+
+def _resize_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None or (attrs["mode"] == "like" and in_shapes[1] is None):
+        return in_shapes, [None]
+    if len(s) != 4:
+        raise OpError(f"BilinearResize2D: needs 4-D (N, C, H, W) data, got {tuple(s)}")
+    size = _resize_size(attrs, s, in_shapes[1] if attrs["mode"] == "like" else None)
+    if min(size) < 1:
+        raise OpError(f"BilinearResize2D: its attributes give an output of {size} for "
+                      f"data {tuple(s)}: choose a height and width of at least 1")
+    return in_shapes, [tuple(s[:2]) + size]
+
+
+register("_contrib_BilinearResize2D", placement="host", inputs=("data", "like"),
+         optional_inputs=_resize_inputs, index_inputs=("like",), attrs=dict(RESIZE_ATTRS),
+         forward=_resize_forward, infer_shape=_resize_shape,
+         gradient=lambda F, a, i, o, og: [F._bilinear_resize_grad(og[0], *i, **a)] + (
+             [F.zeros_like(i[1])] if a["mode"] == "like" else []),
+         doc="contrib.BilinearResize2D(data, like=None, height=1, width=1, scale_height=None, "
+             "scale_width=None, mode='size', align_corners=True): NCHW planes resized by "
+             "bilinear interpolation.")
+register("_bilinear_resize_grad", placement="host", inputs=("out_grad", "data", "like"),
+         optional_inputs=lambda attrs: ("out_grad",) + _resize_inputs(attrs),
+         index_inputs=("like",), attrs=dict(RESIZE_ATTRS), forward=_resize_grad_forward,
+         infer_shape=like_input(1), doc="Gradient of BilinearResize2D for its data.")
+
+
+# ---------------------------------------------------------- im2col, col2im
+# MXNet's im2col: every kernel-sized patch of NCHW data as a column, (N, C * kh * kw, L)
+# with L the patches (row-major over the output positions) and rows ordered channel, then
+# kernel row, then kernel column: a Convolution is then a matrix product with
+# weight.reshape(num_filter, -1). col2im adds columns back into an image (overlaps sum):
+# each is the other's gradient. 2-D kernels only.
+COL_ATTRS = {"kernel": Shape(required=True), "stride": Shape(()), "dilate": Shape(()),
+             "pad": Shape(())}
+
+
+def _patch_geometry(op, attrs, spatial):
+    """(padding, the row and column of each (kernel offset, output position)) as arrays."""
+    kernel = tuple(attrs["kernel"])
+    if len(kernel) != 2 or len(spatial) != 2:
+        raise OpError(f"{op}: 2-D kernels and NCHW images only, got kernel {kernel} for "
+                      f"spatial size {tuple(spatial)}")
+    stride, dilate, pad = (tuple(attrs[k]) or (d, d) for k, d in
+                           (("stride", 1), ("dilate", 1), ("pad", 0)))
+    out = [(n + 2 * p - (d * (k - 1) + 1)) // s + 1
+           for n, k, s, d, p in zip(spatial, kernel, stride, dilate, pad)]
+    if min(out) < 1:
+        raise OpError(f"{op}: kernel {kernel} (dilate {dilate}) does not fit the padded "
+                      f"image {tuple(spatial)} + 2 * {pad}")
+    ki, kj = np.meshgrid(np.arange(kernel[0]), np.arange(kernel[1]), indexing="ij")
+    oi, oj = np.meshgrid(np.arange(out[0]), np.arange(out[1]), indexing="ij")
+    rows = ki.reshape(-1, 1) * dilate[0] + oi.reshape(1, -1) * stride[0]
+    cols = kj.reshape(-1, 1) * dilate[1] + oj.reshape(1, -1) * stride[1]
+    return pad, rows, cols, out
+
+
+def _im2col_forward(attrs, x):
+    pad, rows, cols, _ = _patch_geometry("im2col", attrs, x.shape[2:])
+    padded = np.pad(x, [(0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])])
+    patches = padded[:, :, rows, cols]                  # (N, C, kh * kw, L)
+    return np.ascontiguousarray(patches.reshape(x.shape[0], -1, rows.shape[1]))
+
+
+def _col2im_forward(attrs, col):
+    size = tuple(attrs["output_size"])
+    pad, rows, cols, _ = _patch_geometry("col2im", attrs, size)
+    n, k, length = col.shape[0], rows.shape[0], rows.shape[1]
+    image = np.zeros((n, col.shape[1] // k, size[0] + 2 * pad[0], size[1] + 2 * pad[1]),
+                     dtype=col.dtype)
+    np.add.at(image, (slice(None), slice(None), rows, cols), col.reshape(n, -1, k, length))
+    return np.ascontiguousarray(image[:, :, pad[0]:pad[0] + size[0], pad[1]:pad[1] + size[1]])
+
+
+def _im2col_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    if len(s) != 4:
+        raise OpError(f"im2col: needs 4-D (N, C, H, W) data, got {tuple(s)}")
+    _, rows, _, _ = _patch_geometry("im2col", attrs, s[2:])
+    return in_shapes, [(s[0], s[1] * rows.shape[0], rows.shape[1])]
+
+
+def _col2im_shape(attrs, in_shapes):
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    _, rows, _, _ = _patch_geometry("col2im", attrs, attrs["output_size"])
+    if len(s) != 3 or s[1] % rows.shape[0] or s[2] != rows.shape[1]:
+        raise OpError(f"col2im: data must be (N, C * {rows.shape[0]}, {rows.shape[1]}) for "
+                      f"kernel {tuple(attrs['kernel'])} and output_size "
+                      f"{tuple(attrs['output_size'])}, got {tuple(s)}")
+    return in_shapes, [(s[0], s[1] // rows.shape[0]) + tuple(attrs["output_size"])]
+
+
+register("im2col", placement="host", attrs=dict(COL_ATTRS), forward=_im2col_forward,
+         infer_shape=_im2col_shape,
+         gradient=lambda F, a, i, o, og: [F._im2col_grad(og[0], i[0], **a)],
+         doc="im2col(data, kernel, stride=(), dilate=(), pad=()): each kernel-sized patch of "
+             "NCHW data as a column, (N, C * kh * kw, patches).")
+register("_im2col_grad", inputs=("data", "like"), placement="host", attrs=dict(COL_ATTRS),
+         forward=lambda attrs, col, like: _col2im_forward(
+             dict(attrs, output_size=like.shape[2:]), col),
+         index_inputs=("like",), infer_shape=like_input(1),
+         doc="col2im to the size of `like` (im2col's gradient).")
+register("col2im", placement="host", attrs={"output_size": Shape(required=True), **COL_ATTRS},
+         forward=_col2im_forward, infer_shape=_col2im_shape,
+         gradient=lambda F, a, i, o, og: [F.im2col(og[0], **{k: a[k] for k in COL_ATTRS})],
+         doc="col2im(data, output_size, kernel, stride=(), dilate=(), pad=()): columns "
+             "added back into (N, C, *output_size) images, overlaps summed.")

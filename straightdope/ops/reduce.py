@@ -244,74 +244,180 @@ register("_sum_to_like", placement="kernel", inputs=("data", "like"), forward=_s
 
 
 # ------------------------------------------------------------------ softmax
-SOFTMAX_ATTRS = {"axis": Int(-1), "temperature": Float(1.0)}
+# MXNet's attributes: `dtype` is the output's (computed in float64 then, as MXNet's
+# accumulation), `use_length` adds a `length` input: along the axis only the first
+# length[...] entries are normalised, the rest are 0. The compiled kernel covers neither:
+# with them the op runs its NumPy forward between compiled segments (`host_when`).
+SOFTMAX_ATTRS = {"axis": Int(-1), "temperature": Float(1.0),
+                 "dtype": Attr("str", None, choices=("float16", "float32", "float64")),
+                 "use_length": Bool(False)}
 
 
-def _shifted(attrs, x):
+def _softmax_inputs(attrs):
+    return ("data", "length") if attrs["use_length"] else ("data",)
+
+
+def _softmax_on_host(attrs, shapes=None):
+    return attrs["use_length"] or attrs["dtype"] is not None
+
+
+def _length_mask(attrs, shape, length):
+    """True at the positions along the axis below `length` (shaped like data without
+    the axis); None without a length."""
+    if length is None:
+        return None
+    axis = attrs["axis"] % len(shape)
+    positions = np.arange(shape[axis]).reshape((-1,) + (1,) * (len(shape) - axis - 1))
+    return positions < np.expand_dims(length.astype(np.int64), axis)
+
+
+def _shifted(attrs, x, mask=None):
     """x / temperature - its maximum along the axis: exp() of it cannot overflow.
     (Plain NumPy: scipy.special's versions cost ~3x more on small arrays, which a
     loss computed imperatively at every step pays.)"""
     z = x / attrs["temperature"] if attrs["temperature"] != 1.0 else x
-    return z - z.max(axis=attrs["axis"], keepdims=True)
+    if mask is None:
+        return z - z.max(axis=attrs["axis"], keepdims=True)
+    z = np.where(mask, z, -np.inf)
+    top = z.max(axis=attrs["axis"], keepdims=True)
+    return z - np.where(np.isfinite(top), top, 0)   # (a length of 0 masks a row whole)
 
 
-def _softmax_forward(attrs, x):
+def _out_dtype(attrs, x):
+    return np.dtype(attrs["dtype"]) if attrs["dtype"] is not None else x.dtype
+
+
+def _softmax_forward(attrs, x, length=None):
     if x.size == 0:                 # nothing to normalise (and no max to shift by)
-        return x.copy()
-    e = np.exp(_shifted(attrs, x))
-    e /= e.sum(axis=attrs["axis"], keepdims=True)
-    return e.astype(x.dtype, copy=False)
+        return x.astype(_out_dtype(attrs, x))
+    dtype = _out_dtype(attrs, x)
+    if attrs["dtype"] is not None:
+        x = x.astype(np.float64)
+    mask = _length_mask(attrs, x.shape, length)
+    e = np.exp(_shifted(attrs, x, mask))
+    total = e.sum(axis=attrs["axis"], keepdims=True)
+    e /= total if mask is None else np.where(total > 0, total, 1)
+    return e.astype(dtype, copy=False)
 
 
-def _log_softmax_forward(attrs, x):
+def _log_softmax_forward(attrs, x, length=None):
     if x.size == 0:
-        return x.copy()
-    z = _shifted(attrs, x)
-    z -= np.log(np.exp(z).sum(axis=attrs["axis"], keepdims=True))
-    return z.astype(x.dtype, copy=False)
+        return x.astype(_out_dtype(attrs, x))
+    dtype = _out_dtype(attrs, x)
+    if attrs["dtype"] is not None:
+        x = x.astype(np.float64)
+    mask = _length_mask(attrs, x.shape, length)
+    z = _shifted(attrs, x, mask)
+    with np.errstate(divide="ignore"):
+        z -= np.log(np.exp(z).sum(axis=attrs["axis"], keepdims=True))
+    if mask is not None:
+        z = np.where(mask, z, 0)
+    return z.astype(dtype, copy=False)
 
 
 def _softmax_grad(F, attrs, inputs, outputs, out_grads):
+    if _softmax_on_host(attrs):
+        return _host_grad(F, attrs, inputs, outputs, out_grads, "softmax")
     y, og = outputs[0], out_grads[0]
     g = y * (og - F.sum(og * y, axis=attrs["axis"], keepdims=True))
     return [g / attrs["temperature"] if attrs["temperature"] != 1.0 else g]
 
 
 def _log_softmax_grad(F, attrs, inputs, outputs, out_grads):
+    if _softmax_on_host(attrs):
+        return _host_grad(F, attrs, inputs, outputs, out_grads, "log_softmax")
     y, og = outputs[0], out_grads[0]
     g = og - F.exp(y) * F.sum(og, axis=attrs["axis"], keepdims=True)
     return [g / attrs["temperature"] if attrs["temperature"] != 1.0 else g]
 
 
-def _axis_checked_same_shape(attrs, in_shapes):
+def _softmin_grad(F, attrs, inputs, outputs, out_grads):
+    if _softmax_on_host(attrs):
+        return _host_grad(F, attrs, inputs, outputs, out_grads, "softmin")
+    return [-_softmax_grad(F, attrs, inputs, outputs, out_grads)[0]]
+
+
+def _host_grad(F, attrs, inputs, outputs, out_grads, kind):
+    """The gradient with a length or an output dtype: one NumPy op (`_softmax_grad`)."""
+    grad = F._softmax_grad(out_grads[0], outputs[0], *inputs, kind=kind, **attrs)
+    return [grad, None] if attrs["use_length"] else [grad]
+
+
+def _softmax_grad_forward(attrs, og, y, data, length=None):
+    """d data of softmax/log_softmax/softmin from the output y, in data's dtype; zero past
+    each length (and no gradient for the length)."""
+    axis = attrs["axis"]
+    og, y = og.astype(np.float64), y.astype(np.float64)
+    mask = _length_mask(attrs, y.shape, length)
+    if mask is not None:
+        og = np.where(mask, og, 0.0)
+    if attrs["kind"] == "log_softmax":
+        g = og - np.exp(y) * og.sum(axis=axis, keepdims=True)
+        if mask is not None:
+            g = np.where(mask, g, 0.0)
+    else:
+        g = y * (og - (og * y).sum(axis=axis, keepdims=True))
+        if attrs["kind"] == "softmin":
+            g = -g
+    return (g / attrs["temperature"]).astype(data.dtype, copy=False)
+
+
+def _softmax_shape(attrs, in_shapes):
     s = in_shapes[0]
-    if s is not None:
-        norm_axes((attrs["axis"],), len(s))
-    return in_shapes, [s]
+    if s is None:
+        return in_shapes, [None]
+    axis = norm_axes((attrs["axis"],), len(s))[0]
+    if not attrs["use_length"]:
+        return in_shapes, [s]
+    rest = s[:axis] + s[axis + 1:]
+    length = in_shapes[1]
+    if length is not None and tuple(length) != rest:
+        raise OpError(f"softmax: with use_length, length must have data's shape without "
+                      f"axis {axis}: {rest}, got {tuple(length)}")
+    return [s, rest], [s]
 
 
-register("softmax", placement="kernel", attrs=dict(SOFTMAX_ATTRS), forward=_softmax_forward,
-         infer_shape=_axis_checked_same_shape, gradient=_softmax_grad,
-         key_attrs=("axis",),
-         doc="softmax(data, axis=-1): exp(x) / sum(exp(x)) along `axis`.")
-register("softmin", placement="host", attrs=dict(SOFTMAX_ATTRS),
-         forward=lambda attrs, x: _softmax_forward(attrs, -x),
-         infer_shape=_axis_checked_same_shape,
-         gradient=lambda F, a, i, o, og: [-_softmax_grad(F, a, i, o, og)[0]],
-         doc="softmin(data, axis=-1): softmax of -data (the smallest value weighs most).")
-register("log_softmax", placement="kernel", attrs=dict(SOFTMAX_ATTRS), forward=_log_softmax_forward,
-         infer_shape=_axis_checked_same_shape, gradient=_log_softmax_grad,
-         key_attrs=("axis",),
-         doc="log_softmax(data, axis=-1), computed stably.")
+def _softmax_dtype(attrs, dtypes):
+    return attrs["dtype"] if attrs["dtype"] is not None else dtypes[0]
+
+
+def _softmax_entry(name, forward, gradient, doc, placement="kernel"):
+    register(name, placement=placement, inputs=("data", "length"),
+             optional_inputs=_softmax_inputs, index_inputs=("length",),
+             attrs=dict(SOFTMAX_ATTRS), forward=forward, infer_shape=_softmax_shape,
+             infer_dtype=_softmax_dtype, gradient=gradient, key_attrs=("axis",),
+             host_when=_softmax_on_host if placement == "kernel" else None, doc=doc)
+
+
+_softmax_entry("softmax", _softmax_forward, _softmax_grad,
+               "softmax(data, axis=-1, temperature=1, dtype=None, use_length=False): "
+               "exp(x) / sum(exp(x)) along `axis` (with use_length, of the first "
+               "length[...] entries; 0 after them).")
+_softmax_entry("softmin", lambda attrs, x, length=None: _softmax_forward(attrs, -x, length),
+               _softmin_grad, "softmin(data, axis=-1): softmax of -data (the smallest "
+               "value weighs most).", placement="host")
+_softmax_entry("log_softmax", _log_softmax_forward, _log_softmax_grad,
+               "log_softmax(data, axis=-1), computed stably (with use_length: 0 after "
+               "each length).")
+register("_softmax_grad", placement="host", inputs=("out_grad", "output", "data", "length"),
+         optional_inputs=lambda attrs: ("out_grad", "output") + _softmax_inputs(attrs),
+         attrs=dict(SOFTMAX_ATTRS, kind=Choice("softmax", "log_softmax", "softmin")),
+         index_inputs=("length",), infer_dtype=lambda attrs, dtypes: dtypes[2],
+         forward=_softmax_grad_forward, infer_shape=like_input(2),
+         doc="Gradient of softmax/log_softmax/softmin with a length or an output dtype, "
+             "in data's dtype.")
 
 
 # ------------------------------------------------------------- pick, one_hot
 def _pick_index(attrs, x, index, name="pick"):
-    """The axis, and the indices clipped into range, shaped like x with 1 on the axis."""
+    """The axis, and the indices clipped (mode 'wrap': wrapped) into range, shaped like x
+    with 1 on the axis."""
     axis = axis_in(name, attrs["axis"], x.shape)
     idx = index.astype(np.int64)                # a new array: clip it in place (ufuncs
-    np.maximum(idx, 0, out=idx)                 # directly: np.clip's Python costs more
-    np.minimum(idx, x.shape[axis] - 1, out=idx)  # than the work at small sizes)
+    if attrs.get("mode") == "wrap":             # directly: np.clip's Python costs more
+        np.mod(idx, x.shape[axis], out=idx)     # than the work at small sizes)
+    np.maximum(idx, 0, out=idx)
+    np.minimum(idx, x.shape[axis] - 1, out=idx)
     return axis, idx.reshape(x.shape[:axis] + (1,) + x.shape[axis + 1:])
 
 
@@ -341,13 +447,19 @@ def _pick_grad_forward(attrs, og, x, index):
     return out
 
 
-PICK_ATTRS = {"axis": Int(-1), "keepdims": Bool(False)}
-register("pick", placement="kernel",
+PICK_ATTRS = {"axis": Int(-1), "keepdims": Bool(False), "mode": Choice("clip", "wrap")}
+
+
+def _wraps(attrs, shapes):
+    return attrs["mode"] == "wrap"          # the kernels clip
+
+
+register("pick", placement="kernel", host_when=_wraps,
          inputs=("data", "index"), attrs=dict(PICK_ATTRS), forward=_pick_forward,
          infer_shape=_pick_shape,
          gradient=lambda F, a, i, o, og: [F._pick_grad(og[0], i[0], i[1], **a), None],
          doc="pick(data, index, axis=-1): data[..., index[...], ...] along `axis`.")
-register("_pick_grad", placement="kernel",
+register("_pick_grad", placement="kernel", host_when=_wraps,
          inputs=("out_grad", "data", "index"), attrs=dict(PICK_ATTRS),
          forward=_pick_grad_forward, infer_shape=like_input(1),
          doc="Scatter the gradient of pick back into a zero array shaped like data.")
@@ -454,6 +566,8 @@ def _one_hot_forward(attrs, indices):
     depth = attrs["depth"]
     idx = indices.astype(np.int64)
     out = np.full(indices.shape + (depth,), attrs["off_value"], dtype=attrs["dtype"])
+    if depth == 0 or out.size == 0:
+        return out
     valid = (idx >= 0) & (idx < depth)
     np.put_along_axis(out, np.where(valid, idx, 0)[..., None],
                       np.where(valid, attrs["on_value"], attrs["off_value"])[..., None].astype(
@@ -471,60 +585,138 @@ register("one_hot", placement="kernel", inputs=("indices",), dtype_rule="attr",
 
 
 # ------------------------------------------------------- softmax losses
+# SoftmaxOutput (MXNet's softmax_output-inl.h) views data as 2-D (batch, the rest
+# flattened) and normalises each row; `preserve_shape` normalises the last axis instead,
+# `multi_output` axis 1 of (batch, classes, rest). Its backward ignores the incoming
+# gradient (unless `out_grad`): softmax - one_hot(label) (label smoothed by
+# `smooth_alpha`), or softmax - label when label has data's shape (probabilities),
+# scaled by grad_scale / the count `normalization` names. The compiled kernels cover
+# hard labels without smoothing where the softmax axis is the last one or axis 1 of
+# multi_output; the rest runs on the host (`_softmax_output_on_host`).
+def _softmax_output_view(attrs, shape):
+    """The shape SoftmaxOutput normalises data in: its axis 1 is the softmax axis."""
+    n = shape[0] if shape else 1
+    size = math.prod(shape)
+    if attrs["multi_output"]:
+        k = shape[1] if len(shape) > 1 else 1
+        return (n, k, size // max(n * k, 1))
+    if attrs["preserve_shape"]:
+        return (size // max(shape[-1], 1), shape[-1]) if shape else (1, 1)
+    return (n, size // max(n, 1))
+
+
+def _softmax_output_on_host(attrs, shapes):
+    data = tuple(shapes[0])
+    label = tuple(shapes[1]) if len(shapes) > 1 else None
+    return (len(data) < 2 or (not attrs["multi_output"] and len(data) > 2) or label == data
+            or attrs["smooth_alpha"] != 0 or attrs["out_grad"]
+            or (attrs["multi_output"] and attrs["normalization"] != "valid"
+                and math.prod(data[2:]) != 1)
+            or (attrs["normalization"] == "valid" and not attrs["use_ignore"]))
+
+
 def _softmax_output_forward(attrs, x, label):
-    return scipy_special().softmax(x, axis=-1 if not attrs["multi_output"] else 1).astype(x.dtype)
+    view = _softmax_output_view(attrs, x.shape)
+    z = x.reshape(view)
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    e /= e.sum(axis=1, keepdims=True)
+    return e.reshape(x.shape).astype(x.dtype, copy=False)
 
 
-def _softmax_output_grad_forward(attrs, y, label):
-    axis = 1 if attrs["multi_output"] else -1
-    moved = np.moveaxis(y, axis, -1)
-    lab = label.reshape(moved.shape[:-1]).astype(np.int64)
-    grad = moved.copy()
-    onehot = np.zeros_like(grad)
-    np.put_along_axis(onehot, np.clip(lab, 0, grad.shape[-1] - 1)[..., None], 1.0, axis=-1)
-    grad -= onehot
-    if attrs["use_ignore"]:
-        grad[lab == int(attrs["ignore_label"])] = 0.0
+def _softmax_output_grad_forward(attrs, y, label, og=None):
     scale = attrs["grad_scale"]
+    if label.shape == y.shape:                      # probabilities as labels
+        grad = (y - label) * scale
+        return (grad if og is None else grad * og).astype(y.dtype, copy=False)
+    view = _softmax_output_view(attrs, y.shape)
+    moved = np.moveaxis(y.reshape(view), 1, -1)     # classes last: (n, rest, k) or (rows, k)
+    if attrs["multi_output"]:
+        lab = label.reshape(moved.shape[:-1])
+        batch = view[0]
+    else:                           # MXNet reads the first `rows` labels, counts them all
+        lab = label.reshape(-1)[:moved.shape[0]]
+        batch = label.size
+    picks = np.clip(lab.astype(np.int64), 0, moved.shape[-1] - 1)[..., None]
+    alpha = attrs["smooth_alpha"]
+    target = np.full_like(moved, alpha / max(moved.shape[-1] - 1, 1) if alpha else 0.0)
+    np.put_along_axis(target, picks, 1.0 - alpha, axis=-1)
+    grad = moved - target
+    if attrs["use_ignore"]:
+        grad[lab.astype(np.int64) == int(attrs["ignore_label"])] = 0.0
     if attrs["normalization"] == "batch":
-        scale /= y.shape[0]
+        scale /= batch
     elif attrs["normalization"] == "valid":
-        valid = (lab != int(attrs["ignore_label"])).sum() if attrs["use_ignore"] else lab.size
-        scale /= max(int(valid), 1)
-    return np.moveaxis(grad * scale, -1, axis).astype(y.dtype, copy=False)
+        ignored = int((label.astype(np.int64) == int(attrs["ignore_label"])).sum())
+        scale /= max(label.size - ignored, 1)
+    if attrs["multi_output"] and attrs["normalization"] != "valid":
+        scale /= view[2]
+    grad = np.moveaxis(grad * scale, -1, 1).reshape(y.shape)
+    return (grad if og is None else grad * og).astype(y.dtype, copy=False)
 
 
 SOFTMAX_OUTPUT_ATTRS = {"grad_scale": Float(1.0), "ignore_label": Float(-1.0),
                         "use_ignore": Bool(False), "multi_output": Bool(False),
-                        "normalization": Choice("null", "batch", "valid")}
+                        "preserve_shape": Bool(False),
+                        "normalization": Choice("null", "batch", "valid"),
+                        "out_grad": Bool(False), "smooth_alpha": Float(0.0)}
+
+
 def _softmax_output_shape(attrs, s):
-    if s[0] is not None and len(s[0]):      # its gradient reads data at each label
-        axis = 1 if attrs["multi_output"] and len(s[0]) > 1 else len(s[0]) - 1
-        refuse_empty_gather("SoftmaxOutput", s[0], axis,
-                            math.prod(d for k, d in enumerate(s[0]) if k != axis))
-    return [s[0], s[1] if s[1] is not None or s[0] is None else s[0][:-1]], [s[0]]
+    data, label = s
+    if data is None:
+        return s, [None]
+    if len(data) and (label is None or tuple(label) != tuple(data)):  # hard labels: its
+        axis = 1 if attrs["multi_output"] and len(data) > 1 else len(data) - 1  # gradient
+        refuse_empty_gather("SoftmaxOutput", data, axis,     # reads data at each label
+                            math.prod(d for k, d in enumerate(data) if k != axis))
+    if label is not None and tuple(label) == tuple(data):
+        return s, [data]
+    if attrs["multi_output"]:
+        view = _softmax_output_view(attrs, data)
+        allowed = [(view[0], view[2]), (data[0],) + tuple(data[2:]),
+                   (data[0], 1) + tuple(data[2:])]
+        if label is None:
+            return [data, allowed[0]], [data]
+        if tuple(label) not in allowed:
+            raise OpError(f"SoftmaxOutput: with multi_output, label must have shape "
+                          f"{allowed[0]} or {allowed[1]} for data {tuple(data)} (or data's "
+                          f"shape: probabilities), got {tuple(label)}")
+        return s, [data]
+    expected = tuple(data[:-1])
+    if label is not None and tuple(label) != expected:
+        raise OpError(f"SoftmaxOutput: label must have shape {expected} for data "
+                      f"{tuple(data)} (or data's shape: probabilities), got {tuple(label)}")
+    return [data, expected], [data]
 
 
-register("SoftmaxOutput", placement="kernel",
-         inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
-         forward=_softmax_output_forward,
-         infer_shape=_softmax_output_shape,
-         gradient=lambda F, a, i, o, og: [F._softmax_output_grad(o[0], i[1], **a), None],
-         doc="SoftmaxOutput(data, label): softmax forward; its backward is softmax - one_hot "
-             "(the cross-entropy gradient), ignoring the incoming gradient like MXNet.")
+def _softmax_output_gradient(F, attrs, inputs, outputs, out_grads):
+    extra = [out_grads[0]] if attrs["out_grad"] else []
+    return [F._softmax_output_grad(outputs[0], inputs[1], *extra, **attrs), None]
+
+
+for _name in ("SoftmaxOutput", "Softmax"):
+    register(_name, placement="kernel",
+             inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
+             forward=_softmax_output_forward, infer_shape=_softmax_output_shape,
+             host_when=_softmax_output_on_host, gradient=_softmax_output_gradient,
+             doc="SoftmaxOutput(data, label): softmax forward; its backward is softmax - "
+                 "one_hot(label) (the cross-entropy gradient), ignoring the incoming "
+                 "gradient like MXNet." if _name == "SoftmaxOutput" else
+                 "Old name of SoftmaxOutput.")
 register("_softmax_output_grad", placement="kernel",
-         inputs=("out", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
+         inputs=("out", "label", "ograd"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
+         optional_inputs=lambda attrs: ("out", "label") + (
+             ("ograd",) if attrs["out_grad"] else ()),
          forward=_softmax_output_grad_forward, infer_shape=like_input(0),
+         host_when=_softmax_output_on_host,
          doc="Gradient of SoftmaxOutput.")
-register("Softmax", placement="kernel", inputs=("data", "label"), attrs=dict(SOFTMAX_OUTPUT_ATTRS),
-         forward=_softmax_output_forward,
-         infer_shape=like_input(0),
-         gradient=lambda F, a, i, o, og: [F._softmax_output_grad(o[0], i[1], **a), None],
-         doc="Old name of SoftmaxOutput.")
+
+
+SOFTMAX_DEFAULTS = {k: a.default for k, a in SOFTMAX_ATTRS.items()}
 
 
 def _softmax_ce_forward(attrs, x, label):
-    logp = _log_softmax_forward({"axis": -1, "temperature": 1.0}, x)   # as compiled (NaN
+    logp = _log_softmax_forward(dict(SOFTMAX_DEFAULTS), x)   # as compiled (NaN
     # at +inf: inf - inf), where scipy's log_softmax would special-case infinities
     idx = np.clip(label.astype(np.int64), 0, x.shape[-1] - 1)
     return np.array([-np.take_along_axis(logp, idx[:, None], axis=-1).sum()], dtype=x.dtype)

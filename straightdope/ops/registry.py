@@ -204,6 +204,9 @@ class Op:
                                            # (None: "fused" if it has a scalar_expr)
     kernel_ndim: int | None = None         # its kernel covers data (first input) of this many
                                            # dims only; other data runs on the host
+    host_when: Callable | None = None      # (attrs, input shapes) -> True for what its kernel
+                                           # does not cover (softmax's use_length): the
+                                           # host runs it then
     key_attrs: tuple[str, ...] = ()        # attributes a graph's node label shows
     unnamed_inputs: bool = False           # MXNet 1.9 leaves its inputs unnamed (no
                                            # FListInputNames): see monitor_input_names
@@ -238,6 +241,16 @@ class Op:
             if self.index_inputs is None else frozenset(self.index_inputs)
         self.strict_dtype = self.dtype_rule == "strict"    # read on imperative mode's hot path
         self._attr_cache: dict = {}     # parsed attributes by call spelling (parsing is slow)
+
+    def placement_for(self, attrs: dict, shapes) -> str:
+        """Where a compiled graph runs this op for these attributes and input shapes: its
+        placement, or "host" where its kernel does not cover them (`kernel_ndim`,
+        `host_when`)."""
+        if self.kernel_ndim is not None and (not shapes or len(shapes[0]) != self.kernel_ndim):
+            return "host"
+        if self.host_when is not None and self.host_when(attrs, shapes):
+            return "host"
+        return self.placement
 
     def output_count(self, attrs: dict) -> int:
         if callable(self.num_outputs):

@@ -187,6 +187,7 @@ def _reshape(self, *shape, **kwargs):
 Symbol.reshape = _reshape
 Symbol.T = property(lambda self: globals()["transpose"](self))
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
+from . import random  # noqa: E402,F401  (sym.random.uniform, ...)
 from ..ndarray.contrib import _contrib_ops  # noqa: E402
 _contrib_ops(vars(contrib), globals())       # _contrib_allclose: contrib.allclose
 
