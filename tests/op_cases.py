@@ -240,7 +240,7 @@ for name in ("SoftmaxOutput", "Softmax"):
     add(Case(name, inputs(U((4, 5)), labels((4,), 5)), wrt=(),
              expected=lambda ins, a: [_softmax(ins[0], -1)]))
 add(Case("SoftmaxOutput", inputs(U((2, 3, 2)), labels((2, 3), 6)), wrt=(),  # flattened rows
-         expected=lambda ins, a: [_softmax(ins[0].reshape(2, 6), -1).reshape(2, 3, 2)]))
+         label="SoftmaxOutput-flattened-rows", expected=lambda ins, a: [_softmax(ins[0].reshape(2, 6), -1).reshape(2, 3, 2)]))
 add(Case("SoftmaxOutput", inputs(U((2, 3, 2)), labels((2, 3), 2)), {"preserve_shape": True},
          wrt=(), expected=lambda ins, a: [_softmax(ins[0], -1)]))
 add(Case("SoftmaxOutput", inputs(U((2, 3, 2)), labels((2, 2), 3)), {"multi_output": True},

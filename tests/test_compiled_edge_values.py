@@ -101,9 +101,10 @@ def _poisoned_run(key, kind):
         for case, names, arrays, _ in info:
             # the data inputs (those with gradients); labels, indices and lengths stay as
             # they are (test_reliability fuzzes the indexing ops with hostile indices)
-            # (a SKIP case's inputs stay clean: it is not judged here, and a poisoned one
-            # would stop its whole family's graph, e.g. eig refusing complex eigenvalues)
-            data = () if case.op in SKIP else case.wrt or (0,)
+            # (a case not judged here, SKIP or random, keeps clean inputs: a poisoned one
+            # may stop its whole family's graph: eig refusing complex eigenvalues, a
+            # sampler refusing a NaN bound)
+            data = (case.wrt or (0,)) if case in VALUE_CASES else ()
             poisoned[case.id] = [poison(a, kind, rng) if j in data else np.array(a)
                                  for j, a in enumerate(arrays)]
             for j, (n, a) in enumerate(zip(names, poisoned[case.id])):

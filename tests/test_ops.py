@@ -1,5 +1,7 @@
 """Every op: forward vs a direct NumPy formula, gradient vs central finite differences,
 the same op as a Symbol (eval) and through a JSON round trip."""
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -120,6 +122,13 @@ def test_json_round_trip(case):
     assert again.tojson() == text
     assert again.list_arguments() == s.list_arguments()
     assert again.list_outputs() == s.list_outputs()
+
+
+def test_case_ids_are_unique():
+    """Tests key results by case id (the edge-value runs): two cases with one id would
+    compare one's output with the other's; give the second a `label`."""
+    seen = Counter(c.id for c in CASES)
+    assert not [i for i, n in seen.items() if n > 1]
 
 
 def test_every_op_has_a_case():

@@ -1218,7 +1218,8 @@ def _im2col_forward(attrs, x):
     pad, rows, cols, _ = _patch_geometry("im2col", attrs, x.shape[2:])
     padded = np.pad(x, [(0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])])
     patches = padded[:, :, rows, cols]                  # (N, C, kh * kw, L)
-    return np.ascontiguousarray(patches.reshape(x.shape[0], -1, rows.shape[1]))
+    return np.ascontiguousarray(patches.reshape(x.shape[0], x.shape[1] * rows.shape[0],
+                                                rows.shape[1]))    # (not -1: N may be 0)
 
 
 def _col2im_forward(attrs, col):
@@ -1227,7 +1228,8 @@ def _col2im_forward(attrs, col):
     n, k, length = col.shape[0], rows.shape[0], rows.shape[1]
     image = np.zeros((n, col.shape[1] // k, size[0] + 2 * pad[0], size[1] + 2 * pad[1]),
                      dtype=col.dtype)
-    np.add.at(image, (slice(None), slice(None), rows, cols), col.reshape(n, -1, k, length))
+    np.add.at(image, (slice(None), slice(None), rows, cols),
+              col.reshape(n, col.shape[1] // k, k, length))
     return np.ascontiguousarray(image[:, :, pad[0]:pad[0] + size[0], pad[1]:pad[1] + size[1]])
 
 

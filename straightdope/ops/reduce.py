@@ -595,14 +595,14 @@ register("one_hot", placement="kernel", inputs=("indices",), dtype_rule="attr",
 # multi_output; the rest runs on the host (`_softmax_output_on_host`).
 def _softmax_output_view(attrs, shape):
     """The shape SoftmaxOutput normalises data in: its axis 1 is the softmax axis."""
+    # (products of the other axes, not size // n: an empty batch keeps its class axis)
     n = shape[0] if shape else 1
-    size = math.prod(shape)
     if attrs["multi_output"]:
         k = shape[1] if len(shape) > 1 else 1
-        return (n, k, size // max(n * k, 1))
+        return (n, k, math.prod(shape[2:]))
     if attrs["preserve_shape"]:
-        return (size // max(shape[-1], 1), shape[-1]) if shape else (1, 1)
-    return (n, size // max(n, 1))
+        return (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)
+    return (n, math.prod(shape[1:]))
 
 
 def _softmax_output_on_host(attrs, shapes):
