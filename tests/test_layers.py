@@ -32,9 +32,6 @@ LAYERS = [
 _SD = "straightdope."
 # (importer, imported): why it is there, and the fix.
 ALLOWED = {
-    # -- MXNet's API puts these names in a lower module than the code they name.
-    ("ndarray.ndarray", "numpy.multiarray"): "x.as_np_ndarray() returns the np class, an "
-                                             "NDArray subclass defined above it",
     # -- knots inside compiler/ (imports inside functions). Fix: the shared names in the
     #    module both sides import (e.g. Executable and Flag in a small module of their own).
     ("compiler.numba_internals", "compiler.cache"): "Numba's cache locator calls back into "

@@ -133,8 +133,7 @@ class NDArray:
     def as_np_ndarray(self):
         """This array as an `mx.np.ndarray` (NumPy's printing, dtype and comparisons),
         sharing its memory and its place on the autograd tape."""
-        from ..numpy.multiarray import ndarray
-        return self._as_class(ndarray)
+        return self._as_class(NP_ARRAY)
 
     def as_nd_ndarray(self):
         """This array as a classic `mx.nd.NDArray`, sharing its memory and tape."""
@@ -563,6 +562,8 @@ def _record(op, attrs, inputs, outputs, is_train):
 # The `nd` namespace, which gradient rules run with (F = nd): nd/__init__.py builds it from
 # the registry on top of this module, so it puts itself here when imported.
 F = None
+# `mx.np.ndarray`, the subclass numpy/multiarray.py defines above this module and puts here
+NP_ARRAY = None
 _hook = None        # set by engine._install: None means NaiveEngine with no profiler
 
 from .. import engine as _engine  # noqa: E402  (NDArray defers to the engine, which

@@ -13,6 +13,7 @@ An op given any `np.ndarray` returns `np.ndarray`s, so computing with them gives
 """
 import numpy as _onp
 
+from ..ndarray import ndarray as _ndarray_module
 from ..ndarray.ndarray import NDArray
 
 
@@ -170,3 +171,6 @@ def _reduction(name, rule):
 ndarray.sum = _reduction("sum", sum_dtype)
 ndarray.prod = _reduction("prod", sum_dtype)
 ndarray.mean = _reduction("mean", mean_dtype)
+
+
+_ndarray_module.NP_ARRAY = ndarray      # x.as_np_ndarray() makes these
