@@ -671,8 +671,9 @@ def _fill(op, placeholders, results):
                              f"dtype {result.dtype}, but shape and dtype inference said "
                              f"{p.shape} {p.dtype} (a bug in the op's inference: report it; "
                              f"MXNET_ENGINE_TYPE=NaiveEngine avoids it meanwhile)")
-        for array in p.arrays:
-            _SLOT.__set__(array, result)
+        with _ADOPTING:                 # (try_adopt may be adding an array to p)
+            for array in p.arrays:
+                _SLOT.__set__(array, result)
 
 
 def _profiler_on():
@@ -719,13 +720,19 @@ def try_adopt(target, source) -> bool:
     gradient to `.grad` this way, without waiting for backward to finish)."""
     if _engine is None:
         return False
-    value, old = _SLOT.__get__(source), _SLOT.__get__(target)
-    if value.shape != old.shape or value.dtype != old.dtype:
-        return False
-    if type(value) is _Pending:
-        value.arrays.append(target)
-    _SLOT.__set__(target, value)
+    with _ADOPTING:     # else a worker filling `source` now could miss `target` for good
+        value, old = _SLOT.__get__(source), _SLOT.__get__(target)
+        if value.shape != old.shape or value.dtype != old.dtype:
+            return False
+        if type(value) is _Pending:
+            value.arrays.append(target)
+        _SLOT.__set__(target, value)
     return True
+
+
+# Held while a finished op's values go into its arrays (_fill) and while try_adopt adds
+# an array to a pending value: the two never interleave.
+_ADOPTING = threading.Lock()
 
 
 def set_bulk_size(size: int) -> int:

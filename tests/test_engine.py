@@ -557,3 +557,26 @@ def test_a_forked_child_gets_an_engine_of_its_own(threaded):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert float(y[1, 1].asscalar()) == 50.0
+
+
+def test_a_gradient_adopted_while_its_op_finishes_gets_the_values(threaded):
+    """autograd hands a fresh gradient to `.grad` with try_adopt; a worker finishing that
+    gradient's op at the same moment must fill `.grad` too (it left it pending for good,
+    and x.grad read zeros: a flaky failure of test_hybrid_routing under the engine)."""
+    placeholder = engine._Pending((2,), np.float32, engine._Task(None, "stand-in"))
+    source = nd.NDArray(placeholder)
+    target = nd.zeros((2,))
+    finisher = []
+
+    class FinishingNow(list):          # the worker finishes as try_adopt adds `target`
+        def append(self, array):
+            fill = threading.Thread(target=engine._fill, args=(
+                mx.ops.OPS["_copy"], [placeholder], [np.ones(2, np.float32)]))
+            fill.start()
+            fill.join(0.5)             # blocked until try_adopt is done: the fix
+            finisher.append(fill)
+            super().append(array)
+    placeholder.arrays = FinishingNow([source])
+    assert engine.try_adopt(target, source)
+    finisher[0].join(10)
+    np.testing.assert_array_equal(engine._SLOT.__get__(target), np.ones(2, np.float32))
