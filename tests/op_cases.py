@@ -845,9 +845,9 @@ add(Case("_npi_argextreme", inputs(distinct((3, 4))), {"function": "argmin"},
          wrt=(), expected=lambda ins, a: [np.argmin(ins[0])]))
 add(Case("_npi_where", inputs(_with_repeats((3, 4), 2), U((3, 4)), U((1, 4))), wrt=(1, 2),
          expected=lambda ins, a: [np.where(ins[0], ins[1], ins[2])]))
-add(Case("_npi_matmul", inputs(U((2, 3, 4)), U((4, 5))), wrt=(0, 1),
+add(Case("_npi_matmul", inputs(U((2, 3, 4)), U((4, 5))), wrt=(0, 1), label="_npi_matmul-batch",
          expected=lambda ins, a: [np.matmul(ins[0], ins[1])]))
-add(Case("_npi_matmul", inputs(U((3,)), U((2, 3, 4))), wrt=(0, 1),
+add(Case("_npi_matmul", inputs(U((3,)), U((2, 3, 4))), wrt=(0, 1), label="_npi_matmul-vector",
          expected=lambda ins, a: [np.matmul(ins[0], ins[1])]))
 add(Case("_npx_constraint_check", inputs(U((2, 3), 0.5, 2)), {"msg": "must be positive"},
          wrt=(), expected=lambda ins, a: [np.array(np.all(ins[0] > 0))]))
