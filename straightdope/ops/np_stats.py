@@ -88,7 +88,7 @@ def _bincount(attrs, data, weights=None):
 
 register("_npi_bincount", inputs=("data", "weights"), optional_inputs=_bincount_inputs,
          attrs={"minlength": Attr("int", 0, minimum=0), "has_weights": Attr("bool", False)},
-         placement="host", forward=_bincount, index_inputs=("data",),
+         placement="host", forward=_bincount, index_inputs=("data",), checks_values=True,
          infer_shape=lambda attrs, s: (s, [(None,)]),
          infer_dtype=lambda attrs, dtypes: (dtypes[1] if attrs["has_weights"]
                                             else np.dtype(np.int64)),
@@ -249,7 +249,7 @@ def _average_gradient(F, attrs, inputs, outputs, out_grads):
 
 
 register("_npi_average", inputs=("a", "weights"), optional_inputs=_average_inputs,
-         attrs=dict(AVERAGE_ATTRS), placement="host",
+         attrs=dict(AVERAGE_ATTRS), placement="host", checks_values=True,
          num_outputs=lambda attrs: 1 + attrs["returned"], forward=_average,
          infer_shape=_average_shape, gradient=_average_gradient,
          doc="np.average(a, axis, weights, returned): sum(a * w) / sum(w) over axis (the "
