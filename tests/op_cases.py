@@ -41,6 +41,13 @@ def U(shape, low=-2.0, high=2.0, kinks=()):
     return make
 
 
+def as_dtype(a, dtype):
+    """An input cast to the float dtype a test runs in; integer inputs (bincount's data)
+    stay integers."""
+    a = np.asarray(a)
+    return a if a.dtype.kind in "iu" else a.astype(dtype)
+
+
 def inputs(*makers):
     return lambda rng: [m(rng) for m in makers]
 
@@ -875,3 +882,65 @@ add(Case("_contrib_BilinearResize2D", inputs(U((1, 2, 4, 5)), U((1, 1, 3, 3))), 
 add(Case("im2col", inputs(U((2, 2, 5, 4))), {"kernel": (2, 3), "stride": (2, 1), "pad": (1, 0)}))
 add(Case("col2im", inputs(U((2, 12, 10))),
          {"output_size": (4, 5), "kernel": (2, 3), "dilate": (2, 1), "pad": (0, 1)}))
+
+# mx.np's counting and summarising functions (ops/np_stats.py), argmax/argmin, where, matmul
+def _with_repeats(shape, values=4):
+    """Whole numbers with ties (unique, bincount have something to count)."""
+    return lambda rng: rng.integers(0, values, shape).astype(np.float64)
+
+
+add(Case("_histogram", inputs(U((3, 4))), {"bin_cnt": 4, "range": "(-2.0, 2.0)"}, wrt=(),
+         expected=lambda ins, a: [np.histogram(ins[0], 4, (-2.0, 2.0))[0],
+                                  np.histogram(ins[0], 4, (-2.0, 2.0))[1]]))
+add(Case("_histogram", inputs(U((10,)), lambda rng: np.array([-2.0, -0.5, 0.5, 2.0])),
+         wrt=(), expected=lambda ins, a: [np.histogram(ins[0], ins[1])[0], ins[1]]))
+# bincount counts integers only (as NumPy's): its data is int64 in every test
+add(Case("_npi_bincount", inputs(lambda rng: rng.integers(0, 4, (7,))), {"minlength": 6},
+         wrt=(), expected=lambda ins, a: [np.bincount(ins[0], minlength=6)]))
+add(Case("_npi_unique", inputs(_with_repeats((3, 4))),
+         {"return_inverse": True, "return_counts": True}, wrt=(),
+         expected=lambda ins, a: list(np.unique(ins[0], return_inverse=True,
+                                                return_counts=True))))
+add(Case("_npi_diag_indices_from", inputs(U((3, 3))), wrt=(),
+         expected=lambda ins, a: [np.stack(np.diag_indices_from(ins[0]))]))
+add(Case("_npi_average", inputs(U((3, 4)), U((4,), 0.5, 2)),
+         {"axis": "1", "weighted": True, "returned": True}, wrt=(0, 1),
+         expected=lambda ins, a: list(np.average(ins[0], 1, ins[1], returned=True))))
+add(Case("_npi_average", inputs(U((3, 4))), {"axis": "(0, 1)"},
+         expected=lambda ins, a: [np.average(ins[0], (0, 1))]))
+add(Case("_npi_polyval", inputs(U((3,)), U((2, 3))), wrt=(0, 1),
+         expected=lambda ins, a: [np.polyval(ins[0], ins[1])]))
+add(Case("_npi_einsum", inputs(U((2, 3)), U((3, 4))), {"subscripts": "ij,jk->ik"},
+         wrt=(0, 1), expected=lambda ins, a: [np.einsum("ij,jk->ik", *ins)]))
+add(Case("_npi_einsum", inputs(U((3, 3))), {"subscripts": "ii->i"},
+         expected=lambda ins, a: [np.einsum("ii->i", ins[0])]))
+add(Case("_npi_moment", inputs(U((3, 4))), {"axis": "0", "ddof": 1, "std": True},
+         expected=lambda ins, a: [np.std(ins[0], 0, ddof=1)]))
+add(Case("_npi_moment", inputs(U((3, 4))), {"axis": "(0, 1)", "keepdims": True},
+         expected=lambda ins, a: [np.var(ins[0], (0, 1), keepdims=True)]))
+add(Case("_npi_mean", inputs(U((3, 4))), {"axis": "1", "dtype": "float64", "keepdims": True},
+         expected=lambda ins, a: [np.mean(ins[0], 1, keepdims=True)]))
+add(Case("_npi_cumsum", inputs(U((3, 4))), {"axis": 1},
+         expected=lambda ins, a: [np.cumsum(ins[0], 1)]))
+add(Case("_npi_cumsum", inputs(U((2, 3))),
+         expected=lambda ins, a: [np.cumsum(ins[0])]))
+add(Case("_npi_argextreme", inputs(distinct((3, 4))), {"function": "argmax", "axis": 1},
+         wrt=(), expected=lambda ins, a: [np.argmax(ins[0], 1)]))
+add(Case("_npi_argextreme", inputs(distinct((3, 4))), {"function": "argmin"},
+         wrt=(), expected=lambda ins, a: [np.argmin(ins[0])]))
+add(Case("_npi_where", inputs(_with_repeats((3, 4), 2), U((3, 4)), U((1, 4))), wrt=(1, 2),
+         expected=lambda ins, a: [np.where(ins[0], ins[1], ins[2])]))
+add(Case("_npi_matmul", inputs(U((2, 3, 4)), U((4, 5))), wrt=(0, 1), label="_npi_matmul-batch",
+         expected=lambda ins, a: [np.matmul(ins[0], ins[1])]))
+add(Case("_npi_matmul", inputs(U((3,)), U((2, 3, 4))), wrt=(0, 1), label="_npi_matmul-vector",
+         expected=lambda ins, a: [np.matmul(ins[0], ins[1])]))
+add(Case("_npx_constraint_check", inputs(U((2, 3), 0.5, 2)), {"msg": "must be positive"},
+         wrt=(), expected=lambda ins, a: [np.array(np.all(ins[0] > 0))]))
+# random ops made certain: p one-hot always picks a[2]; a covariance of 1e-30 moves the
+# samples by ~1e-15 only, below every comparison's tolerance (no gradients, as in MXNet)
+add(Case("_npi_choice", inputs(U((4,)), lambda rng: np.array([0.0, 0, 1, 0])),
+         {"size": (3,), "weighted": True}, wrt=(),
+         expected=lambda ins, a: [np.full(3, ins[0][2])]))
+add(Case("_npi_multivariate_normal", inputs(U((3,)), lambda rng: 1e-30 * np.eye(3)),
+         {"size": (2,)}, wrt=(),
+         expected=lambda ins, a: [np.broadcast_to(ins[0], (2, 3))]))

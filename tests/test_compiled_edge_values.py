@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
-from op_cases import CASES
+from op_cases import CASES, as_dtype
 from test_compiler_ops import _build, _group, family
 
 from straightdope import autograd, nd, sym
@@ -103,12 +103,12 @@ def _poisoned_run(key, kind):
             # they are (test_reliability fuzzes the indexing ops with hostile indices)
             # (a case not judged here, SKIP or random, keeps clean inputs: a poisoned one
             # may stop its whole family's graph: eig refusing complex eigenvalues, a
-            # sampler refusing a NaN bound)
+            # sampler refusing a NaN bound; integer inputs, bincount's data, hold no NaN)
             data = (case.wrt or (0,)) if case in VALUE_CASES else ()
-            poisoned[case.id] = [poison(a, kind, rng) if j in data else np.array(a)
-                                 for j, a in enumerate(arrays)]
+            poisoned[case.id] = [poison(a, kind, rng) if j in data and a.dtype.kind == "f"
+                                 else np.array(a) for j, a in enumerate(arrays)]
             for j, (n, a) in enumerate(zip(names, poisoned[case.id])):
-                params[n] = nd.array(a, dtype=np.float32)
+                params[n] = nd.array(a, dtype=a.dtype)
                 if j in case.wrt:
                     params[n].attach_grad()
         op = CachedOp(group, [], backend=NumbaBackend())
@@ -141,9 +141,10 @@ def emptied(case, arrays):
     op = OPS[case.op]
     names = op.input_names(op.parse_attrs(case.attrs), len(arrays))
     lead = arrays[0].shape[0] if arrays and arrays[0].ndim else None
-    return [np.zeros((0,) + a.shape[1:], np.float32)
+    arrays = [as_dtype(a, np.float32) for a in arrays]      # integer inputs stay integers
+    return [np.zeros((0,) + a.shape[1:], a.dtype)
             if a.ndim and a.shape[0] == lead and (k == 0 or name not in PARAMETERS)
-            else np.asarray(a, np.float32) for k, (name, a) in enumerate(zip(names, arrays))]
+            else a for k, (name, a) in enumerate(zip(names, arrays))]
 
 
 EMPTY_CASES = [c for c in VALUE_CASES if OPS[c.op].inputs and not c.train]
@@ -186,7 +187,7 @@ def _empty_run():
             visible = OPS[case.op].visible_count(out._outputs[0][0].attrs)
             start = len(outs)
             outs += [out[j] if len(out._outputs) > 1 else out for j in range(visible)]
-            params.update({n: nd.array(a) for n, a in zip(names, arrays)})
+            params.update({n: nd.array(a, dtype=a.dtype) for n, a in zip(names, arrays)})
             accepted.append((case, slice(start, len(outs))))
         op = CachedOp(sym.Group(outs), [], backend=NumbaBackend())
         results = [o.asnumpy() for o in op([], params)]

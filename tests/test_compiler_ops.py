@@ -15,7 +15,7 @@ import contextlib
 import numpy as np
 import pytest
 
-from op_cases import CASES
+from op_cases import CASES, as_dtype
 
 import straightdope as mx  # noqa: F401
 from straightdope import autograd, nd, sym
@@ -39,7 +39,7 @@ def _hosted(case) -> bool:
 FAMILIES = {
     # an output size that only running decides: such a graph runs on the reference
     # executor (cached_op._backend_for), so it gets a group of its own
-    "dynamic": lambda c: c.op == "_contrib_boolean_mask",
+    "dynamic": lambda c: c.op in ("_contrib_boolean_mask", "_npi_bincount", "_npi_unique"),
     "elementwise": lambda c: (OPS[c.op].scalar_expr is not None and not _hosted(c)) or c.op in (
         "add_n", "Cast", "broadcast_to", "broadcast_like", "_zeros", "_ones", "_full"),
     "reduce": lambda c: c.op in ("sum", "mean", "max", "min", "prod", "argmax", "argmin",
@@ -67,7 +67,7 @@ def _build(cases, dtype):
     rng = np.random.default_rng(0)
     outs, info = [], []
     for k, case in enumerate(cases):
-        arrays = [np.asarray(a, dtype=dtype) for a in case.make(rng)]
+        arrays = [as_dtype(a, dtype) for a in case.make(rng)]
         names = _input_names(k, case, arrays)
         variables = [sym.var(n) for n in names]
         out = getattr(sym, case.op)(*variables, **case.attrs)
@@ -91,7 +91,7 @@ def _run(cases, backend, dtype, train):
     rng = np.random.default_rng(1)
     for case, names, arrays, _ in info:
         for j, (n, a) in enumerate(zip(names, arrays)):
-            params[n] = nd.array(a, dtype=dtype)
+            params[n] = nd.array(a, dtype=a.dtype)
             if j in case.wrt:
                 params[n].attach_grad()
     op = CachedOp(group, [], backend=backend)

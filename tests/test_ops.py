@@ -11,7 +11,7 @@ from straightdope import autograd, nd, sym
 from straightdope.graph import Graph, annotate
 from straightdope.ops import OPS
 
-from op_cases import CASES
+from op_cases import CASES, as_dtype
 
 RNG_SEED = 7
 
@@ -89,7 +89,8 @@ def test_symbol_eval_matches_imperative(case):
         imperative = call_nd(case, arrays, train=False)
     else:
         imperative = call_nd(case, arrays)
-    feeds = {f"x{k}": nd.array(a, dtype="float64") for k, a in enumerate(arrays)}
+    feeds = {f"x{k}": nd.array(a, dtype=as_dtype(a, "float64").dtype)
+             for k, a in enumerate(arrays)}
     evaluated = s.eval(**feeds)
     assert len(evaluated) == len(imperative)
     for got, want in zip(evaluated, imperative):
@@ -101,15 +102,16 @@ def test_symbol_eval_matches_imperative(case):
 def test_one_dtype_rule(case, dtype):
     """Every output has one dtype whoever asks: `sym.infer_type`, the compiler's
     `graph.annotate` and an imperative call all read the op's registry rule (Op.out_dtype)."""
-    arrays = [np.asarray(a, dtype=dtype) for a in case.make(np.random.default_rng(0))]
+    arrays = [as_dtype(a, dtype) for a in case.make(np.random.default_rng(0))]
     names = [f"x{k}" for k in range(len(arrays))]
     s = build_symbol(case, len(arrays))
     with autograd.train_mode() if case.train else autograd.predict_mode():
-        out = getattr(nd, case.op)(*[nd.array(a, dtype=dtype) for a in arrays], **case.attrs)
+        out = getattr(nd, case.op)(*[nd.array(a, dtype=a.dtype) for a in arrays], **case.attrs)
     imperative = [np.dtype(o.dtype) for o in (out if isinstance(out, list) else [out])]
-    _, inferred, _ = s.infer_type_partial(**{n: dtype for n in names})
+    dtypes = {n: a.dtype for n, a in zip(names, arrays)}
+    _, inferred, _ = s.infer_type_partial(**dtypes)
     graph = annotate(Graph.from_symbol(s, names), {n: a.shape for n, a in zip(names, arrays)},
-                     {n: dtype for n in names})
+                     dtypes)
     assert [np.dtype(t) for t in inferred] == imperative, "sym.infer_type vs imperative"
     assert [graph.dtype_of(e) for e in graph.outputs] == imperative, "annotate vs imperative"
 

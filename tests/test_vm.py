@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from op_cases import CASES
+from op_cases import CASES, as_dtype
 
 from straightdope import autograd, nd, sym
 from straightdope.cached_op import CachedOp
@@ -36,9 +36,10 @@ class StrictVMBackend:
 
 def _run(case, backend, poison=None):
     rng = np.random.default_rng(0)
-    arrays = [np.asarray(a, np.float32) for a in case.make(rng)]
-    if poison is not None:             # NaN and infinities in the data inputs
-        for j in [j for j in case.wrt or (0,) if j < len(arrays)]:
+    arrays = [as_dtype(a, np.float32) for a in case.make(rng)]     # ints stay ints
+    if poison is not None:             # NaN and infinities in the (float) data inputs
+        for j in [j for j in case.wrt or (0,) if j < len(arrays)
+                  and arrays[j].dtype.kind == "f"]:
             flat = arrays[j].reshape(-1)
             flat[::3] = poison
             flat[1::5] = -poison if poison == poison else poison
@@ -46,7 +47,7 @@ def _run(case, backend, poison=None):
     out = getattr(sym, case.op)(*[sym.var(n) for n in names], **case.attrs)
     visible = OPS[case.op].visible_count(out._outputs[0][0].attrs)
     group = sym.Group([out[j] for j in range(visible)] if len(out._outputs) > 1 else [out])
-    params = {n: nd.array(a) for n, a in zip(names, arrays)}
+    params = {n: nd.array(a, dtype=a.dtype) for n, a in zip(names, arrays)}
     for j in case.wrt:
         params[names[j]].attach_grad()
     op = CachedOp(group, [], backend=backend)

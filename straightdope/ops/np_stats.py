@@ -88,7 +88,7 @@ def _bincount(attrs, data, weights=None):
 
 register("_npi_bincount", inputs=("data", "weights"), optional_inputs=_bincount_inputs,
          attrs={"minlength": Attr("int", 0, minimum=0), "has_weights": Attr("bool", False)},
-         placement="host", forward=_bincount, index_inputs=("data",),
+         placement="host", forward=_bincount, index_inputs=("data",), checks_values=True,
          infer_shape=lambda attrs, s: (s, [(None,)]),
          infer_dtype=lambda attrs, dtypes: (dtypes[1] if attrs["has_weights"]
                                             else np.dtype(np.int64)),
@@ -140,10 +140,14 @@ register("_npi_unique", inputs=("data",),
 
 
 # --------------------------------------------------------- diag_indices_from
-def _diag_indices(attrs, data):
-    if data.ndim < 2 or len(set(data.shape)) != 1:
+def _check_square(shape):
+    if len(shape) < 2 or len(set(shape)) != 1:
         raise OpError(f"np.diag_indices_from: needs an array of at least 2 axes, all of "
-                      f"one length, got shape {data.shape}")
+                      f"one length, got shape {tuple(shape)}")
+
+
+def _diag_indices(attrs, data):
+    _check_square(data.shape)
     return np.stack(np.diag_indices_from(data)).astype(np.int64)
 
 
@@ -151,7 +155,8 @@ def _diag_indices_shape(attrs, in_shapes):
     data = in_shapes[0]
     if data is None or not is_complete(data):
         return in_shapes, [None]
-    return in_shapes, [(len(data), data[0] if data else 0)]
+    _check_square(data)                  # refused when planned, as when it runs
+    return in_shapes, [(len(data), data[0])]
 
 
 register("_npi_diag_indices_from", inputs=("data",), placement="host",
@@ -244,7 +249,7 @@ def _average_gradient(F, attrs, inputs, outputs, out_grads):
 
 
 register("_npi_average", inputs=("a", "weights"), optional_inputs=_average_inputs,
-         attrs=dict(AVERAGE_ATTRS), placement="host",
+         attrs=dict(AVERAGE_ATTRS), placement="host", checks_values=True,
          num_outputs=lambda attrs: 1 + attrs["returned"], forward=_average,
          infer_shape=_average_shape, gradient=_average_gradient,
          doc="np.average(a, axis, weights, returned): sum(a * w) / sum(w) over axis (the "
@@ -543,24 +548,30 @@ register("_npi_cumsum_grad", inputs=("out_grad", "a"), attrs=dict(CUMSUM_ATTRS),
 
 
 # ------------------------------------------------------------ argmax, argmin
-def _arg_extreme(attrs, a):
-    axis = attrs["axis"]
-    if a.ndim == 0 and axis not in (None, 0, -1):
+def _check_arg_extreme(attrs, shape):
+    """Refuses (when planned, as when run) an axis out of bounds or an empty axis."""
+    axis, ndim, shape = attrs["axis"], len(shape), tuple(shape)
+    if ndim == 0 and axis not in (None, 0, -1):
         raise OpError(f"np.{attrs['function']}: axis {axis} is out of bounds for a 0-d "
                       f"array")
-    if a.ndim and axis is not None and not -a.ndim <= axis < a.ndim:
+    if ndim and axis is not None and not -ndim <= axis < ndim:
         raise OpError(f"np.{attrs['function']}: axis {axis} is out of bounds for an array "
-                      f"of shape {a.shape}")
-    if a.size == 0 and (axis is None or a.shape[axis] == 0):
+                      f"of shape {shape}")
+    if 0 in shape and (axis is None or shape[axis] == 0):
         raise OpError(f"np.{attrs['function']}: an empty sequence has no "
-                      f"{attrs['function'][3:]}imum (array of shape {a.shape}, axis {axis})")
-    return np.asarray(getattr(np, attrs["function"])(a, axis=axis)).astype(np.int64)
+                      f"{attrs['function'][3:]}imum (array of shape {shape}, axis {axis})")
+
+
+def _arg_extreme(attrs, a):
+    _check_arg_extreme(attrs, a.shape)
+    return np.asarray(getattr(np, attrs["function"])(a, axis=attrs["axis"])).astype(np.int64)
 
 
 def _arg_extreme_shape(attrs, in_shapes):
     a, axis = in_shapes[0], attrs["axis"]
     if a is None or not is_complete(a):
         return in_shapes, [None]
+    _check_arg_extreme(attrs, a)
     if axis is None or not a:
         return in_shapes, [()]
     return in_shapes, [tuple(d for k, d in enumerate(a) if k != axis % len(a))]

@@ -67,6 +67,7 @@ def _mask_gradient(F, attrs, inputs, outputs, out_grads):
 
 SEQ_ATTRS = {"use_sequence_length": Bool(False), "axis": Int(0)}
 register("SequenceMask", inputs=("data", "sequence_length"), optional_inputs=_inputs,
+         checks_values=True,
          attrs={**SEQ_ATTRS, "value": Float(0.0)}, forward=_mask_forward,
          infer_shape=_mask_shape, gradient=_mask_gradient, placement="host",
          infer_dtype=lambda attrs, dtypes: dtypes[0],
@@ -113,6 +114,7 @@ def _last_gradient(F, attrs, inputs, outputs, out_grads):
 
 
 register("SequenceLast", inputs=("data", "sequence_length"), optional_inputs=_inputs,
+         checks_values=True,
          attrs=dict(SEQ_ATTRS), forward=_last_forward, infer_shape=_last_shape,
          gradient=_last_gradient, placement="host", infer_dtype=lambda attrs, dtypes: dtypes[0],
          doc="SequenceLast(data, sequence_length, use_sequence_length=False, axis=0): each "
@@ -143,6 +145,7 @@ def _reverse_gradient(F, attrs, inputs, outputs, out_grads):
 
 
 register("SequenceReverse", inputs=("data", "sequence_length"), optional_inputs=_inputs,
+         checks_values=True,
          attrs=dict(SEQ_ATTRS), forward=_reverse_forward, infer_shape=_reverse_shape,
          gradient=_reverse_gradient, placement="host", infer_dtype=lambda attrs, dtypes: dtypes[0],
          doc="SequenceReverse(data, sequence_length, use_sequence_length=False, axis=0): "
