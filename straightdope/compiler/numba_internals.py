@@ -31,6 +31,8 @@ from pathlib import Path
 import llvmlite.binding as ll
 import numba
 
+from . import cache_folders
+
 SUPPORTED = ("0.68.1", "0.69")        # first version tested, first one not tested
 EXPECTED = (
     "numba.core.caching._CacheLocator",
@@ -119,7 +121,7 @@ except ImportError:        # such a Numba is not USED: the classes below are nev
 # ------------------------------------------------------------------ where files go
 class _TrustedLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
     """Tells Numba where to keep the cache files of *our* functions (the kernels and
-    the generated modules): the folder `cache.numba_folder` names, never `__pycache__`
+    the generated modules): the folder `cache_folders.numba_folder` names, never `__pycache__`
     next to the source or ~/.cache/numba. Numba asks each class in
     `CacheImpl._locator_classes` in turn; this one is asked first and answers only for
     our modules, so other Numba functions in the process are cached as usual."""
@@ -136,13 +138,11 @@ class _TrustedLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
         return self._cache_path
 
     def ensure_cache_path(self):
-        from . import cache
-        cache.make_dirs(Path(self._cache_path))
+        cache_folders.make_dirs(Path(self._cache_path))
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        from . import cache        # (cache imports this module)
-        folder = cache.numba_folder(py_func.__module__ or "", py_file)
+        folder = cache_folders.numba_folder(py_func.__module__ or "", py_file)
         return None if folder is None else cls(py_func, py_file, folder)
 
 
@@ -423,9 +423,8 @@ def _loading(path: Path):
     """A marker file naming this process, from before LLVM reads `path` until the process
     ends: LLVM links the code lazily, so a fault may come at any later compile. (A
     process that dies of anything else costs the next one a 25 ms runtime compile.)"""
-    from . import cache
     marker = path.with_name(f"{path.name}.loading-{os.getpid()}")
-    cache.write_bytes(marker, b"")
+    cache_folders.write_bytes(marker, b"")
     atexit.register(lambda: marker.unlink(missing_ok=True))
     yield
 
@@ -438,12 +437,11 @@ def _runtime_library(ctx):
     raw bytes after a line with their SHA-256 and sizes (no pickle), in the checked
     Numba folder, keyed by what they were compiled for (Numba, LLVM, the CPU), and load
     them like a kernel; anything unexpected compiles them as Numba would."""
-    from . import cache
     codegen = ctx.codegen()
     what = f"{numba.__version__} {ll.llvm_version_info} {codegen.magic_tuple()}"
     digest = hashlib.sha256(what.encode()).hexdigest()
-    path = cache.folders()[1] / "numba" / f"runtime-{digest[:16]}.bin"
-    head, _, data = (cache.read_trusted(path) or b"").partition(b"\n")
+    path = cache_folders.folders()[1] / "numba" / f"runtime-{digest[:16]}.bin"
+    head, _, data = (cache_folders.read_trusted(path) or b"").partition(b"\n")
     try:
         digest, size = head.decode().split()
         code, bitcode = data[:int(size)], data[int(size):]
@@ -461,8 +459,8 @@ def _runtime_library(ctx):
     _, _, (code, bitcode) = library.serialize_using_object_code()
     data = code + bitcode
     try:
-        cache.write_bytes(path, f"{hashlib.sha256(data).hexdigest()} {len(code)}\n".encode()
-                          + data)
+        head = f"{hashlib.sha256(data).hexdigest()} {len(code)}\n".encode()
+        cache_folders.write_bytes(path, head + data)
     except OSError:
         pass                                 # used uncached, as Numba does
     return library
