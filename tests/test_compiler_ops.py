@@ -22,6 +22,7 @@ from straightdope import autograd, nd, sym
 from straightdope.cached_op import CachedOp
 from straightdope.compiler import NumbaBackend
 from straightdope.compiler.kernels import EMITTERS
+from straightdope.compiler.loops import placement
 from straightdope.compiler.lower import REWRITES
 from straightdope.graph import ReferenceBackend
 from straightdope.ops import OPS
@@ -174,7 +175,7 @@ class _Planner(ReferenceBackend):
 
 def _declared(graph, node) -> str:
     """The op's placement; "host" for data or attributes its kernel does not cover."""
-    return node.op.placement_for(node.attrs, [graph.shape_of(tuple(e)) for e in node.inputs])
+    return placement(graph, node)
 
 
 def test_every_op_declares_a_placement_its_compiler_pass_knows():

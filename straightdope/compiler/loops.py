@@ -20,8 +20,8 @@ over all steps after the loop (`fission_sums`, "loop fission").
 The ops that have no Numba kernel (placement "host" in the registry: `reverse`,
 `sort`, `_while_loop`, `_cond`, ...) run with their NumPy forward between segments,
 as loop nodes do ("host steps"); so do ops whose kernel covers images only
-(`kernel_ndim`) on other data, or not some attributes (`host_when`). A `reverse` in time that only loops read becomes a
-view that walks the sequence backwards.
+(`kernel_ndim`) on other data, or not all of their attributes (`host_when`). A
+`reverse` in time that only loops read becomes a view that walks the sequence backwards.
 """
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ import ast
 
 import numpy as np
 
+from .np_ops import _parts
 from .registry import Attr, OpError, is_complete, register, scipy_special
 
 
@@ -376,10 +377,6 @@ def _einsum_shape(attrs, in_shapes):
 
 EINSUM_ATTRS = {"subscripts": Attr("str", required=True), "num_args": Attr("int_or_none", None),
                 "optimize": Attr("int", 0)}
-
-
-def _parts(result, count):
-    return [result] if count == 1 else [result[k] for k in range(count)]
 
 
 register("_npi_einsum", variadic=True, attrs=dict(EINSUM_ATTRS), placement="host",
