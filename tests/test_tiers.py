@@ -214,6 +214,30 @@ def test_a_tiered_first_call_runs_compiled_code_at_once_when_it_is_cached():
                                                  "switches": []}
 
 
+def test_loading_a_compiled_graph_does_not_write_its_ready_marker_again(monkeypatch):
+    """The marker is written (atomically, with an fsync: ~10 ms) when a graph is
+    compiled; a process that only loads the graph must not pay for it again."""
+    from straightdope import serialization
+    from straightdope.compiler import ready
+    x = nd.ones((2, 7))
+    first = nn.Dense(3, activation="relu", prefix="marker_")   # one graph (names too)
+    first.initialize()
+    first.hybridize(compile="sync")
+    first(x)                                         # compiled (or loaded) and marked
+    forward = first._cached_op.last_plan.forward.current
+    assert ready.is_ready(ready.job_key(ready.describe(forward.graph, False)))
+    writes = []
+    real_write = serialization.atomic_write
+    monkeypatch.setattr(serialization, "atomic_write",
+                        lambda *a, **k: writes.append(a[0]) or real_write(*a, **k))
+    again = nn.Dense(3, activation="relu", prefix="marker_")
+    again.initialize()
+    again.hybridize(compile="sync")
+    again(x)                                         # the same graph: loaded
+    assert again._cached_op.stats()["forward"]["tier"] == "graph"
+    assert writes == []
+
+
 def test_a_failed_background_compile_keeps_the_reference_tier_and_says_why(monkeypatch):
     from straightdope.compiler import tiers
 

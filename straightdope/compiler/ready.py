@@ -68,7 +68,7 @@ def mark_ready(key: str):
     that is used as it is: see cache.folders)."""
     from ..serialization import atomic_write
     from .cache import folders
-    if folders()[2] != "ok":
+    if folders()[2] != "ok" or is_ready(key):    # (a load marks nothing: no fsync)
         return
     path = ready_path(key)
     try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import time
+from operator import is_not
 
 import numpy as np
 
@@ -328,29 +329,44 @@ class VMExecutable:
             else:            # a value returned twice is copied: outputs share no memory
                 kind = "copy" if prog.at(e) in seen else "block"
                 seen.add(prog.at(e))
-                self._returns.append((kind, prog.at(e)[1], prog.shape(e)))
+                start = prog.at(e)[1]
+                self._returns.append((kind, slice(start, start + math.prod(prog.shape(e))),
+                                      prog.shape(e)))
+        # the usual case, every output a view of the block: run() makes them in one line
+        self._views = [(where, shape) for kind, where, shape in self._returns] \
+            if all(kind == "block" for kind, _, _ in self._returns) else None
 
     def run(self, inputs: list) -> list:
         addresses, seen = self._last
-        if any([x is not s for x, s in zip(inputs, seen)]):     # new arrays: new addresses
-            addresses, seen, kept = addresses.copy(), list(seen), inputs
-            for k, x in enumerate(inputs):
-                if x is not seen[k]:
-                    if x.dtype != np.float32 or not x.flags.c_contiguous:
-                        x = np.ascontiguousarray(x, np.float32)
-                        kept = None              # a copy lives for this call only
-                    addresses[k + 1], seen[k] = K.address(x.reshape(-1)), x
-            if kept is not None:
-                self._last = (addresses, seen)
+        if any(map(is_not, inputs, seen)):       # new arrays: new addresses
+            addresses, read = self._addresses(inputs)   # (`read` lives until the run)
         block = K.run_program(self.code, self.consts, addresses, self.sizes)
+        if self._views is not None:
+            return [block[where].reshape(shape) for where, shape in self._views]
         out = []
         for kind, where, shape in self._returns:
             if kind == "input":
                 out.append(inputs[where].copy())
             else:
-                value = block[where:where + math.prod(shape)].reshape(shape)
+                value = block[where].reshape(shape)
                 out.append(value.copy() if kind == "copy" else value)
         return out
+
+    def _addresses(self, inputs):
+        """The addresses of new input arrays (kept for the next call when they can be
+        read in place), and the arrays read: a float32 contiguous copy of any other."""
+        addresses, seen = self._last
+        addresses, seen, kept = addresses.copy(), list(seen), list(inputs)
+        in_place = True
+        for k, x in enumerate(inputs):
+            if x is not seen[k]:
+                if x.dtype != np.float32 or not x.flags.c_contiguous:
+                    x = kept[k] = np.ascontiguousarray(x, np.float32)
+                    in_place = False             # a copy lives for this call only
+                addresses[k + 1], seen[k] = K.address(x.reshape(-1)), x
+        if in_place:
+            self._last = (addresses, seen)
+        return addresses, kept
 
 
 class VMBackend:
@@ -397,7 +413,7 @@ def prepare() -> bool:
     global READY
     if READY:
         return True
-    from . import backend  # noqa: F401  (the passes the first call runs, imported now)
+    from . import backend, loops  # noqa: F401  (what the first call runs, imported now)
     from .numba_internals import fast_load
     cache.preload_blas()          # before the VM's first np.dot: see there
     for fn, args in signatures():
