@@ -83,7 +83,7 @@ def _grid_grad_forward(attrs, og, data):
     if attrs["transform_type"] == "affine":
         n = data.shape[0]
         grid = _target_grid(attrs["target_shape"])
-        return _as((og.reshape(n * 2, -1) @ grid.T).reshape(n, 6), data)
+        return _as((og.reshape(n * 2, grid.shape[1]) @ grid.T).reshape(n, 6), data)
     with np.errstate(divide="ignore", invalid="ignore"):
         return _as(og / _warp_scale(*data.shape[2:]), data)
 
@@ -123,9 +123,9 @@ def _corners(grid, h, w):
 
 def _gather(data, flat, inside):
     """data (N, C, H, W) at the flat positions (N, Ho, Wo): (N, C, Ho, Wo), zero outside."""
-    n, c = data.shape[:2]
-    values = np.take_along_axis(data.reshape(n, c, -1).astype(np.float64),
-                                flat.reshape(n, 1, -1), axis=2)
+    n, c, h, w = data.shape
+    values = np.take_along_axis(data.reshape(n, c, h * w).astype(np.float64),
+                                flat.reshape(n, 1, flat.shape[1] * flat.shape[2]), axis=2)
     return values.reshape((n, c) + flat.shape[1:]) * inside[:, None]
 
 
@@ -142,7 +142,7 @@ def _sample_grad(og, data, grid):
     corners, wy, wx = _corners(grid, h, w)
     gdata = np.zeros((n, c, h * w))
     for flat, weight, inside in corners:
-        pulls = (og * (weight * inside)[:, None]).reshape(n, c, -1)
+        pulls = (og * (weight * inside)[:, None]).reshape(n, c, flat.shape[1] * flat.shape[2])
         for b in range(n):
             np.add.at(gdata[b], (slice(None), flat[b].ravel()), pulls[b])
     tl, tr, bl, br = (_gather(data, flat, inside) for flat, _, inside in corners)
@@ -204,8 +204,8 @@ def _stn_forward(attrs, data, loc):
 def _stn_grad_forward(attrs, og, data, loc):
     """d data from the sampler; d loc from the sampler's grid gradient times (x, y, 1)."""
     gdata, ggrid = _sample_grad(og, data, _affine_grid(loc, attrs["target_shape"]))
-    n = loc.shape[0]
-    gloc = ggrid.reshape(n * 2, -1) @ _target_grid(attrs["target_shape"]).T
+    n, grid = loc.shape[0], _target_grid(attrs["target_shape"])
+    gloc = ggrid.reshape(n * 2, grid.shape[1]) @ grid.T
     return _as(gdata, data), _as(gloc.reshape(n, 6), loc)
 
 
@@ -413,14 +413,18 @@ def _quantize_forward(attrs, data, min_range, max_range):
 
 
 def _dequantize_forward(attrs, data, min_range, max_range):
+    _check_quantized(data)
     lo, hi = np.float32(min_range.reshape(-1)[0]), np.float32(max_range.reshape(-1)[0])
     x = data.astype(np.float32)
     if data.dtype == np.uint8:
         return x * ((hi - lo) / np.float32(255)) + lo
-    if data.dtype == np.int8:
-        return x * (np.float32(max(abs(lo), abs(hi))) / np.float32(127))
-    raise OpError(f"contrib.dequantize: data must be int8 or uint8 (from contrib.quantize), "
-                  f"got {data.dtype}")
+    return x * (np.float32(max(abs(lo), abs(hi))) / np.float32(127))
+
+
+def _check_quantized(data):
+    if data.dtype not in (np.int8, np.uint8):
+        raise OpError(f"contrib.dequantize: data must be int8 or uint8 (from "
+                      f"contrib.quantize), got {data.dtype.name}")
 
 
 def _no_gradient(F, attrs, inputs, outputs, out_grads):
@@ -457,7 +461,7 @@ def _heads(x, heads, parts):
     if width % (heads * parts):
         raise OpError(f"interleaved_matmul: the last axis ({width}) of an input of shape "
                       f"{x.shape} must split into heads={heads} times {parts} equal parts")
-    return x.astype(np.float64).reshape(length, batch, heads, parts, -1)
+    return x.astype(np.float64).reshape(length, batch, heads, parts, width // (heads * parts))
 
 
 def _to_batches(x):
@@ -492,14 +496,14 @@ def _valatt(attrs, qkv, att, parts, slot):
     t = _heads(qkv, attrs["heads"], parts)
     v = _to_batches(t[:, :, :, slot])
     out = _from_batches(att.astype(np.float64) @ v, attrs["heads"])
-    return _as(out.reshape(out.shape[0], out.shape[1], -1), qkv)
+    return _as(out.reshape(out.shape[:2] + (out.shape[2] * out.shape[3],)), qkv)
 
 
 def _valatt_grad(attrs, og, qkv, att, parts, slot):
     heads = attrs["heads"]
     t = _heads(qkv, heads, parts)
     v = _to_batches(t[:, :, :, slot])
-    g = _to_batches(og.astype(np.float64).reshape(og.shape[0], og.shape[1], heads, -1))
+    g = _to_batches(og.astype(np.float64).reshape(og.shape[:2] + t.shape[2:3] + t.shape[4:]))
     grad = np.zeros_like(t)
     grad[:, :, :, slot] = _from_batches(att.astype(np.float64).transpose(0, 2, 1) @ g, heads)
     return _as(grad.reshape(qkv.shape), qkv), _as(g @ v.transpose(0, 2, 1), att)
