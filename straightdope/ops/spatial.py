@@ -356,7 +356,8 @@ def _normalize_channels(attrs, shape):
     for name in ("mean", "std"):
         if len(attrs[name]) not in (1, channels):
             raise OpError(f"image.normalize: {name} must have 1 or {channels} entries for "
-                          f"data of shape {tuple(shape)}, got {attrs[name]}")
+                          f"data of shape {tuple(shape)}, got {attrs[name]} (the defaults "
+                          f"have 4, as MXNet's: give mean= and std=)")
     return channels
 
 
