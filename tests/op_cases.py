@@ -944,3 +944,99 @@ add(Case("_npi_choice", inputs(U((4,)), lambda rng: np.array([0.0, 0, 1, 0])),
 add(Case("_npi_multivariate_normal", inputs(U((3,)), lambda rng: 1e-30 * np.eye(3)),
          {"size": (2,)}, wrt=(),
          expected=lambda ins, a: [np.broadcast_to(ins[0], (2, 3))]))
+
+
+# ---- spatial: GridGenerator, BilinearSampler, SpatialTransformer, Correlation,
+# image.normalize, contrib.quantize/dequantize, contrib.interleaved_matmul_*, bilinear
+# UpSampling (loop references of the samplers and Correlation: tests/test_spatial_ops.py)
+def _affine_grid_ref(theta, h, w):
+    x, y = np.meshgrid(np.linspace(-1, 1, w), np.linspace(-1, 1, h))
+    th = theta.reshape(-1, 2, 3)
+    return (th[:, :, 0, None, None] * x + th[:, :, 1, None, None] * y
+            + th[:, :, 2, None, None])
+
+
+def _near_identity(batch):
+    return lambda rng: np.tile([1.0, 0, 0, 0, 1, 0], (batch, 1)) + rng.uniform(-.2, .2, (batch, 6))
+
+
+def _bilinear_upsampling_ref(x, w, s):
+    k, p = 2 * s - s % 2, s // 2
+    n, c, h, wd = x.shape
+    out = np.zeros((n, c, (h - 1) * s + k, (wd - 1) * s + k))
+    for i in range(h):
+        for j in range(wd):
+            out[:, :, i * s:i * s + k, j * s:j * s + k] += x[:, :, i, j, None, None] * w[:, 0]
+    return out[:, :, p:p + h * s, p:p + wd * s]
+
+
+def _quantize_ref(x, lo, hi, out_type):
+    x = x.astype(np.float32)
+    if out_type == "int8":
+        real = np.float32(max(abs(lo), abs(hi)))
+        q = np.trunc(np.sign(x) * np.minimum(np.abs(x) * (np.float32(127) / real) + np.float32(.5),
+                                             np.float32(127)))
+        return [q.astype(np.int8), np.array([-real]), np.array([real])]
+    q = np.trunc((x - np.float32(lo)) * (np.float32(255) / np.float32(hi - lo)) + np.float32(.5))
+    return [q.astype(np.uint8), np.array([lo]), np.array([hi])]
+
+
+def _interleaved(x, heads, parts):
+    return x.reshape(x.shape[0], x.shape[1], heads, parts, -1)
+
+
+add(Case("GridGenerator", inputs(U((2, 6))), {"transform_type": "affine", "target_shape": (3, 4)},
+         expected=lambda ins, a: [_affine_grid_ref(ins[0], 3, 4)]))
+add(Case("GridGenerator", inputs(U((2, 2, 3, 4))), {"transform_type": "warp"},
+         expected=lambda ins, a: [(ins[0] + np.stack(np.meshgrid(np.arange(4), np.arange(3))))
+                                  / np.array([1.5, 1.0]).reshape(1, 2, 1, 1) - 1]))
+add(Case("BilinearSampler", inputs(U((2, 3, 4, 5)), U((2, 2, 3, 3), -1.2, 1.2)), wrt=(0, 1)))
+add(Case("SpatialTransformer", inputs(U((2, 3, 5, 5)), _near_identity(2)),
+         {"target_shape": (4, 4)}, wrt=(0, 1)))
+add(Case("Correlation", inputs(U((2, 3, 6, 6)), U((2, 3, 6, 6))),
+         {"kernel_size": 3, "max_displacement": 1, "pad_size": 1}, wrt=(0, 1)))
+add(Case("Correlation", inputs(U((1, 2, 5, 6)), U((1, 2, 5, 6))),
+         {"max_displacement": 2, "stride1": 2, "stride2": 2, "pad_size": 2,
+          "is_multiply": False}, wrt=(0, 1)))
+add(Case("_image_normalize", inputs(U((2, 3, 4, 4))),
+         {"mean": (0.1, 0.2, 0.3), "std": (0.5, 1.0, 2.0)},
+         expected=lambda ins, a: [(ins[0] - np.array([.1, .2, .3]).reshape(3, 1, 1))
+                                  / np.array([.5, 1, 2]).reshape(3, 1, 1)]))
+add(Case("_image_normalize", inputs(U((1, 3, 3))), {"mean": 0.5, "std": 2.0},
+         expected=lambda ins, a: [(ins[0] - 0.5) / 2.0]))
+add(Case("_contrib_quantize", inputs(U((3, 4), -1.5, 1.5), lambda rng: np.array([-1.0]),
+                                     lambda rng: np.array([0.8])), {"out_type": "int8"},
+         wrt=(), expected=lambda ins, a: _quantize_ref(ins[0], -1.0, 0.8, "int8")))
+add(Case("_contrib_quantize", inputs(U((3, 4), 0, 1), lambda rng: np.array([0.0]),
+                                     lambda rng: np.array([1.0])),
+         wrt=(), expected=lambda ins, a: _quantize_ref(ins[0], 0.0, 1.0, "uint8")))
+add(Case("_contrib_dequantize", inputs(lambda rng: rng.integers(-127, 128, (3, 4)).astype(np.int8),
+                                       lambda rng: np.array([-0.5]), lambda rng: np.array([2.0])),
+         wrt=(), expected=lambda ins, a: [ins[0] * (2.0 / 127)]))
+add(Case("_contrib_dequantize", inputs(lambda rng: rng.integers(0, 256, (3, 4)).astype(np.uint8),
+                                       lambda rng: np.array([-0.5]), lambda rng: np.array([2.0])),
+         wrt=(), label="_contrib_dequantize-uint8",
+         expected=lambda ins, a: [ins[0] * (2.5 / 255) - 0.5]))
+add(Case("_contrib_interleaved_matmul_selfatt_qk", inputs(U((4, 2, 12))), {"heads": 2},
+         expected=lambda ins, a: [np.einsum(
+             "ibhd,jbhd->bhij", _interleaved(ins[0], 2, 3)[..., 0, :],
+             _interleaved(ins[0], 2, 3)[..., 1, :]).reshape(4, 4, 4) / np.sqrt(2)]))
+add(Case("_contrib_interleaved_matmul_selfatt_valatt", inputs(U((4, 2, 12)), U((4, 4, 4))),
+         {"heads": 2}, wrt=(0, 1),
+         expected=lambda ins, a: [np.einsum("bhij,jbhd->ibhd", ins[1].reshape(2, 2, 4, 4),
+                                            _interleaved(ins[0], 2, 3)[..., 2, :]
+                                            ).reshape(4, 2, 4)]))
+add(Case("_contrib_interleaved_matmul_encdec_qk", inputs(U((3, 2, 4)), U((5, 2, 8))),
+         {"heads": 2}, wrt=(0, 1),
+         expected=lambda ins, a: [np.einsum(
+             "ibhd,jbhd->bhij", ins[0].reshape(3, 2, 2, 2),
+             _interleaved(ins[1], 2, 2)[..., 0, :]).reshape(4, 3, 5) / np.sqrt(2)]))
+add(Case("_contrib_interleaved_matmul_encdec_valatt", inputs(U((5, 2, 8)), U((4, 3, 5))),
+         {"heads": 2}, wrt=(0, 1),
+         expected=lambda ins, a: [np.einsum("bhij,jbhd->ibhd", ins[1].reshape(2, 2, 3, 5),
+                                            _interleaved(ins[0], 2, 2)[..., 1, :]
+                                            ).reshape(3, 2, 4)]))
+add(Case("UpSampling", inputs(U((1, 2, 3, 3)), U((2, 1, 4, 4))),
+         {"scale": 2, "sample_type": "bilinear", "num_filter": 2, "num_args": 2},
+         wrt=(0, 1), label="UpSampling-bilinear",
+         expected=lambda ins, a: [_bilinear_upsampling_ref(ins[0], ins[1], 2)]))

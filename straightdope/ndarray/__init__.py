@@ -453,6 +453,8 @@ for _name in FLUENT_METHODS:
 
 from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
 contrib._contrib_ops(vars(contrib), globals())     # _contrib_allclose: contrib.allclose
+from . import image  # noqa: E402
+contrib._contrib_ops(vars(image), globals(), "_image_")  # _image_normalize: image.normalize
 from . import _internal  # noqa: E402  (the ops named _xxx, as MXNet's nd._internal)
 vars(_internal).update({_name: globals()[_name] for _name in _OPS if _name.startswith("_")})
 from . import ndarray as _ndarray  # noqa: E402

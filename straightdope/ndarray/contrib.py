@@ -108,9 +108,10 @@ isfinite = _flags(_np_module.isfinite, "1 where the value is finite, else 0.")
 isnan = _flags(_np_module.isnan, "1 where the value is NaN, else 0.")
 
 
-def _contrib_ops(namespace, functions):
+def _contrib_ops(namespace, functions, prefix="_contrib_"):
     """The registry's `_contrib_X` op functions (in `functions`) as `contrib.X` (in
-    `namespace`), as MXNet names them; nd.contrib and sym.contrib both."""
+    `namespace`), as MXNet names them; nd.contrib and sym.contrib both. (Also the
+    `_image_X` ops as `image.X`, with that prefix.)"""
     for name, function in list(functions.items()):
-        if name.startswith("_contrib_") and name[len("_contrib_"):] not in namespace:
-            namespace[name[len("_contrib_"):]] = function
+        if name.startswith(prefix) and name[len(prefix):] not in namespace:
+            namespace[name[len(prefix):]] = function

@@ -10,8 +10,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .registry import (Bool, Choice, Float, Int, OpError, OptFloat, Shape, axis_in, like_input,
-                       register)
+from .registry import (OPS, Bool, Choice, Float, Int, OpError, OptFloat, Shape, axis_in,
+                       like_input, register)
 from .reduce import norm_axes
 
 
@@ -685,19 +685,46 @@ register("Dropout", placement="kernel",
 # ------------------------------------------------------------- UpSampling
 # MXNet's nearest-neighbour UpSampling of NCHW data: the output is the first input's size
 # times `scale`; every input is repeated up to it (input i by out_h // its h) and the
-# results are joined along the channels ('concat') or added ('sum'). The bilinear mode is
-# MXNet's Deconvolution with a bilinear kernel: write that Deconvolution (and
-# init.Bilinear) instead; it is refused here by name.
+# results are joined along the channels ('concat') or added ('sum'). The bilinear mode
+# takes (data, weight) and is, as in MXNet, a Deconvolution of each channel by its own
+# kernel (num_group = channels): kernel 2 * scale - scale % 2, stride scale, pad
+# ceil((scale - 1) / 2), which gives scale times the size. Its weight (C, 1, k, k) is
+# learnable; init.Bilinear fills it with the bilinear interpolation kernel.
 UPSAMPLING_ATTRS = {"scale": Int(required=True, minimum=1), "num_filter": Int(0),
                     "sample_type": Choice("nearest", "bilinear", required=True),
                     "multi_input_mode": Choice("concat", "sum"), "num_args": Int(1, minimum=1),
                     "workspace": Int(512)}
 
 
+def _bilinear_deconv(attrs, channels):
+    """The Deconvolution attributes that bilinear UpSampling of `channels` channels is
+    (MXNet's GetDeconvolutionParam)."""
+    scale = attrs["scale"]
+    if attrs["num_filter"] != channels:
+        raise OpError(f"UpSampling: sample_type='bilinear' needs num_filter equal to the "
+                      f"data's channels ({channels}), got num_filter={attrs['num_filter']}")
+    k, pad = 2 * scale - scale % 2, scale // 2          # scale // 2 = ceil((scale - 1) / 2)
+    return OPS["Deconvolution"].cached_attrs({
+        "kernel": (k, k), "stride": (scale, scale), "pad": (pad, pad),
+        "num_filter": channels, "num_group": channels, "no_bias": True})
+
+
+def _bilinear_upsampling_shape(attrs, in_shapes):
+    if len(in_shapes) != 2:
+        raise OpError(f"UpSampling: sample_type='bilinear' takes two inputs, data and "
+                      f"weight, got {len(in_shapes)}")
+    data = in_shapes[0]
+    if data is None:
+        return in_shapes, [None]
+    if len(data) != 4:
+        raise OpError(f"UpSampling: needs 4-D (N, C, H, W) data, got {tuple(data)}")
+    deconv = _bilinear_deconv(attrs, data[1])
+    return OPS["Deconvolution"].shapes(deconv, in_shapes)
+
+
 def _upsampling_shape(attrs, in_shapes):
     if attrs["sample_type"] == "bilinear":
-        raise OpError("UpSampling: sample_type='bilinear' is not supported here; it is a "
-                      "Deconvolution with a bilinear kernel (init.Bilinear), write that instead")
+        return _bilinear_upsampling_shape(attrs, in_shapes)
     if any(s is None for s in in_shapes):
         return in_shapes, [None]
     if any(len(s) != 4 for s in in_shapes):
@@ -719,6 +746,8 @@ def _upsampling_shape(attrs, in_shapes):
 
 
 def _upsampling_forward(attrs, *xs):
+    if attrs["sample_type"] == "bilinear":
+        return _deconv_forward(_bilinear_deconv(attrs, xs[0].shape[1]), *xs)
     out_h = xs[0].shape[2] * attrs["scale"]
     parts = [x.repeat(out_h // x.shape[2], axis=2).repeat(out_h // x.shape[2], axis=3)
              for x in xs]
@@ -739,11 +768,19 @@ def _upsampling_grad_forward(attrs, og, *xs):
     return np.ascontiguousarray(og.reshape(n, c, h, f, w, f).sum(axis=(3, 5)))
 
 
+def _upsampling_gradient(F, attrs, inputs, out_grads):
+    if attrs["sample_type"] == "bilinear":
+        deconv = dict(_bilinear_deconv(attrs, attrs["num_filter"]))
+        return _gradient_via("_deconv_grad_data", "_deconv_grad_weight")(
+            F, deconv, inputs, [], out_grads)
+    return [F._upsampling_grad(out_grads[0], *inputs, index=k,
+                               multi_input_mode=attrs["multi_input_mode"])
+            for k in range(len(inputs))]
+
+
 register("UpSampling", variadic=True, placement="host", attrs=dict(UPSAMPLING_ATTRS),
          forward=_upsampling_forward, infer_shape=_upsampling_shape,
-         gradient=lambda F, a, i, o, og: [
-             F._upsampling_grad(og[0], *i, index=k, multi_input_mode=a["multi_input_mode"])
-             for k in range(len(i))],
+         gradient=lambda F, a, i, o, og: _upsampling_gradient(F, a, i, og),
          doc="UpSampling(*data, scale, sample_type='nearest', multi_input_mode='concat'): "
              "NCHW inputs repeated up to the first one's size times scale, then joined.")
 register("_upsampling_grad", variadic=True, placement="host",

@@ -190,6 +190,8 @@ from . import contrib  # noqa: E402,F401  (foreach, while_loop, cond)
 from . import random  # noqa: E402,F401  (sym.random.uniform, ...)
 from ..ndarray.contrib import _contrib_ops  # noqa: E402
 _contrib_ops(vars(contrib), globals())       # _contrib_allclose: contrib.allclose
+from . import image  # noqa: E402
+_contrib_ops(vars(image), globals(), "_image_")  # _image_normalize: image.normalize
 
 
 def __getattr__(attr):
