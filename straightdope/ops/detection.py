@@ -21,7 +21,7 @@ in MXNet. No Numba kernels: compiled graphs run these with NumPy (`placement="ho
 """
 import numpy as np
 
-from .registry import Attr, Bool, Float, Floats, Int, OpError, Shape, like_input, register
+from .registry import OPS, Attr, Bool, Float, Floats, Int, OpError, Shape, like_input, register
 
 FLT_MAX = float(np.finfo(np.float32).max)     # ROIPooling's "nothing found yet"
 
@@ -55,6 +55,12 @@ def _images_named(rois, batch):
     finite = np.isfinite(rois).all(axis=1)
     index = np.trunc(np.where(finite, rois[:, 0], -1))
     return finite & (index >= 0) & (index < batch)
+
+
+def _check_shapes(op_name, attrs, *arrays):
+    """Imperative calls run the forward straight away: refuse bad shapes with the op's
+    shape inference, as a symbol would."""
+    OPS[op_name].shapes(attrs, [a.shape for a in arrays])
 
 
 def _roi_shapes(op_name, width, pooled):
@@ -137,6 +143,7 @@ def _roi_max_pool(attrs, data, rois):
 
 
 def _roi_pooling_forward(attrs, data, rois):
+    _check_shapes("ROIPooling", attrs, data, rois)
     return _roi_max_pool(attrs, data, rois)[0].astype(data.dtype)
 
 
@@ -198,6 +205,7 @@ def _psroi_bins(attrs, rois, data):
 
 
 def _psroi_pooling_forward(attrs, data, rois):
+    _check_shapes("_contrib_PSROIPooling", attrs, data, rois)
     image, channel, hs, he, ws, we, valid = _psroi_bins(attrs, rois, data)
     if np.isfinite(data).all():
         # table[..., i, j] = data[..., :i, :j].sum(): products with triangles of ones (by
@@ -340,6 +348,7 @@ def _bin_index(attrs):
 
 
 def _roi_align_forward(attrs, data, rois):
+    _check_shapes("_contrib_ROIAlign", attrs, data, rois)
     ct = _compute_dtype(data.dtype)
     batch, _, height, width = data.shape
     channels, pooled = _roi_align_pooled(attrs, data.shape)
@@ -406,6 +415,7 @@ register("_roi_align_grad", inputs=("out_grad", "data", "rois"), attrs=dict(ROI_
 # sample grid is laid out around (0, 0), rotated, then moved to the centre.
 
 def _rroi_align_forward(attrs, data, rois):
+    _check_shapes("_contrib_RROIAlign", attrs, data, rois)
     ct = _compute_dtype(data.dtype)
     batch, channels, height, width = data.shape
     pooled_h, pooled_w = attrs["pooled_size"]
@@ -586,7 +596,15 @@ def _proposal_shapes(op_name, single):
     return infer_shape
 
 
-def _multi_proposal_forward(attrs, cls_prob, bbox_pred, im_info):
+def _proposal_forward(op_name):
+    def forward(attrs, cls_prob, bbox_pred, im_info):
+        _check_shapes(op_name, attrs, cls_prob, bbox_pred, im_info)
+        return _proposals(attrs, cls_prob, bbox_pred, im_info)
+    return forward
+
+
+def _proposals(attrs, cls_prob, bbox_pred, im_info):
+    """Every image's proposals (N * rpn_post_nms_top_n, 5) and scores (..., 1)."""
     anchors_n = cls_prob.shape[1] // 2
     post = attrs["rpn_post_nms_top_n"]
     rois = np.zeros((len(cls_prob), post, 5), f32)
@@ -612,7 +630,7 @@ def _proposal_dtypes(attrs, dtypes):
 
 for _name, _single in (("_contrib_Proposal", True), ("_contrib_MultiProposal", False)):
     register(_name, inputs=("cls_prob", "bbox_pred", "im_info"), attrs=dict(PROPOSAL_ATTRS),
-             forward=_multi_proposal_forward, placement="host", checks_values=True,
+             forward=_proposal_forward(_name), placement="host", checks_values=True,
              infer_shape=_proposal_shapes(_name, _single), infer_dtype=_proposal_dtypes,
              num_outputs=2, num_visible_outputs=lambda attrs: 2 if attrs["output_score"] else 1,
              output_names=("output", "score"),
