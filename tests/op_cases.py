@@ -968,9 +968,9 @@ add(Case("ROIPooling", inputs(distinct((2, 2, 4, 4)), _rows([1, 0, 0, 3, 3])),
          expected=lambda ins, a: [_blocks(ins[0][1:]).max(axis=(3, 5))]))
 add(Case("_contrib_PSROIPooling", inputs(U((1, 8, 4, 4)), _rows([0, 0, 0, 3, 3])),
          {"spatial_scale": 1.0, "output_dim": 2, "pooled_size": 2},
-         expected=lambda ins, a: [np.array([[[[_blocks(ins[0])[0, (d * 2 + i) * 2 + j, i, :, j, :]
-                                                .mean() for j in range(2)] for i in range(2)]
-                                              for d in range(2)]])]))
+         expected=lambda ins, a: [np.array([[[[
+             _blocks(ins[0])[0, (d * 2 + i) * 2 + j, i, :, j, :].mean() for j in range(2)]
+             for i in range(2)] for d in range(2)]])]))
 # one sample per bin, at its centre: cells (1, 1), (1, 2), (2, 1), (2, 2)
 add(Case("_contrib_ROIAlign", inputs(U((1, 2, 4, 4)), _rows([0, 0.5, 0.5, 2.5, 2.5])),
          {"pooled_size": (2, 2), "spatial_scale": 1.0, "sample_ratio": 1},
@@ -989,7 +989,8 @@ PROPOSAL_CASE = {"feature_stride": 4, "scales": (2.0,), "ratios": (0.5, 1.0),
                  "rpn_pre_nms_top_n": 8, "rpn_post_nms_top_n": 5, "rpn_min_size": 2,
                  "threshold": 0.6, "output_score": True}
 add(Case("_contrib_Proposal", inputs(U((1, 4, 3, 4), 0, 1), U((1, 8, 3, 4), -0.2, 0.2),
-                                     _rows([10, 14, 1.0])), dict(PROPOSAL_CASE), wrt=()))
+                                     _rows([10, 14, 1.0])),
+         dict(PROPOSAL_CASE), wrt=()))
 add(Case("_contrib_MultiProposal", inputs(U((2, 4, 3, 4), 0, 1), U((2, 8, 3, 4), -0.2, 0.2),
                                           _rows([10, 14, 1.0], [12, 9, 0.5])),
          dict(PROPOSAL_CASE), wrt=()))

@@ -19,6 +19,8 @@ no image, or with a non-finite value, gives zeros (MXNet: zeros for ROIPooling, 
 it does not own for the others). The gradients go to the data only: rois get zero, as
 in MXNet. No Numba kernels: compiled graphs run these with NumPy (`placement="host"`).
 """
+import functools
+
 import numpy as np
 
 from .registry import OPS, Attr, Bool, Float, Floats, Int, OpError, Shape, like_input, register
@@ -178,15 +180,24 @@ register("_roi_pooling_grad", inputs=("out_grad", "data", "rois"), attrs=dict(RO
 def _psroi_bins(attrs, rois, data):
     """Per box and bin: the image (R, 1, 1, 1) and channel (1, D, P, P) it reads, its
     rows hs:he (R, 1, P, 1) and columns ws:we (R, 1, 1, P), and `valid` (R, D, P, P):
-    a non-empty bin of a box that names an image."""
-    batch, _, height, width = data.shape
-    ct = _compute_dtype(data.dtype)
-    pooled, dim = attrs["pooled_size"], attrs["output_dim"]
-    groups = attrs["group_size"] or pooled
+    a non-empty bin of a box that names an image. They depend on the boxes only, not on
+    the data's values: the last few are kept (a gradient check runs the op thousands of
+    times on one set of boxes)."""
+    return _bins_of(rois.tobytes(), rois.shape, rois.dtype.str, data.shape, data.dtype.str,
+                    attrs["pooled_size"], attrs["output_dim"],
+                    attrs["group_size"] or attrs["pooled_size"], attrs["spatial_scale"])
+
+
+@functools.lru_cache(maxsize=16)
+def _bins_of(rois_bytes, rois_shape, rois_dtype, data_shape, data_dtype, pooled, dim, groups,
+             spatial_scale):
+    rois = np.frombuffer(rois_bytes, rois_dtype).reshape(rois_shape)
+    batch, _, height, width = data_shape
+    ct = _compute_dtype(np.dtype(data_dtype))
     # corners (x1, y1, x2 + 1, y2 + 1) rounded, scaled; as starts (x, y) and bin sizes
     corners = rois[:, 1:5].astype(ct)
     corners = (_round(np.where(np.isfinite(corners), corners, 0)) + np.array([0, 0, 1, 1], ct)) \
-        * _scale(attrs, ct)                            # non-finite rois are invalid below
+        * ct.type(np.float32(spatial_scale))           # non-finite rois are invalid below
     start = corners[:, :2]
     step = np.maximum(corners[:, 2:] - start, ct.type(0.1)) / ct.type(pooled)   # avoid 0
     k = np.arange(pooled, dtype=ct)
@@ -201,7 +212,10 @@ def _psroi_bins(attrs, rois, data):
     named = _images_named(rois, batch)[:, None, None, None]
     image = np.where(named, rois[:, :1, None, None], 0).astype(np.int64)
     valid = named & (he > hs) & (we > ws)
-    return image, channel[None], hs, he, ws, we, valid
+    bins = (image, channel[None], hs, he, ws, we, valid)
+    for array in bins:
+        array.setflags(write=False)                         # shared by later calls
+    return bins
 
 
 def _psroi_pooling_forward(attrs, data, rois):
@@ -251,7 +265,8 @@ def _psroi_pooled(attrs, data):
     return attrs["output_dim"], (attrs["pooled_size"],) * 2
 
 
-PSROI_ATTRS = {"spatial_scale": Attr("float", required=True), "output_dim": Int(required=True, minimum=1),
+PSROI_ATTRS = {"spatial_scale": Attr("float", required=True),
+               "output_dim": Int(required=True, minimum=1),
                "pooled_size": Int(required=True, minimum=1), "group_size": Int(0, minimum=0)}
 register("_contrib_PSROIPooling", inputs=("data", "rois"), attrs=dict(PSROI_ATTRS),
          forward=_psroi_pooling_forward, placement="host", index_inputs=("rois",),
