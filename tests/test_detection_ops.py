@@ -387,3 +387,21 @@ def test_shapes_are_inferred_and_bad_ones_named():
                                 output_dim=2, pooled_size=2)
     with pytest.raises(OpError, match="_contrib_Proposal takes one image"):
         nd.contrib.Proposal(nd.ones((2, 24, 3, 3)), nd.ones((2, 48, 3, 3)), nd.ones((2, 3)))
+
+
+def test_proposal_refuses_an_image_larger_than_the_feature_map():
+    scores, deltas, info = proposal_inputs(np.random.default_rng(6), 2)
+    info[1, 0] = 40                            # 40 / stride 4 = 10 rows; the map has 4
+    with pytest.raises(OpError, match=r"_contrib_MultiProposal: im_info's image .* 10 x 3 "
+                                      r"cells, more than the 4 x 5"):
+        nd.contrib.MultiProposal(*(nd.array(a) for a in (scores, deltas, info)), **PROPOSAL)
+
+
+def test_scales_and_ratios_are_tuples_of_numbers():
+    """MXNet's Tuple<float> attributes: written as MXNet's JSON does, or as numbers."""
+    s = sym.contrib.MultiProposal(sym.var("c"), sym.var("b"), sym.var("i"), scales="(2, 4.5)",
+                                  ratios=1)
+    assert s.infer_shape(c=(1, 4, 3, 3))[0][1] == (1, 8, 3, 3)
+    assert sym.load_json(s.tojson()).tojson() == s.tojson()
+    with pytest.raises(OpError, match="'scales' must be a tuple of numbers"):
+        sym.contrib.MultiProposal(sym.var("c"), sym.var("b"), sym.var("i"), scales="(2, 'x')")

@@ -44,16 +44,9 @@ def _round(x):
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
 
 
-def _image_of(roi, batch):
-    """The image a roi reads, as MXNet truncates its batch index, or None for a roi
-    that names no image or holds a non-finite value (it gives zeros)."""
-    if not np.isfinite(roi).all() or not 0 <= int(roi[0]) < batch:
-        return None
-    return int(roi[0])
-
-
 def _images_named(rois, batch):
-    """_image_of for all rois at once: which name an image (a bool per roi)."""
+    """Which rois name an image (a bool each): their batch index, truncated as MXNet
+    does, is one of data's, and they hold no inf or NaN. The others give zeros."""
     finite = np.isfinite(rois).all(axis=1)
     index = np.trunc(np.where(finite, rois[:, 0], -1))
     return finite & (index >= 0) & (index < batch)
@@ -125,10 +118,11 @@ def _roi_max_pool(attrs, data, rois):
     # NaN is never greater than the maximum so far in MXNet's loop: skipped
     values = np.where(np.isnan(data), -np.inf, data).astype(ct)
     cells = np.arange(data.size).reshape(data.shape)
+    named = _images_named(rois, batch)
     for r, roi in enumerate(rois):
-        image = _image_of(roi, batch)
-        if image is None:
+        if not named[r]:
             continue
+        image = int(roi[0])
         hs, he, ws, we = _roi_pool_bins(attrs, roi, height, width, ct)
         for ph in range(pooled_h):
             for pw in range(pooled_w):
@@ -369,10 +363,11 @@ def _roi_align_forward(attrs, data, rois):
     channels, pooled = _roi_align_pooled(attrs, data.shape)
     out = np.zeros((len(rois), channels) + tuple(pooled), ct)
     ph, pw = _bin_index(attrs)
+    named = _images_named(rois, batch)
     for r, roi in enumerate(rois):
-        image = _image_of(roi, batch)
-        if image is None:
+        if not named[r]:
             continue
+        image = int(roi[0])
         positions, weights, count = _align_samples(attrs, roi, height, width, ct)
         view = _channel_view(attrs, data[image].astype(ct))
         samples = (weights * view[:, ph, pw, positions]).sum(axis=1)  # (C, PH, gh, PW, gw)
@@ -385,10 +380,11 @@ def _roi_align_grad_forward(attrs, og, data, rois):
     batch, _, height, width = data.shape
     grad = np.zeros(data.shape, ct)
     ph, pw = _bin_index(attrs)
+    named = _images_named(rois, batch)
     for r, roi in enumerate(rois):
-        image = _image_of(roi, batch)
-        if image is None:
+        if not named[r]:
             continue
+        image = int(roi[0])
         positions, weights, count = _align_samples(attrs, roi, height, width, ct)
         view = _channel_view(attrs, grad[image])          # writes reach grad
         # og[r] (C, PH, PW) spread over each bin's samples (PH, gh, PW, gw), four cells each
@@ -436,10 +432,11 @@ def _rroi_align_forward(attrs, data, rois):
     pooled_h, pooled_w = attrs["pooled_size"]
     out = np.zeros((len(rois), channels, pooled_h, pooled_w), ct)
     scale = _scale(attrs, ct)
+    named = _images_named(rois, batch)
     for r, roi in enumerate(rois):
-        image = _image_of(roi, batch)
-        if image is None:
+        if not named[r]:
             continue
+        image = int(roi[0])
         centre_x, centre_y, roi_w, roi_h = (ct.type(v) * scale for v in roi[1:5])
         theta = ct.type(float(roi[5]) * np.pi / 180.0)          # in double, as MXNet
         roi_w, roi_h = max(roi_w, ct.type(1)), max(roi_h, ct.type(1))     # malformed: 1x1
@@ -538,18 +535,18 @@ def _nms(boxes, threshold, limit):
     return np.array(keep, np.int64)
 
 
-def _propose(attrs, scores, deltas, im_info):
+def _propose(op_name, attrs, scores, deltas, im_info):
     """One image: scores (A, H, W) of the objects, deltas (4A, H, W), im_info (height,
     width, scale) -> boxes (rpn_post_nms_top_n, 4) and their scores."""
     anchors_n, height, width = scores.shape
     stride = attrs["feature_stride"]
     image_h, image_w, image_scale = (f32(v) for v in im_info)
     if not np.isfinite([image_h, image_w, image_scale]).all():
-        raise OpError(f"_contrib_Proposal: im_info {list(im_info)} must be finite (image "
+        raise OpError(f"{op_name}: im_info {list(im_info)} must be finite (image "
                       f"height, width, scale)")
     real_h, real_w = int(image_h / f32(stride)), int(image_w / f32(stride))
     if real_h > height or real_w > width:
-        raise OpError(f"_contrib_Proposal: im_info's image ({image_h} x {image_w}) over "
+        raise OpError(f"{op_name}: im_info's image ({image_h} x {image_w}) over "
                       f"feature_stride {stride} is {real_h} x {real_w} cells, more than the "
                       f"{height} x {width} of cls_prob; check im_info and feature_stride")
     # boxes in MXNet's order: cell (row j, column k), then anchor a
@@ -614,11 +611,11 @@ def _proposal_shapes(op_name, single):
 def _proposal_forward(op_name):
     def forward(attrs, cls_prob, bbox_pred, im_info):
         _check_shapes(op_name, attrs, cls_prob, bbox_pred, im_info)
-        return _proposals(attrs, cls_prob, bbox_pred, im_info)
+        return _proposals(op_name, attrs, cls_prob, bbox_pred, im_info)
     return forward
 
 
-def _proposals(attrs, cls_prob, bbox_pred, im_info):
+def _proposals(op_name, attrs, cls_prob, bbox_pred, im_info):
     """Every image's proposals (N * rpn_post_nms_top_n, 5) and scores (..., 1)."""
     anchors_n = cls_prob.shape[1] // 2
     post = attrs["rpn_post_nms_top_n"]
@@ -626,8 +623,8 @@ def _proposals(attrs, cls_prob, bbox_pred, im_info):
     scores = np.zeros((len(cls_prob), post, 1), f32)
     for b in range(len(cls_prob)):
         # channels A.. 2A are the object scores (0 .. A the background's)
-        boxes, best = _propose(attrs, cls_prob[b, anchors_n:], bbox_pred[b].astype(f32),
-                               im_info[b])
+        boxes, best = _propose(op_name, attrs, cls_prob[b, anchors_n:],
+                               bbox_pred[b].astype(f32), im_info[b])
         rois[b, :, 0], rois[b, :, 1:], scores[b, :, 0] = b, boxes, best
     return rois.reshape(-1, 5), scores.reshape(-1, 1)
 
