@@ -405,3 +405,13 @@ def test_scales_and_ratios_are_tuples_of_numbers():
     assert sym.load_json(s.tojson()).tojson() == s.tojson()
     with pytest.raises(OpError, match="'scales' must be a tuple of numbers"):
         sym.contrib.MultiProposal(sym.var("c"), sym.var("b"), sym.var("i"), scales="(2, 'x')")
+
+
+def test_npx_roi_pooling_is_roi_pooling():
+    from straightdope import np as mnp, npx
+    data = np.random.default_rng(7).uniform(-1, 1, (1, 2, 6, 6))
+    rois = np.array([[0, 0.6, 1.2, 4.4, 5.1]])
+    got = npx.roi_pooling(mnp.array(data), mnp.array(rois), pooled_size=(2, 3),
+                          spatial_scale=1.0)
+    want, _ = roi_pooling_loops(data, rois, (2, 3), 1.0, np.zeros((1, 2, 2, 3)))
+    np.testing.assert_allclose(got.asnumpy(), want)

@@ -23,7 +23,8 @@ import functools
 
 import numpy as np
 
-from .registry import OPS, Attr, Bool, Float, Floats, Int, OpError, Shape, like_input, register
+from .registry import (OPS, Attr, Bool, Float, Floats, Int, OpError, Shape, alias, like_input,
+                       register)
 
 FLT_MAX = float(np.finfo(np.float32).max)     # ROIPooling's "nothing found yet"
 
@@ -159,6 +160,7 @@ register("ROIPooling", inputs=("data", "rois"), attrs=dict(ROI_POOLING_ATTRS),
          gradient=lambda F, a, i, o, og: [F._roi_pooling_grad(og[0], i[0], i[1], **a), None],
          doc="ROIPooling(data (N, C, H, W), rois (R, 5), pooled_size=(PH, PW), "
              "spatial_scale): the maximum of each of PH x PW bins of each box, (R, C, PH, PW).")
+alias("_npx_roi_pooling", "ROIPooling")                  # MXNet's npx.roi_pooling
 register("_roi_pooling_grad", inputs=("out_grad", "data", "rois"), attrs=dict(ROI_POOLING_ATTRS),
          forward=_roi_pooling_grad_forward, infer_shape=like_input(1), placement="host",
          index_inputs=("rois",), doc="Gradient of ROIPooling: to each bin's maximum.")
