@@ -1040,3 +1040,51 @@ add(Case("UpSampling", inputs(U((1, 2, 3, 3)), U((2, 1, 4, 4))),
          {"scale": 2, "sample_type": "bilinear", "num_filter": 2, "num_args": 2},
          wrt=(0, 1), label="UpSampling-bilinear",
          expected=lambda ins, a: [_bilinear_upsampling_ref(ins[0], ins[1], 2)]))
+# ---- roi: detection ops (ops/detection.py). tests/test_detection_ops.py compares each
+# with plain loops written from MXNet's kernels; these cases have answers by hand: a box
+# over a whole 4 x 4 map cut into 2 x 2 bins of 2 x 2 cells
+def _rows(*rows):
+    return lambda rng: np.array(rows, dtype=np.float64)
+
+
+def _blocks(x):
+    """(N, C, 4, 4) -> (N, C, 2, 2, 2, 2): bin (i, j) is [..., i, :, j, :]."""
+    return x.reshape(x.shape[0], x.shape[1], 2, 2, 2, 2)
+
+
+def _corners_mean(x):
+    """The bilinear sample at each cell corner inside the map: the mean of 4 cells."""
+    return (x[..., :-1, :-1] + x[..., 1:, :-1] + x[..., :-1, 1:] + x[..., 1:, 1:]) / 4
+
+
+add(Case("ROIPooling", inputs(distinct((2, 2, 4, 4)), _rows([1, 0, 0, 3, 3])),
+         {"pooled_size": (2, 2), "spatial_scale": 1.0},
+         expected=lambda ins, a: [_blocks(ins[0][1:]).max(axis=(3, 5))]))
+add(Case("_contrib_PSROIPooling", inputs(U((1, 8, 4, 4)), _rows([0, 0, 0, 3, 3])),
+         {"spatial_scale": 1.0, "output_dim": 2, "pooled_size": 2},
+         expected=lambda ins, a: [np.array([[[[
+             _blocks(ins[0])[0, (d * 2 + i) * 2 + j, i, :, j, :].mean() for j in range(2)]
+             for i in range(2)] for d in range(2)]])]))
+# one sample per bin, at its centre: cells (1, 1), (1, 2), (2, 1), (2, 2)
+add(Case("_contrib_ROIAlign", inputs(U((1, 2, 4, 4)), _rows([0, 0.5, 0.5, 2.5, 2.5])),
+         {"pooled_size": (2, 2), "spatial_scale": 1.0, "sample_ratio": 1},
+         expected=lambda ins, a: [ins[0][:, :, 1:3, 1:3]]))
+# a 2 x 2 box centred on (2, 2): samples at the corners between cells 1..3; turned by
+# 180 degrees, the same read backwards
+add(Case("_contrib_RROIAlign", inputs(U((1, 2, 4, 4)), _rows([0, 2, 2, 2, 2, 0])),
+         {"pooled_size": (2, 2), "spatial_scale": 1.0, "sampling_ratio": 1}, wrt=(),
+         expected=lambda ins, a: [_corners_mean(ins[0])[:, :, 1:3, 1:3]]))
+add(Case("_contrib_RROIAlign", inputs(U((1, 2, 4, 4)), _rows([0, 2, 2, 2, 2, 180])),
+         {"pooled_size": (2, 2), "spatial_scale": 1.0, "sampling_ratio": 1}, wrt=(),
+         label="_contrib_RROIAlign-turned",
+         expected=lambda ins, a: [_corners_mean(ins[0])[:, :, 1:3, 1:3][:, :, ::-1, ::-1]]))
+# proposals: zero gradients by definition (MXNet's), so none is checked here
+PROPOSAL_CASE = {"feature_stride": 4, "scales": (2.0,), "ratios": (0.5, 1.0),
+                 "rpn_pre_nms_top_n": 8, "rpn_post_nms_top_n": 5, "rpn_min_size": 2,
+                 "threshold": 0.6, "output_score": True}
+add(Case("_contrib_Proposal", inputs(U((1, 4, 3, 4), 0, 1), U((1, 8, 3, 4), -0.2, 0.2),
+                                     _rows([10, 14, 1.0])),
+         dict(PROPOSAL_CASE), wrt=()))
+add(Case("_contrib_MultiProposal", inputs(U((2, 4, 3, 4), 0, 1), U((2, 8, 3, 4), -0.2, 0.2),
+                                          _rows([10, 14, 1.0], [12, 9, 0.5])),
+         dict(PROPOSAL_CASE), wrt=()))

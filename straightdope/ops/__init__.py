@@ -12,3 +12,4 @@ from . import np_ops  # noqa: F401  (mx.np functions that move elements: roll, p
 from . import np_stats  # noqa: F401  (histogram, bincount, unique, average, einsum, ...)
 from . import sampling  # noqa: F401  (_sample_multinomial)
 from . import spatial  # noqa: F401  (GridGenerator, BilinearSampler, Correlation, quantize, ...)
+from . import detection  # noqa: F401  (ROIPooling, ROIAlign, PSROIPooling, Proposal, ...)

@@ -48,8 +48,8 @@ class OpIndexError(OpError, IndexError):
 
 @dataclass(frozen=True)
 class Attr:
-    kind: str                      # int, float, bool, shape, str, int_or_none, shape_or_none,
-                                   # subgraphs
+    kind: str                      # int, float, bool, shape, floats, str, int_or_none,
+                                   # shape_or_none, subgraphs
     default: Any = None
     choices: tuple = ()
     required: bool = False
@@ -87,7 +87,8 @@ class Attr:
                 else:
                     bad({"int": "must be an integer", "float": "must be a number",
                          "bool": "must be True or False",
-                         "shape": "must be a tuple of integers"}[kind])
+                         "shape": "must be a tuple of integers",
+                         "floats": "must be a tuple of numbers"}[kind])
         if kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 if isinstance(value, float) and value.is_integer():
@@ -114,6 +115,13 @@ class Attr:
             if self.minimum is not None and any(v < self.minimum for v in value):
                 bad(f"must have entries of at least {self.minimum}")
             return tuple(int(v) for v in value)
+        if kind == "floats":                    # MXNet's Tuple<float>: anchor scales
+            if isinstance(value, numbers.Real) and not isinstance(value, bool):
+                value = (value,)
+            if not isinstance(value, (tuple, list)) or not all(
+                    isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value):
+                bad("must be a tuple of numbers")
+            return tuple(float(v) for v in value)
         if kind == "str":
             value = str(value)
             if self.choices and value not in self.choices:
@@ -143,6 +151,10 @@ def Bool(default=False):
 
 def Shape(default=None, required=False, minimum=None):
     return Attr("shape", default, required=required, minimum=minimum)
+
+
+def Floats(default=None, required=False):
+    return Attr("floats", default, required=required)
 
 
 def Choice(*choices, default=None, required=False):
