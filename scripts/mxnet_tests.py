@@ -296,15 +296,38 @@ def test_sources(text):
     return out
 
 
+def helper_sources(text):
+    """{module-level function that is not a test: its source}: a test that calls one
+    uses what it uses (test_operator's RNN tests bind mx.mod.Module in
+    check_rnn_consistency)."""
+    return {m.group(1): chunk for chunk in re.split(r'\n(?=def |class |@)', text)
+            for m in [re.match(r'def (\w+)', chunk)] if m and not m.group(1).startswith('test_')}
+
+
+def scope_reason(body, helpers):
+    """Why a test (its source) is out of scope, or None: a pattern in its own source,
+    else in a helper it calls."""
+    for reason, pat in SCOPE_PATTERNS:
+        hit = re.search(pat, body)
+        if hit:
+            return f'{reason}: {hit.group(0)}'
+    for helper, source in helpers.items():
+        if re.search(rf'\b{helper}\(', body):
+            for reason, pat in SCOPE_PATTERNS:
+                hit = re.search(pat, source)
+                if hit:
+                    return f'{reason}: {hit.group(0)} (in {helper})'
+    return None
+
+
 def propose(src, name):
     text = rewrite_imports(git_show(src, f'tests/python/unittest/{name}.py').decode())
+    helpers = helper_sources(text)
     print(f'    {name!r}: {{')
     for func, body in test_sources(text).items():
-        for reason, pat in SCOPE_PATTERNS:
-            hit = re.search(pat, body)
-            if hit:
-                print(f'        {func!r}: {reason + ": " + hit.group(0)!r},')
-                break
+        reason = scope_reason(body, helpers)
+        if reason:
+            print(f'        {func!r}: {reason!r},')
     print('    },')
 
 

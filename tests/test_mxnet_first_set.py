@@ -153,3 +153,19 @@ def test_unfuse_gives_cells_that_share_the_layers_parameters_and_compute_the_sam
 def test_unfuse_refuses_a_projection():
     with pytest.raises(NotImplementedError, match="projection"):
         mx.gluon.rnn.LSTM(4, projection_size=2)._unfuse()
+
+
+def test_scope_rule_follows_a_module_helper_the_test_calls():
+    """test_operator's RNN tests bind mx.mod.Module only inside check_rnn_consistency:
+    the pattern there puts them out of scope; a test calling no such helper stays in."""
+    text = ("def check_consistency(a):\n    mod = mx.mod.Module(a)\n\n"
+            "def clean(a):\n    return a\n\n"
+            "def test_uses_module():\n    check_consistency(1)\n\n"
+            "def test_plain():\n    clean(1)\n")
+    harness = _harness()
+    helpers = harness.helper_sources(text)
+    tests = harness.test_sources(text)
+    assert set(helpers) == {"check_consistency", "clean"}
+    assert harness.scope_reason(tests["test_uses_module"], helpers) == \
+        "legacy Module/io/RecordIO: mx.mod. (in check_consistency)"
+    assert harness.scope_reason(tests["test_plain"], helpers) is None
