@@ -127,6 +127,7 @@ class CachedOp:
         self._compiling = threading.Lock()   # threads meeting a new signature compile it once
         self.calls = 0
         self.last_plan: Plan | None = None
+        self._last_key_plan = (None, None)     # (key, plan) of the last call
 
     def _recorded_as(self, inline_limit):
         """What autograd.get_symbol shows for a recorded call (MXNet's inline_limit): this
@@ -208,9 +209,9 @@ class CachedOp:
         This runs on every call of a hybridized block, so it is kept short: the plan is
         found by the inputs' dtypes, the training flag and which inputs need gradients;
         the plan's executable looks at the shapes (graph.AnyShape)."""
-        is_train = autograd._state.training
-        wrt = None
-        if autograd._state.recording:
+        state = autograd._state
+        is_train, wrt = state.training, None
+        if state.recording:
             wrt = tuple([n for n, a in zip(self.input_names, arrays)
                          if autograd.needs_grad(a)]) or None
         try:
@@ -220,10 +221,13 @@ class CachedOp:
             raise ValueError(f"the cached graph needs values for {missing}, which have none "
                              f"(a Parameter that is not initialized?)") from None
         key = (tuple([d.dtype for d in data]), is_train, wrt)
-        plan = self.plans.get(key)
-        if plan is None:
-            with self._compiling:
-                plan = self.plans.get(key) or self._new_plan(key, data, is_train, wrt)
+        last_key, plan = self._last_key_plan     # usually the last call's (no hashing)
+        if key != last_key:
+            plan = self.plans.get(key)
+            if plan is None:
+                with self._compiling:
+                    plan = self.plans.get(key) or self._new_plan(key, data, is_train, wrt)
+            self._last_key_plan = (key, plan)
         self.last_plan = plan
         self.calls += 1
         results = plan.forward.run(data)
