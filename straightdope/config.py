@@ -22,8 +22,8 @@
   docs/engine.md says why the default is naive); read once, at import;
 * `MXNET_CPU_WORKER_NTHREADS` (the number of cores, at most 4): the threaded engine's
   worker threads;
-* `MXNET_ELIMINATE_COMMON_EXPR` (`1`): MXNet's variable: `0` keeps an executor's graph
-  as given instead of merging its repeated subexpressions (graph/cse.py);
+* `MXNET_ELIMINATE_COMMON_EXPR` (`1`): MXNet's variable: `0` keeps an executor's (and
+  `nd.CachedOp`'s) graph as given, its repeated subexpressions unmerged (graph/cse.py);
 * `STRAIGHTDOPE_LANG` (`en`, or `zh` in a notebook under `book/zh/`): the language the
   book's widgets and figures speak (widgets/messages.py).
 

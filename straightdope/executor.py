@@ -373,7 +373,8 @@ class CachedOp:
         y = op(x, weight, bias)
 
     flags: MXNet's (name, value) pairs; `static_alloc` and `static_shape` are used, its
-    other tuning flags are accepted and have nothing to tune here."""
+    other tuning flags are accepted and have nothing to tune here. As MXNet's, it computes
+    repeated subexpressions once (graph/cse.py; MXNET_ELIMINATE_COMMON_EXPR=0: not)."""
     _TUNING_FLAGS = {"inline_limit", "forward_bulk_size", "backward_bulk_size",
                      "data_indices", "param_indices", "is_dynamic"}
 
@@ -388,7 +389,7 @@ class CachedOp:
         def on(name):
             return str(flags.get(name, False)).lower() in ("true", "1")
         self.input_names = sym.list_inputs()
-        self._compiled = _Compiled(sym, data_names=self.input_names,
+        self._compiled = _Compiled(optimized_symbol(sym), data_names=self.input_names,
                                    static_alloc=on("static_alloc"),
                                    static_shape=on("static_shape"))
 

@@ -105,3 +105,22 @@ def test_the_switch_off_keeps_the_graph(monkeypatch):
     # a graph without duplicates runs as given, switch or not
     once = (a + b) * a
     assert _bind(once, monkeypatch, cse=True).get_optimized_symbol() is once
+
+
+def test_nd_cached_op_runs_the_merged_graph_and_keeps_its_outputs_apart(monkeypatch):
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    group = mx.sym.Group([mx.sym.exp(a * b), mx.sym.exp(a * b) + b])
+    x, y = np.random.default_rng(1).uniform(-1, 1, (2,) + SHAPE)
+    for cse in ("0", "1"):
+        monkeypatch.setenv("MXNET_ELIMINATE_COMMON_EXPR", cse)
+        op = mx.nd.CachedOp(group)
+        ran = op._compiled.symbol
+        assert len(_ops(ran)) == (3 if cse == "1" else 5)
+        first, second = op(mx.nd.array(x), mx.nd.array(y))
+        np.testing.assert_allclose(first.asnumpy(), np.exp(x * y), rtol=1e-6)
+        np.testing.assert_allclose(second.asnumpy(), np.exp(x * y) + y, rtol=1e-6)
+    # a*b twice: one product and a copy of it, two arrays (writing one leaves the other)
+    first, second = mx.nd.CachedOp(mx.sym.Group([a * b, a * b]))(mx.nd.array(x),
+                                                                   mx.nd.array(y))
+    first[:] = 0
+    np.testing.assert_allclose(second.asnumpy(), x * y, rtol=1e-6)
