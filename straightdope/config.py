@@ -22,6 +22,8 @@
   docs/engine.md says why the default is naive); read once, at import;
 * `MXNET_CPU_WORKER_NTHREADS` (the number of cores, at most 4): the threaded engine's
   worker threads;
+* `MXNET_ELIMINATE_COMMON_EXPR` (`1`): MXNet's variable: `0` keeps an executor's (and
+  `nd.CachedOp`'s) graph as given, its repeated subexpressions unmerged (graph/cse.py);
 * `STRAIGHTDOPE_LANG` (`en`, or `zh` in a notebook under `book/zh/`): the language the
   book's widgets and figures speak (widgets/messages.py).
 
@@ -126,6 +128,13 @@ def engine_type(name: str | None = None) -> str:
         raise ValueError(f"unknown engine {chosen!r}: choose NaiveEngine or ThreadedEngine "
                          f"(mx.engine.set_engine_type(...) or MXNET_ENGINE_TYPE)")
     return ENGINES[chosen.lower()]
+
+
+def eliminate_common_expr() -> bool:
+    """$MXNET_ELIMINATE_COMMON_EXPR: False for 0 (or false, off, no), else True (MXNet's
+    default: on)."""
+    value = os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1").strip().lower()
+    return value not in ("0", "false", "off", "no")
 
 
 def engine_workers() -> int:

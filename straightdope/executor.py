@@ -11,6 +11,8 @@ An Executor owns one array per argument, per gradient, per auxiliary state and p
 output, and `forward` fills the outputs in place. Underneath it runs the same
 compiled graph a hybridized block runs (a `CachedOp`): the arguments that want
 gradients are marked for autograd, so `backward` is the compiled gradient graph.
+As in MXNet, that graph is the Symbol with its repeated subexpressions computed once
+(graph/cse.py; `get_optimized_symbol` returns it; MXNET_ELIMINATE_COMMON_EXPR=0: as given).
 (`mx.executor`, as in MXNet; `import straightdope` attaches `Symbol.bind` from here.)
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from . import ndarray as _nd
 from .base import MXNetError
+from .graph.cse import optimized_symbol
 from .symbol.symbol import Symbol, topological
 
 GRAD_REQS = ("write", "add", "null")
@@ -99,7 +102,8 @@ class Executor:
         self.aux_dict = {name: aux[name] for name in symbol.list_auxiliary_states()}
         self._reqs = reqs
         _check_differentiable(symbol, {name for name in self.arg_dict if reqs[name] != "null"})
-        self._cached = CachedOp(symbol, data_names=[])
+        self._optimized = optimized_symbol(symbol)     # what runs: see graph/cse.py
+        self._cached = CachedOp(self._optimized, data_names=[])
         values = {**self.arg_dict, **self.aux_dict}
         _, out_shapes, _ = symbol.infer_shape(**{n: a.shape for n, a in values.items()})
         _, out_types, _ = symbol.infer_type_partial(**{n: a.dtype for n, a in values.items()})
@@ -127,8 +131,9 @@ class Executor:
         return dict(zip(self._symbol.list_outputs(), self.outputs))
 
     def get_optimized_symbol(self):
-        """The graph this executor runs (straightdope runs the Symbol as given)."""
-        return self._symbol
+        """The graph this executor runs: the Symbol with its common subexpressions
+        merged (graph/cse.py), or as given under MXNET_ELIMINATE_COMMON_EXPR=0."""
+        return self._optimized
 
     # ------------------------------------------------------------- running
     def forward(self, is_train=False, **kwargs):
@@ -368,7 +373,8 @@ class CachedOp:
         y = op(x, weight, bias)
 
     flags: MXNet's (name, value) pairs; `static_alloc` and `static_shape` are used, its
-    other tuning flags are accepted and have nothing to tune here."""
+    other tuning flags are accepted and have nothing to tune here. As MXNet's, it computes
+    repeated subexpressions once (graph/cse.py; MXNET_ELIMINATE_COMMON_EXPR=0: not)."""
     _TUNING_FLAGS = {"inline_limit", "forward_bulk_size", "backward_bulk_size",
                      "data_indices", "param_indices", "is_dynamic"}
 
@@ -383,7 +389,7 @@ class CachedOp:
         def on(name):
             return str(flags.get(name, False)).lower() in ("true", "1")
         self.input_names = sym.list_inputs()
-        self._compiled = _Compiled(sym, data_names=self.input_names,
+        self._compiled = _Compiled(optimized_symbol(sym), data_names=self.input_names,
                                    static_alloc=on("static_alloc"),
                                    static_shape=on("static_shape"))
 

@@ -11,6 +11,7 @@ from ..symbol import symbol as _symbol
 from .ir import Graph, Node  # noqa: F401
 from .shapes import annotate, infer_shapes, symbol_shapes  # noqa: F401
 from .specialize import AnyShape  # noqa: F401
+from .cse import eliminate_common_expr, optimized_symbol  # noqa: F401
 from .interpret import (ReferenceBackend, ReferenceExecutable, evaluate,  # noqa: F401
                         run_reference)
 from ..symbol.autodiff import Differentiated, differentiate, gradient_symbols  # noqa: F401
