@@ -944,3 +944,15 @@ add(Case("_npi_choice", inputs(U((4,)), lambda rng: np.array([0.0, 0, 1, 0])),
 add(Case("_npi_multivariate_normal", inputs(U((3,)), lambda rng: 1e-30 * np.eye(3)),
          {"size": (2,)}, wrt=(),
          expected=lambda ins, a: [np.broadcast_to(ins[0], (2, 3))]))
+
+# ---- rnnop: the fused RNN op's gradient (all four cells, two layers; p is 0 outside
+# training, so these run the plain op). Gradients to data, parameters and states.
+for mode, gates, cell in (("lstm", 4, True), ("gru", 3, False), ("rnn_tanh", 1, False),
+                          ("rnn_relu", 1, False)):
+    # 2 layers, both directions, hidden 2 on 2 features: layer 0 reads 2, layer 1 reads 4
+    count = 2 * gates * 2 * (2 + 2 + 2) + 2 * gates * 2 * (4 + 2 + 2)
+    add(Case("RNN", inputs(*[U((3, 2, 2), -1, 1), U((count,), -0.8, 0.8), U((4, 2, 2), -1, 1)]
+                           + ([U((4, 2, 2), -1, 1)] if cell else [])),
+             {"state_size": 2, "num_layers": 2, "mode": mode, "bidirectional": True,
+              "state_outputs": True, "p": 0.5},
+             wrt=(0, 1, 2, 3) if cell else (0, 1, 2), label=f"RNN-{mode}-gradient"))
