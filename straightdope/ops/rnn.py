@@ -62,9 +62,10 @@ def _num_outputs(attrs):
 
 
 def parameter_count(attrs, input_size):
-    """How many numbers the flat `parameters` vector holds."""
+    """How many numbers the flat `parameters` vector holds (attrs: the op's, or a call's
+    keywords, where bidirectional may be left out)."""
     hidden, gates = attrs["state_size"], GATES[attrs["mode"]]
-    directions = 2 if attrs["bidirectional"] else 1
+    directions = 2 if attrs.get("bidirectional") else 1
     total, size = 0, input_size
     for _ in range(attrs["num_layers"]):
         total += directions * gates * hidden * (size + hidden + 2)
