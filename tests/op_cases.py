@@ -956,3 +956,19 @@ for mode, gates, cell in (("lstm", 4, True), ("gru", 3, False), ("rnn_tanh", 1, 
              {"state_size": 2, "num_layers": 2, "mode": mode, "bidirectional": True,
               "state_outputs": True, "p": 0.5},
              wrt=(0, 1, 2, 3) if cell else (0, 1, 2), label=f"RNN-{mode}-gradient"))
+
+
+def _same_pool_1d(x, kernel, stride, reduce):
+    """MXNet's pooling_convention='same' (1-D): ceil(W / stride) windows, cut at the end;
+    an average divides by the part of the window inside the data."""
+    width = x.shape[2]
+    return np.stack([reduce(x[:, :, i:min(i + kernel, width)], axis=2)
+                     for i in range(0, width, stride)], axis=2)
+
+
+# Pooling's pooling_convention='same' (MXNet: 1-D data, no pad; 10 -> ceil(10 / 3) = 4)
+for kind, reduce in (("max", np.max), ("avg", np.mean), ("sum", np.sum)):
+    add(Case("Pooling", inputs(distinct((2, 3, 10))),
+             {"kernel": (4,), "stride": (3,), "pool_type": kind, "pooling_convention": "same"},
+             label=f"Pooling-same-{kind}",
+             expected=lambda ins, a, reduce=reduce: [_same_pool_1d(ins[0], 4, 3, reduce)]))
