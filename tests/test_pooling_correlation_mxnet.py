@@ -37,3 +37,12 @@ def test_correlation_refuses_a_kernel_that_does_not_fit_or_is_even():
     out = mx.nd.Correlation(a, a, kernel_size=9)     # border 1 + 4: 28 - 10 = 18 wide
     assert out.shape == (1, 9, 18, 18)
     np.testing.assert_allclose(out.asnumpy(), 1.0)  # ones times ones, averaged
+
+
+def test_same_pooling_is_refused_by_the_onnx_export_by_name(tmp_path):
+    pytest.importorskip("onnx")
+    from straightdope import onnx as sdonnx
+    s = mx.sym.Pooling(mx.sym.var("data"), kernel=(2,), stride=(2,), pool_type="max",
+                       pooling_convention="same", name="pool")
+    with pytest.raises(sdonnx.OnnxExportError, match="pooling_convention='same'"):
+        sdonnx.export_model(s, {}, [(1, 1, 10)], np.float32, str(tmp_path / "m.onnx"))
