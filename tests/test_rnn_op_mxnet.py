@@ -174,3 +174,36 @@ def test_a_bound_executor_gives_the_gradients_autograd_gives():
         np.testing.assert_allclose(got, want.asnumpy(), rtol=1e-5, atol=1e-6)
     for n, a in zip(names, xs):
         np.testing.assert_allclose(grads[n].asnumpy(), a.grad.asnumpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_hybridized_block_with_the_op_trains_like_the_imperative_one():
+    from straightdope.gluon import HybridBlock
+    attrs = {"state_size": 4, "num_layers": 2, "mode": "gru", "p": 0.5}
+
+    class Net(HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.w = self.params.get("w", shape=(parameter_count(attrs, 3),))
+
+        def hybrid_forward(self, F, x, h, w):
+            return F.RNN(x, w, h, **attrs) * 2
+
+    rng = np.random.default_rng(0)
+    x, h = mx.nd.array(rng.normal(size=(5, 2, 3))), mx.nd.array(rng.normal(size=(2, 2, 4)))
+    weights = mx.nd.array(rng.uniform(-0.5, 0.5, parameter_count(attrs, 3)))
+    results = []
+    for hybridize in (False, True):
+        net = Net()
+        net.initialize()
+        net.w.set_data(weights)
+        if hybridize:
+            net.hybridize()
+        x.attach_grad()
+        mx.random.seed(7)
+        with mx.autograd.record():
+            y = net(x, h)
+        y.backward()
+        results.append([y.asnumpy(), x.grad.asnumpy(), net.w.grad().asnumpy()])
+        assert not np.allclose(net(x, h).asnumpy(), y.asnumpy())   # inference: no dropout
+    for imperative, hybridized in zip(*results):
+        np.testing.assert_allclose(hybridized, imperative, rtol=1e-6, atol=1e-7)
