@@ -116,6 +116,12 @@ def _unpack(attrs, params, input_size):
     return [w + b for w, b in zip(weights, biases)]
 
 
+def _rows_times(a, m):
+    """(T, N, K) @ m as ONE matrix product over all T * N rows: NumPy would otherwise
+    multiply step by step (3-10x slower for 300 steps)."""
+    return (a.reshape(-1, a.shape[-1]) @ m).reshape(a.shape[:-1] + (m.shape[-1],))
+
+
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
@@ -202,7 +208,7 @@ def _layers(attrs, data, params, state, state_cell, seed, keep=False):
         for d in range(directions):
             k = layer * directions + d
             i2h_w, h2h_w, i2h_b, h2h_b = weights[k]
-            projected = x @ i2h_w.T + i2h_b          # every step's input at once
+            projected = _rows_times(x, i2h_w.T) + i2h_b      # every step's input at once
             c = state_cell[k] if state_cell is not None else None
             out, cells, h, c = _direction(mode, projected, state[k], c, h2h_w, h2h_b, d == 1)
             outs.append(out)
@@ -284,7 +290,7 @@ def _backward(attrs, *arrays):
             d_i2h_b += rows.sum(axis=0)
             d_h2h_w += dw
             d_h2h_b += db
-            d_x += d_proj @ i2h_w
+            d_x += _rows_times(d_proj, i2h_w)
         d_above = d_x if mask is None else d_x * mask
     grads = [d_above.astype(data.dtype, copy=False), d_params, d_state]
     return tuple(grads + [d_cell] if lstm else grads)
