@@ -224,7 +224,8 @@ def _layers(attrs, data, params, state, state_cell, seed, keep=False):
 def _forward(attrs, data, params, state, state_cell=None, is_train=False):
     _unsupported(attrs)
     dropping = is_train and attrs["p"] > 0 and attrs["num_layers"] > 1
-    seed = np.random.randint(2 ** 24) if dropping else -1    # exact in float32
+    exact = 2 ** (np.finfo(data.dtype).nmant + 1)   # integers the dtype holds exactly
+    seed = np.random.randint(min(exact, 2 ** 31)) if dropping else -1
     x, last_h, last_c, _ = _layers(attrs, data, params, state, state_cell, seed)
     results = [x.astype(data.dtype, copy=False)]
     if attrs["state_outputs"]:
