@@ -239,22 +239,22 @@ def _direction_backward(mode, x_proj_steps, out, cells, h0, c0, h2h_w, h2h_b, d_
                         reverse):
     """Back through time for one layer and direction: (d projected, d h2h_w, d h2h_b,
     d h0, d c0). d_out: the gradient of every step's output; dh, dc: of the last state."""
-    d_proj = np.empty_like(x_proj_steps)
-    d_h2h_w, d_h2h_b = np.zeros_like(h2h_w), np.zeros_like(h2h_b)
+    d_proj, d_hidden = np.empty_like(x_proj_steps), np.empty_like(x_proj_steps)
+    # the state each step read: h0, then the outputs (the other way round when reversed)
+    previous = np.concatenate([out[1:], h0[None]]) if reverse else \
+        np.concatenate([h0[None], out[:-1]])
     steps = len(out)
     for t in (range(steps) if reverse else range(steps - 1, -1, -1)):
         before = t + 1 if reverse else t - 1
-        first = not 0 <= before < steps
-        h_prev = h0 if first else out[before]
-        c_prev = None if cells is None else (c0 if first else cells[before])
+        c_prev = None if cells is None else (cells[before] if 0 <= before < steps else c0)
         c = None if cells is None else cells[t]
-        d_x, d_h, dh_skip, dc = _step_backward(mode, x_proj_steps[t], h_prev, c_prev, out[t], c,
-                                               h2h_w, h2h_b, dh + d_out[t], dc)
-        d_proj[t] = d_x
-        d_h2h_w += d_h.T @ h_prev
-        d_h2h_b += d_h.sum(axis=0)
-        dh = d_h @ h2h_w + dh_skip
-    return d_proj, d_h2h_w, d_h2h_b, dh, dc
+        d_proj[t], d_hidden[t], dh_skip, dc = _step_backward(
+            mode, x_proj_steps[t], previous[t], c_prev, out[t], c, h2h_w, h2h_b,
+            dh + d_out[t], dc)
+        dh = d_hidden[t] @ h2h_w + dh_skip
+    rows = d_hidden.reshape(-1, d_hidden.shape[2])         # h2h's gradient: one product
+    d_h2h_w = rows.T @ previous.reshape(-1, previous.shape[2])
+    return d_proj, d_h2h_w, rows.sum(axis=0), dh, dc
 
 
 def _backward(attrs, *arrays):
