@@ -1088,3 +1088,60 @@ add(Case("_contrib_Proposal", inputs(U((1, 4, 3, 4), 0, 1), U((1, 8, 3, 4), -0.2
 add(Case("_contrib_MultiProposal", inputs(U((2, 4, 3, 4), 0, 1), U((2, 8, 3, 4), -0.2, 0.2),
                                           _rows([10, 14, 1.0], [12, 9, 0.5])),
          dict(PROPOSAL_CASE), wrt=()))
+# ---- rnnop: the fused RNN op's gradient (all four cells, two layers; p is 0 outside
+# training, so these run the plain op). Gradients to data, parameters and states.
+for mode, gates, cell in (("lstm", 4, True), ("gru", 3, False), ("rnn_tanh", 1, False),
+                          ("rnn_relu", 1, False)):
+    # 2 layers, both directions, hidden 2 on 2 features: layer 0 reads 2, layer 1 reads 4
+    count = 2 * gates * 2 * (2 + 2 + 2) + 2 * gates * 2 * (4 + 2 + 2)
+    add(Case("RNN", inputs(*[U((3, 2, 2), -1, 1), U((count,), -0.8, 0.8), U((4, 2, 2), -1, 1)]
+                           + ([U((4, 2, 2), -1, 1)] if cell else [])),
+             {"state_size": 2, "num_layers": 2, "mode": mode, "bidirectional": True,
+              "state_outputs": True, "p": 0.5},
+             wrt=(0, 1, 2, 3) if cell else (0, 1, 2), label=f"RNN-{mode}-gradient"))
+
+
+def _same_pool_1d(x, kernel, stride, reduce):
+    """MXNet's pooling_convention='same' (1-D): ceil(W / stride) windows, cut at the end;
+    an average divides by the part of the window inside the data."""
+    width = x.shape[2]
+    return np.stack([reduce(x[:, :, i:min(i + kernel, width)], axis=2)
+                     for i in range(0, width, stride)], axis=2)
+
+
+# Pooling's pooling_convention='same' (MXNet: 1-D data, no pad; 10 -> ceil(10 / 3) = 4)
+for kind, reduce in (("max", np.max), ("avg", np.mean), ("sum", np.sum)):
+    add(Case("Pooling", inputs(distinct((2, 3, 10))),
+             {"kernel": (4,), "stride": (3,), "pool_type": kind, "pooling_convention": "same"},
+             label=f"Pooling-same-{kind}",
+             expected=lambda ins, a, reduce=reduce: [_same_pool_1d(ins[0], 4, 3, reduce)]))
+
+
+def _correlation_loops(ins, a):
+    """MXNet's correlation.cc loops, written out: output (i, j), channel per displacement."""
+    one, two = (np.pad(x, ((0, 0), (0, 0)) + ((a["pad_size"],) * 2,) * 2) for x in ins)
+    k, md, s1, s2 = a["kernel_size"], a["max_displacement"], a["stride1"], a["stride2"]
+    border = md + (k - 1) // 2
+    height = -(-(one.shape[2] - 2 * border) // s1)
+    width = -(-(one.shape[3] - 2 * border) // s1)
+    radius = md // s2
+    grid = 2 * radius + 1
+    out = np.zeros((ins[0].shape[0], grid * grid, height, width))
+    for i in range(height):
+        for j in range(width):
+            y1, x1 = i * s1 + md, j * s1 + md
+            for c in range(grid * grid):
+                y2, x2 = y1 + (c // grid - radius) * s2, x1 + (c % grid - radius) * s2
+                p, q = one[:, :, y1:y1 + k, x1:x1 + k], two[:, :, y2:y2 + k, x2:x2 + k]
+                value = p * q if a["is_multiply"] else np.abs(p - q)
+                out[:, c, i, j] = value.sum(axis=(1, 2, 3)) / (k * k * ins[0].shape[1])
+    return [out]
+
+
+# Correlation (FlowNet): odd kernels, strides, padding, both comparisons
+for label, attrs in (("mul", {"kernel_size": 3, "max_displacement": 1, "stride1": 2,
+                              "stride2": 1, "pad_size": 2, "is_multiply": True}),
+                     ("abs", {"kernel_size": 1, "max_displacement": 2, "stride1": 1,
+                              "stride2": 2, "pad_size": 1, "is_multiply": False})):
+    add(Case("Correlation", inputs(U((2, 2, 5, 4)), U((2, 2, 5, 4))), attrs, wrt=(0, 1),
+             label=f"Correlation-{label}", expected=_correlation_loops))

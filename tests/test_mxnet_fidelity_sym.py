@@ -344,15 +344,37 @@ def test_the_fused_rnn_op_infers_its_parameter_vector_and_state_shapes():
         s.infer_shape(data=(7, 3, 4), h0=(2, 3, 10))
 
 
-def test_the_fused_rnn_op_has_no_gradient_and_says_so():
-    x = mx.nd.ones((2, 1, 1))
-    params = mx.nd.ones((4,))        # rnn_tanh, 1 layer, hidden 1: 1 * (1 + 1 + 2)
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_the_fused_rnn_op_has_the_gradients_of_the_gluon_rnn_layers(mode):
+    from straightdope.gluon import rnn
+    with mx.name.NameManager():
+        layer = (rnn.LSTM if mode == "lstm" else rnn.GRU)(4, num_layers=2, bidirectional=True,
+                                                           input_size=3)
+    layer.initialize(mx.init.Uniform(0.5))
+    rng = np.random.default_rng(1)
+    x = mx.nd.array(rng.normal(size=(5, 2, 3)))
+    states = [mx.nd.array(rng.normal(size=s.shape)) for s in layer.begin_state(2)]
+    head = mx.nd.array(rng.normal(size=(5, 2, 8)))
+    for s in [x] + states:
+        s.attach_grad()
+    with mx.autograd.record():
+        expected, _ = layer(x, states)
+    expected.backward(head)
+    want = [a.grad.asnumpy() for a in [x] + states]
+    params = _flat_parameters(layer, 2, 2)
     params.attach_grad()
     with mx.autograd.record():
-        out = mx.nd.RNN(x, params, mx.nd.zeros((1, 1, 1)), state_size=1, num_layers=1,
-                        mode="rnn_tanh")
-    with pytest.raises(mx.base.MXNetError, match="RNN has no gradient"):
-        out.backward()
+        out = mx.nd.RNN(x, params, *states, state_size=4, num_layers=2, bidirectional=True,
+                        mode=mode)
+    out.backward(head)
+    for got, expect in zip([x.grad] + [s.grad for s in states], want):
+        np.testing.assert_allclose(got.asnumpy(), expect, rtol=1e-4, atol=1e-5)
+    flat_from_layer = mx.nd.concat(*[
+        next(p for n, p in layer.collect_params().items() if n.endswith(o)).grad().reshape(-1)
+        for o in [f"{d}{i}_{g}_{k}" for k in ("weight", "bias") for i in range(2)
+                  for d in "lr" for g in ("i2h", "h2h")]], dim=0)
+    np.testing.assert_allclose(params.grad.asnumpy(), flat_from_layer.asnumpy(),
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_gen_atomic_symbol_is_the_last_op_alone_on_new_variables():

@@ -461,6 +461,9 @@ def _pooling(e, node, x, out):
         else:
             e.add("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", x, out)
         return
+    if a["pooling_convention"] == "same":
+        e.fail("pooling_convention='same' (MXNet's 1-D windows cut at the end) is not "
+               "written to ONNX here; pool with pooling_convention='full' instead")
     attrs = _window_attrs(node, a["kernel"], conv=False)
     empty = [0] * len(a["kernel"])
     if a["pooling_convention"] == "full":

@@ -6,7 +6,7 @@ from . import cached_graph  # noqa: F401  (_CachedOp: a hybridized block as one 
 from . import optimizer_updates, indexing  # noqa: F401  (sgd_update, ..., take, batch_take)
 from . import sorting  # noqa: F401  (sort, argsort, topk)
 from . import linalg  # noqa: F401  (linalg.gemm, potrf, syevd, ...)
-from . import rnn  # noqa: F401  (RNN, the fused recurrent op: inference)
+from . import rnn  # noqa: F401  (RNN, the fused recurrent op, and its gradient)
 from . import sequence  # noqa: F401  (SequenceMask, SequenceLast, SequenceReverse)
 from . import np_ops  # noqa: F401  (mx.np functions that move elements: roll, pad, insert, ...)
 from . import np_stats  # noqa: F401  (histogram, bincount, unique, average, einsum, ...)

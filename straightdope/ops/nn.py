@@ -409,16 +409,19 @@ register("_deconv_grad_weight", placement="host", inputs=("out_grad", "data", "w
 POOL_ATTRS = {"kernel": Shape((), minimum=1), "stride": Shape((), minimum=1),
               "pad": Shape((), minimum=0),
               "pool_type": Choice("max", "avg", "sum"), "global_pool": Bool(False),
-              "pooling_convention": Choice("valid", "full"), "count_include_pad": Bool(True),
+              "pooling_convention": Choice("valid", "full", "same"),
+              "count_include_pad": Bool(True),
               "layout": Choice("NCHW", "NCW", "NCDHW", "None"), "cudnn_off": Bool(False)}
 
 
 def pool_params(attrs, shape):
     """(kernel, stride, pad, dilate, extra) for data of `shape`; extra pads the end of
-    each axis for pooling_convention='full' (the last, partial windows)."""
+    each axis for pooling_convention='full' and 'same' (the last, partial windows)."""
     nd = len(shape) - 2
     if attrs["global_pool"]:
         return tuple(shape[2:]), (1,) * nd, (0,) * nd, (1,) * nd, (0,) * nd
+    if attrs["pooling_convention"] == "same":
+        return _same_params(attrs, shape)
     if len(attrs["kernel"]) != nd:
         raise OpError(f"Pooling: data of shape {shape} needs a {nd}-D kernel (or "
                       f"global_pool=True), got kernel={attrs['kernel']}")
@@ -431,6 +434,23 @@ def pool_params(attrs, shape):
     return kernel, stride, pad, (1,) * nd, extra
 
 
+def _same_params(attrs, shape):
+    """pooling_convention='same' (MXNet: 1-D only, no pad): ceil(width / stride) windows,
+    the last ones cut at the data's end, as if padded there."""
+    if len(shape) != 3:
+        raise OpError(f"Pooling: pooling_convention='same' takes 3-D data (batch, channel, "
+                      f"width) only, as MXNet; got data of shape {shape}")
+    if any(attrs["pad"]):
+        raise OpError(f"Pooling: pooling_convention='same' pads by itself; pad must be 0, "
+                      f"got pad={attrs['pad']}")
+    (kernel,), (stride,), _, _ = conv_params({**attrs, "pad": ()}, nd=1)
+    width = shape[2]
+    if kernel > width:
+        raise OpError(f"Pooling: kernel size ({kernel}) exceeds input ({width})")
+    out = -(-width // stride)
+    return (kernel,), (stride,), (0,), (1,), (max((out - 1) * stride + kernel - width, 0),)
+
+
 def _pool_shape(attrs, in_shapes):
     s = in_shapes[0]
     if s is None:
@@ -439,13 +459,16 @@ def _pool_shape(attrs, in_shapes):
         raise OpError(f"Pooling: data must be 3-, 4- or 5-D (batch, channels, then 1 to 3 "
                       f"spatial axes), got {s}")
     kernel, stride, pad, _, _ = pool_params(attrs, s)
+    if attrs["pooling_convention"] == "same" and not attrs["global_pool"]:
+        return in_shapes, [s[:2] + (-(-s[2] // stride[0]),)]
     ceil = attrs["pooling_convention"] == "full" and not attrs["global_pool"]
     return in_shapes, [(s[0], s[1]) + tuple(conv_out_size(s[2 + a], kernel[a], stride[a], pad[a],
                                                           1, ceil) for a in range(len(kernel)))]
 
 
 def _pool_counts(attrs, x, kernel, stride, pad, extra):
-    if attrs["count_include_pad"] or not any(pad + extra):
+    same = attrs["pooling_convention"] == "same"      # MXNet counts the data's part only
+    if (attrs["count_include_pad"] and not same) or not any(pad + extra):
         return float(math.prod(kernel))
     ones = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
     window_axes = tuple(range(-len(kernel), 0))

@@ -238,7 +238,8 @@ def _corr_geometry(attrs, shape):
     border = d + (k - 1) // 2
     out = tuple(-(-(p - 2 * border) // s1) for p in padded)     # ceil, as MXNet
     if min(out) < 1:
-        raise OpError(f"Correlation: data of shape {tuple(shape)} padded by "
+        raise OpError(f"Correlation cannot be done with these settings (MXNet's words): "
+                      f"data of shape {tuple(shape)} padded by "
                       f"{attrs['pad_size']} is too small for kernel_size={k} and "
                       f"max_displacement={d} (output {out}): pad more or shrink them")
     return out, d // attrs["stride2"], padded

@@ -296,13 +296,13 @@ class Symbol:
 
     def _gen_atomic_symbol(self):
         """This Symbol's last op alone, on new variables named after its inputs (MXNet's
-        MXGenAtomicSymbolFromSymbol; all of its outputs, hidden ones too)."""
+        MXGenAtomicSymbolFromSymbol: its visible outputs, as nnvm's CreateFunctor makes)."""
         node = self._outputs[0][0]
         if node.is_var:
             raise MXNetError(f"_gen_atomic_symbol: '{node.name}' is a variable, not an op")
         names = node.op.input_names(node.attrs, len(node.inputs))
         atomic = Node(node.op, node.name, node.attrs, [(Node(None, n), 0) for n in names])
-        return type(self)([(atomic, i) for i in range(atomic.num_outputs())])
+        return type(self)([(atomic, i) for i in range(atomic.num_visible())])
 
     def __copy__(self):
         return Symbol(list(self._outputs))
