@@ -372,3 +372,44 @@ def test_an_optimizer_made_under_set_np_allows_np_arrays_and_updates_without_the
     mx.optimizer.Updater(optimizer)(0, mx.np.ones((2, 2)), weight)
     assert np.allclose(weight.asnumpy(), 0.5)
 
+
+
+# ------------------------------------------------------------- npop2: issue 32 §3, np ops
+def test_a_parameter_used_through_dot_learns_its_deferred_shape_from_the_data():
+    # MXNet's test_optimizer_with_np_ndarrays: w1 of shape (0, 100) used through x.dot(w1)
+    class Regression(mx.gluon.HybridBlock):
+        def __init__(self, use_np_dot):
+            super().__init__()
+            self.use_np_dot = use_np_dot
+            with self.name_scope():
+                self.w = self.params.get("w", shape=(0, 5), allow_deferred_init=True)
+
+        def hybrid_forward(self, F, x, w):
+            return F.np.dot(x, w) if self.use_np_dot else x.dot(w)
+
+    with mx.util.np_shape(True), mx.util.np_array(True):
+        for use_np_dot in (False, True):
+            net = Regression(use_np_dot)
+            net.initialize(mx.init.Uniform())
+            net.hybridize()
+            x = mx.np.random.uniform(size=(4, 7))
+            y = net(x)
+            assert net.w.shape == (7, 5) and y.shape == (4, 5)
+            np.testing.assert_allclose(y.asnumpy(), x.asnumpy() @ net.w.data().asnumpy(),
+                                       rtol=1e-5)
+
+
+@pytest.mark.parametrize("ta, tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_dot_and_tensordot_fill_an_unknown_summed_dim_from_the_other_operand(ta, tb):
+    a_shape, b_shape = (3, 4)[::-1 if ta else 1], (4, 6)[::-1 if tb else 1]
+    a_part = tuple(0 if d == 4 else d for d in a_shape)     # 0: unknown (legacy shapes)
+    out = mx.sym.dot(mx.sym.var("a"), mx.sym.var("b"), transpose_a=ta, transpose_b=tb)
+    args, outs, _ = out.infer_shape_partial(a=a_part, b=b_shape)
+    assert args == [a_shape, b_shape] and outs == [(3, 6)]
+    with pytest.raises(mx.base.MXNetError, match="not aligned"):
+        out.infer_shape_partial(a=a_shape, b=tuple({4: 5, 6: 0}[d] for d in b_shape))
+    with mx.util.np_shape(True):
+        a, b = mx.sym.var("a").as_np_ndarray(), mx.sym.var("b").as_np_ndarray()
+        args, outs, _ = mx.sym.np.tensordot(a, b, ([1], [0])).infer_shape_partial(
+            a=(3, -1), b=(4, 6))
+        assert args == [(3, 4), (4, 6)] and outs == [(3, 6)]

@@ -17,7 +17,7 @@ import ast
 
 import numpy as np
 
-from .registry import Attr, OpError, is_complete, register
+from .registry import Attr, OpError, is_complete, register, show_shape
 
 
 def _pad(x, pad_width, mode, constant):
@@ -888,6 +888,33 @@ def _tensordot_shape(attrs, in_shapes):
         return in_shapes, [None]
     probes = [np.broadcast_to(np.zeros((), np.int8), s) for s in in_shapes]
     return in_shapes, [_tensordot(attrs, *probes).shape]
+
+
+def _tensordot_partial(attrs, in_shapes, out_shapes):
+    """_tensordot_shape from partly known shapes: a summed axis known on one side fills
+    the other (x.dot(w) with w of shape (-1, 100) learns w's first dim from x, Gluon's
+    deferred initialisation), and the free axes fill the output and back."""
+    a, b = in_shapes
+    if a is None or b is None:
+        return in_shapes, out_shapes
+    a, b = list(a), list(b)
+    a_axes, b_axes = _tensordot_axes(attrs, len(a), len(b))
+    for i, j in zip(a_axes, b_axes):
+        if a[i] is not None and b[j] is not None and a[i] != b[j]:
+            raise OpError(f"np.tensordot: summed axes {a_axes} of {show_shape(a)} and "
+                          f"{b_axes} of {show_shape(b)} differ in size")
+        a[i] = b[j] = a[i] if b[j] is None else b[j]
+    free = [(a, i) for i in range(len(a)) if i not in a_axes] + \
+        [(b, j) for j in range(len(b)) if j not in b_axes]
+    out = out_shapes[0] if out_shapes and out_shapes[0] is not None else None
+    if out is not None and len(out) == len(free):
+        for (shape, k), d in zip(free, out):
+            if shape[k] is None:
+                shape[k] = d
+    return [tuple(a), tuple(b)], [tuple(shape[k] for shape, k in free)]
+
+
+_tensordot_shape.partial = _tensordot_partial
 
 
 TENSORDOT_ATTRS = {"axes": Attr("str", "2")}
