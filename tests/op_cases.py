@@ -944,3 +944,19 @@ add(Case("_npi_choice", inputs(U((4,)), lambda rng: np.array([0.0, 0, 1, 0])),
 add(Case("_npi_multivariate_normal", inputs(U((3,)), lambda rng: 1e-30 * np.eye(3)),
          {"size": (2,)}, wrt=(),
          expected=lambda ins, a: [np.broadcast_to(ins[0], (2, 3))]))
+# ---- npop2: mx.np's binary ufuncs (_npi_binary) and the traced promotion (_np_promote_with)
+add(Case("_npi_binary", inputs(U((3, 4), kinks=(0,)), U((1, 4), kinks=(0,))),
+         {"function": "copysign"}, wrt=(0, 1),
+         expected=lambda ins, a: [np.copysign(ins[0], ins[1])]))
+add(Case("_npi_binary", inputs(U((3, 4), 0.5, 2), U((4,), -2, -0.5)),
+         {"function": "arctan2"}, wrt=(0, 1),
+         expected=lambda ins, a: [np.arctan2(ins[0], ins[1])]))
+add(Case("_npi_binary", inputs(U((2, 3)), U((2, 3), -1, 1)), {"function": "ldexp"},
+         wrt=(0, 1), expected=lambda ins, a: [ins[0] * 2.0 ** ins[1]]))
+add(Case("_npi_binary", inputs(U((3, 4), 0.2, 0.8), U((1, 4), 1.0, 1.5)),
+         {"function": "fmod"}, wrt=(0, 1), expected=lambda ins, a: [np.fmod(ins[0], ins[1])]))
+add(Case("_npi_binary", inputs(lambda rng: rng.integers(1, 20, (3, 4)),
+                               lambda rng: rng.integers(1, 20, (4,))),
+         {"function": "lcm"}, wrt=(), expected=lambda ins, a: [np.lcm(ins[0], ins[1])]))
+add(Case("_np_promote_with", inputs(U((2, 3)), U((3,))),
+         expected=lambda ins, a: [ins[0]]))

@@ -8,10 +8,11 @@ from straightdope import nd
 
 
 def test_an_op_error_can_be_caught_as_mxnet_error_and_as_value_error():
+    # (an op with parameters: one without, relu, ignores unknown attributes as MXNet does)
     with pytest.raises(mx.base.MXNetError):
-        nd.relu(nd.ones(3), no_such_attribute=1)
+        nd.clip(nd.ones(3), 0, 1, no_such_attribute=1)
     with pytest.raises(ValueError):
-        nd.relu(nd.ones(3), no_such_attribute=1)
+        nd.clip(nd.ones(3), 0, 1, no_such_attribute=1)
 
 
 def test_runtime_features_is_one_shared_mapping_of_mxnet_feature_names():

@@ -413,3 +413,110 @@ def test_dot_and_tensordot_fill_an_unknown_summed_dim_from_the_other_operand(ta,
         args, outs, _ = mx.sym.np.tensordot(a, b, ([1], [0])).infer_shape_partial(
             a=(3, -1), b=(4, 6))
         assert args == [(3, 4), (4, 6)] and outs == [(3, 6)]
+
+
+class _Binary(mx.gluon.HybridBlock):
+    def __init__(self, name):
+        super().__init__()
+        self.fn = name
+
+    def hybrid_forward(self, F, a, b):
+        return getattr(F.np, self.fn)(a, b)
+
+
+@pytest.mark.parametrize("name, dtype", [
+    ("mod", "float32"), ("remainder", "int32"), ("fmod", "float64"), ("lcm", "int32"),
+    ("gcd", "int64"), ("bitwise_and", "int32"), ("bitwise_or", "int32"),
+    ("bitwise_xor", "int32"), ("copysign", "float32"), ("arctan2", "float32"),
+    ("hypot", "float32"), ("ldexp", "float32"), ("maximum", "float64"),
+    ("less_equal", "float32"), ("not_equal", "int32")])
+def test_np_binary_ufuncs_match_numpy_imperative_and_hybridized(name, dtype):
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-9, 9, (3, 4)).astype(dtype)
+    b = rng.uniform(1, 5, (4,)).astype(dtype) * np.where(np.arange(4) % 2, 1, -1).astype(dtype)
+    # (NumPy's ldexp takes integer exponents only; MXNet's any: x1 * 2**x2)
+    want = a * np.float32(2) ** b if name == "ldexp" else getattr(np, name)(a, b)
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        net = _Binary(name)
+        for hybridize in (False, True):
+            if hybridize:
+                net.hybridize()
+            got = net(mx.np.array(a, dtype=dtype), mx.np.array(b, dtype=dtype))
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got.asnumpy(), want.astype(got.dtype), rtol=1e-5)
+        x1, x2 = mx.np.array(a, dtype=dtype), mx.np.array(b, dtype=dtype)
+        fn = getattr(mx.np, name)
+        with pytest.raises(NotImplementedError):
+            fn(x1, x2, where=False)
+        with pytest.raises(TypeError):
+            fn(x1, x2, dtype="abcdefg")
+        out = mx.np.zeros(want.shape, dtype=fn(x1, x2).dtype)
+        assert fn(x1, x2, out=out) is out
+        np.testing.assert_allclose(out.asnumpy(), want.astype(out.dtype), rtol=1e-5)
+
+
+def test_np_bitwise_and_lcm_refuse_float_data():
+    with mx.util.np_array(True):
+        x = mx.np.ones((2,))
+        with pytest.raises(mx.base.MXNetError, match="bitwise_and.*integer"):
+            mx.np.bitwise_and(x, x)
+
+
+@pytest.mark.parametrize("name", ["copysign", "arctan2", "hypot", "ldexp", "mod"])
+def test_np_binary_ufunc_gradients_are_mxnets_formulas(name):
+    rng = np.random.default_rng(5)
+    a, b = rng.uniform(0.5, 2, (2, 3)), rng.uniform(-2, -0.5, (3,))
+    grads = {"copysign": lambda y: (np.where((a >= 0) == (b >= 0), 1.0, -1.0), 0 * y),
+             "arctan2": lambda y: (b / (a * a + b * b), -a / (a * a + b * b)),
+             "hypot": lambda y: (a / y, b / y),
+             "ldexp": lambda y: (2.0 ** b + 0 * a, y * np.log(2.0)),
+             "mod": lambda y: (np.ones_like(y), -np.floor(a / b))}[name]
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        for hybridize in (False, True):
+            net = _Binary(name)
+            if hybridize:
+                net.hybridize()
+            x1, x2 = mx.np.array(a, dtype="float64"), mx.np.array(b, dtype="float64")
+            x1.attach_grad()
+            x2.attach_grad()
+            with mx.autograd.record():
+                y = net(x1, x2)
+            y.backward()
+            ga, gb = grads(y.asnumpy())
+            np.testing.assert_allclose(x1.grad.asnumpy(), np.broadcast_to(ga, a.shape),
+                                       rtol=1e-6)
+            np.testing.assert_allclose(x2.grad.asnumpy(),
+                                       np.broadcast_to(gb, (2, 3)).sum(axis=0), rtol=1e-6)
+
+
+def test_mod_of_integers_has_a_zero_gradient_as_in_mxnet():
+    # mshadow_op::mod_grad: 1 for floats, 0 for integer types (the legacy op too)
+    a, b = mx.nd.array([[7, 8], [9, 3]], dtype="int32"), mx.nd.array([2, 5], dtype="int32")
+    for x in (a, b):
+        x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.broadcast_mod(a, b)
+    y.backward()
+    assert y.asnumpy().tolist() == [[1, 3], [1, 3]]
+    assert not a.grad.asnumpy().any() and not b.grad.asnumpy().any()
+
+
+@pytest.mark.parametrize("ltype, rtype", [("float32", "bool"), ("int8", "float16"),
+                                          ("float16", "float64"), ("int8", "int32")])
+@pytest.mark.parametrize("op", ["add", "multiply", "power", "mod", "greater"])
+def test_a_traced_np_binary_op_promotes_operands_of_two_dtypes(op, ltype, rtype):
+    rng = np.random.default_rng(7)
+    a = rng.uniform(1, 3, (2, 3)).astype(ltype)
+    b = rng.uniform(1, 3, (3,)).astype(rtype)
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        x1, x2 = mx.np.array(a, dtype=ltype), mx.np.array(b, dtype=rtype)
+        want = getattr(mx.np, op)(x1, x2)           # mx.np.ndarray's promotion
+        net = _Binary(op)
+        net.hybridize()
+        got = net(x1, x2)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got.asnumpy().astype(np.float64),
+                               want.asnumpy().astype(np.float64), rtol=1e-3)
+    np.testing.assert_allclose(got.asnumpy().astype(np.float64),
+                               getattr(np, op)(a, b).astype(got.dtype).astype(np.float64),
+                               rtol=1e-2)

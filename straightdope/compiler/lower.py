@@ -12,6 +12,8 @@ runs (with the reference executor) like any other graph:
   turns into a *view* (no loop, no buffer): `_sum_to_like` of equal shapes,
   `Cast` to the same dtype, `broadcast_to` a shape it already has, `Dropout` at
   inference, a `transpose` that only moves axes of length 1, `add_n` of one array.
+* `_np_promote_with(x, y)` (a traced mx.np binary op's operand in the promoted dtype)
+  -> `Cast` to that dtype, or a view when x has it already.
 * `norm(x)` -> `sum(abs(x))` (ord=1) or `sqrt(sum(square(x)))` (ord=2): elementwise
   ops and a reduction, which fuse.
 * `where(cond, x, y)` with a 1-D `cond` that picks rows gets `cond` reshaped to
@@ -169,6 +171,17 @@ def _cast(b, node, ins, shapes):
         return None
     b.log.append(f"{node.op.name} to the same dtype -> view")
     return [_view(b, ins[0], node.name)]
+
+
+@rewrites("_np_promote_with")
+def _np_promote_with(b, node, ins, shapes):
+    if np.dtype(node.dtypes[0]) == b.dtype(ins[0]):
+        b.log.append("_np_promote_with to the same dtype -> view")
+        return [_view(b, ins[0], node.name)]
+    b.log.append("_np_promote_with -> Cast")
+    cast = b.add("Cast", [ins[0]], node.name, dtype=node.dtypes[0])
+    b.nodes[cast[0]].attrs["dtype"] = np.dtype(node.dtypes[0]).name    # its attribute too
+    return [cast]
 
 
 @rewrites("broadcast_to", "broadcast_like")

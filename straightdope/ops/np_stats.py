@@ -599,8 +599,8 @@ def _broadcast_shape(attrs, in_shapes):
     try:
         return in_shapes, [tuple(np.broadcast_shapes(*map(tuple, in_shapes)))]
     except ValueError:
-        raise OpError(f"np.where: shapes {[tuple(s) for s in in_shapes]} do not "
-                      f"broadcast together") from None
+        raise OpError(f"shapes {[tuple(s) for s in in_shapes]} do not broadcast "
+                      f"together") from None
 
 
 register("_npi_where", inputs=("condition", "x", "y"), placement="host",
@@ -616,6 +616,78 @@ register("_npi_where_grad", inputs=("out_grad", "condition", "x", "y"), placemen
          infer_dtype=lambda attrs, dtypes: [dtypes[2], dtypes[3]],
          infer_shape=lambda attrs, s: (s, [s[2], s[3]]),
          doc="The gradient of np.where with respect to x and y.")
+
+
+# ------------------------------------------------------------ binary ufuncs
+# mx.np's binary functions without a legacy op (MXNet's _npi_copysign, _npi_lcm, ...):
+# name -> (NumPy function, its gradients (og, a, b, y) -> (d/da, d/db), or None: zero
+# gradients, as MXNet's MakeZeroGradNodes; ints_only: refused for float data).
+_LN2 = np.log(2.0)
+BINARY_UFUNCS = {
+    "copysign": (np.copysign, lambda og, a, b, y: (og * np.where((a >= 0) == (b >= 0), 1, -1),
+                                                   np.zeros_like(og)), False),
+    "arctan2": (np.arctan2, lambda og, a, b, y: (og * b / (a * a + b * b),
+                                                 -og * a / (a * a + b * b)), False),
+    "ldexp": (lambda a, b: a * np.power(2.0, b),
+              lambda og, a, b, y: (og * np.power(2.0, b), og * y * _LN2), False),
+    "fmod": (np.fmod, lambda og, a, b, y: (og, -og * np.trunc(a / b)), False),
+    "mod": (np.mod, lambda og, a, b, y: (og, -og * np.floor(a / b)), False),
+    "lcm": (np.lcm, None, True),
+    "gcd": (np.gcd, None, True),
+    "bitwise_and": (np.bitwise_and, None, True),
+    "bitwise_or": (np.bitwise_or, None, True),
+    "bitwise_xor": (np.bitwise_xor, None, True),
+}
+
+
+def _binary_ufunc(attrs, a, b):
+    name = attrs["function"]
+    fn, _, ints_only = BINARY_UFUNCS[name]
+    if ints_only and (a.dtype.kind not in "biu" or b.dtype.kind not in "biu"):
+        raise OpError(f"np.{name}: takes integer or bool arrays, got {a.dtype.name} and "
+                      f"{b.dtype.name}")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = np.asarray(fn(a, b))
+    return out.astype(_binary_ufunc_dtype(name, a.dtype, b.dtype), copy=False)
+
+
+FLOAT_VALUED = ("copysign", "arctan2", "ldexp")
+
+
+def _binary_ufunc_dtype(name, a, b):
+    """The operands' (mx.np promotes them to one first); float32 for integer data of the
+    FLOAT_VALUED functions (NumPy's float result in mx.np's default float)."""
+    dtype = np.result_type(a, b)
+    return np.dtype(np.float32) if name in FLOAT_VALUED and dtype.kind in "biu" else dtype
+
+
+def _binary_ufunc_grad(attrs, og, a, b):
+    """MXNet's gradients, summed back over broadcasting; zero for integer data (MXNet's
+    kernels return 0 for ints, mshadow_op's mod_grad) and for the integer functions."""
+    _, grads, _ = BINARY_UFUNCS[attrs["function"]]
+    if grads is None or og.dtype.kind != "f":
+        return np.zeros(a.shape, a.dtype), np.zeros(b.shape, b.dtype)
+    ab, bb = np.broadcast_to(a, og.shape), np.broadcast_to(b, og.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        y = _binary_ufunc(attrs, ab, bb)
+        ga, gb = grads(og, ab, bb, y)
+    return (_unbroadcast(np.asarray(ga), a.shape).astype(a.dtype, copy=False),
+            _unbroadcast(np.asarray(gb), b.shape).astype(b.dtype, copy=False))
+
+
+register("_npi_binary", inputs=("lhs", "rhs"), placement="host",
+         attrs={"function": Attr("str", required=True, choices=tuple(BINARY_UFUNCS))},
+         forward=_binary_ufunc, infer_shape=_broadcast_shape, key_attrs=("function",),
+         infer_dtype=lambda attrs, d: _binary_ufunc_dtype(attrs["function"], *d),
+         gradient=lambda F, a, i, o, og: list(F._npi_binary_grad(og[0], i[0], i[1], **a)),
+         doc="np.copysign, arctan2, ldexp, fmod, mod, lcm, gcd, bitwise_and/or/xor "
+             "(`function`) of lhs and rhs, broadcast together.")
+register("_npi_binary_grad", inputs=("out_grad", "lhs", "rhs"), placement="host",
+         attrs={"function": Attr("str", required=True, choices=tuple(BINARY_UFUNCS))},
+         num_outputs=2, forward=_binary_ufunc_grad, index_inputs=("out_grad",),
+         infer_dtype=lambda attrs, dtypes: [dtypes[1], dtypes[2]],
+         infer_shape=lambda attrs, s: (s, [s[1], s[2]]), key_attrs=("function",),
+         doc="The gradients of _npi_binary (and broadcast_mod's) to lhs and rhs.")
 
 
 # -------------------------------------------------------------------- matmul
