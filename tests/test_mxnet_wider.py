@@ -520,3 +520,23 @@ def test_a_traced_np_binary_op_promotes_operands_of_two_dtypes(op, ltype, rtype)
     np.testing.assert_allclose(got.asnumpy().astype(np.float64),
                                getattr(np, op)(a, b).astype(got.dtype).astype(np.float64),
                                rtol=1e-2)
+
+
+@pytest.mark.parametrize("axes", [None, ()])
+def test_a_zero_d_transpose_keeps_shape_traced_imperative_and_as_a_method(axes):
+    class Transpose(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, a):
+            return F.np.transpose(a, axes)
+
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        x = mx.np.array(2.5)
+        x.attach_grad()
+        net = Transpose()
+        net.hybridize()
+        with mx.autograd.record():
+            y = net(x)
+        y.backward()
+        assert y.shape == () and float(y) == 2.5 and x.grad.shape == () and float(x.grad) == 1
+        assert x.transpose(axes).shape == () and x.T.shape == ()
+        m = mx.np.array(np.arange(6.0).reshape(2, 3))
+        np.testing.assert_array_equal(m.transpose(None).asnumpy(), np.arange(6.0).reshape(2, 3).T)

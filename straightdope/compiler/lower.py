@@ -213,6 +213,8 @@ def _transpose(b, node, ins, shapes):
     if moved != sorted(moved):
         return None
     b.log.append("transpose of length-1 axes -> view")
+    if tuple(shapes[0]) == tuple(node.shapes[0]):     # 0-d, 1-d: the same shape (reshape's
+        return [_view(b, ins[0], node.name)]          # shape=() would mean "unchanged")
     return [b.add("reshape", [ins[0]], node.name, shape=node.shapes[0])]
 
 

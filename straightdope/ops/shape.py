@@ -168,8 +168,13 @@ def _transpose_grad(F, attrs, inputs, outputs, out_grads):
     return [F.transpose(out_grads[0], axes=inverse)]
 
 
+def _transpose_forward(attrs, x):
+    y = np.transpose(x, _transpose_axes(attrs, x.ndim))
+    return y if y.flags.c_contiguous else y.copy()  # (np.ascontiguousarray makes 0-d 1-d)
+
+
 register("transpose", placement="kernel", attrs={"axes": Shape(())},
-         forward=lambda attrs, x: np.ascontiguousarray(np.transpose(x, _transpose_axes(attrs, x.ndim))),
+         forward=_transpose_forward,
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(
              s[0][a] for a in _transpose_axes(attrs, len(s[0])))]),
          gradient=_transpose_grad, key_attrs=("axes",),
