@@ -540,3 +540,27 @@ def test_a_zero_d_transpose_keeps_shape_traced_imperative_and_as_a_method(axes):
         assert x.transpose(axes).shape == () and x.T.shape == ()
         m = mx.np.array(np.arange(6.0).reshape(2, 3))
         np.testing.assert_array_equal(m.transpose(None).asnumpy(), np.arange(6.0).reshape(2, 3).T)
+
+
+def test_npx_batch_norm_output_mean_var_gives_the_mean_and_inverse_std_it_used():
+    rng = np.random.default_rng(11)
+    data = rng.uniform(size=(4, 3, 5))
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        x = mx.np.array(data, dtype="float64")
+        gamma, beta = mx.np.ones((5,), dtype="float64"), mx.np.zeros((5,), dtype="float64")
+        mean, var = mx.np.zeros((5,), dtype="float64"), mx.np.ones((5,), dtype="float64")
+        with mx.autograd.record():          # training: the batch's statistics
+            out, m, inv_std = mx.npx.batch_norm(x, gamma, beta, mean, var, eps=1e-5,
+                                                fix_gamma=False, axis=2,
+                                                output_mean_var=True)
+        want_m, want_v = data.mean(axis=(0, 1)), data.var(axis=(0, 1))
+        np.testing.assert_allclose(m.asnumpy(), want_m, rtol=1e-10)
+        np.testing.assert_allclose(inv_std.asnumpy(), 1 / np.sqrt(want_v + 1e-5), rtol=1e-10)
+        np.testing.assert_allclose(out.asnumpy(), (data - want_m) / np.sqrt(want_v + 1e-5),
+                                   rtol=1e-8)
+        np.testing.assert_allclose(mean.asnumpy(), 0.1 * want_m, rtol=1e-10)  # updated
+        out, m, inv_std = mx.npx.batch_norm(x, gamma, beta, mean, var, eps=1e-5, axis=2,
+                                            output_mean_var=True)     # the running ones
+        np.testing.assert_allclose(m.asnumpy(), mean.asnumpy())
+        np.testing.assert_allclose(inv_std.asnumpy(), 1 / np.sqrt(var.asnumpy() + 1e-5))
+        assert mx.npx.batch_norm(x, gamma, beta, mean, var, axis=2).shape == (4, 3, 5)
