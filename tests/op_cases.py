@@ -960,3 +960,12 @@ add(Case("_npi_binary", inputs(lambda rng: rng.integers(1, 20, (3, 4)),
          {"function": "lcm"}, wrt=(), expected=lambda ins, a: [np.lcm(ins[0], ins[1])]))
 add(Case("_np_promote_with", inputs(U((2, 3)), U((3,))),
          expected=lambda ins, a: [ins[0]]))
+add(Case("_npi_norm", inputs(U((3, 4), kinks=(0,))), {"ord": "3", "axis": "1"},
+         expected=lambda ins, a: [np.linalg.norm(ins[0], 3, 1)]))
+add(Case("_npi_norm", inputs(distinct((2, 3, 4))), {"ord": "inf", "axis": "(0, 2)",
+                                                    "keepdims": True},
+         expected=lambda ins, a: [np.linalg.norm(ins[0], np.inf, (0, 2), True)]))
+add(Case("_npi_norm", inputs(U((3, 4))), {"ord": "'nuc'"},
+         expected=lambda ins, a: [np.linalg.norm(ins[0], "nuc")]))
+add(Case("_npi_norm", inputs(U((2, 3, 4))), {"ord": "-2", "axis": "(2, 1)"},
+         expected=lambda ins, a: [np.linalg.norm(ins[0], -2, (2, 1))]))

@@ -564,3 +564,39 @@ def test_npx_batch_norm_output_mean_var_gives_the_mean_and_inverse_std_it_used()
         np.testing.assert_allclose(m.asnumpy(), mean.asnumpy())
         np.testing.assert_allclose(inv_std.asnumpy(), 1 / np.sqrt(var.asnumpy() + 1e-5))
         assert mx.npx.batch_norm(x, gamma, beta, mean, var, axis=2).shape == (4, 3, 5)
+
+
+@pytest.mark.parametrize("shape, ord_, axis", [
+    ((2, 3, 4), 2, (1, 2)), ((2, 3, 4), "inf", 1), ((2, 3, 4), "-inf", (1, 0)),
+    ((3, 2, 3), "nuc", (1, 2)), ((2, 3), -1, None), ((2, 3, 4), -3.2, 2),
+    ((2, 3, 4), 4, 1), ((2, 3), "fro", None), ((4, 3), 1, None), ((5,), 0, None)])
+def test_np_linalg_norm_computes_numpys_orders_traced_and_imperative(shape, ord_, axis):
+    rng = np.random.default_rng(13)
+    data = rng.uniform(-3, 3, shape)
+    np_ord = {"inf": np.inf, "-inf": -np.inf}.get(ord_, ord_)
+
+    class Norm(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return F.np.linalg.norm(x, ord=ord_, axis=axis, keepdims=True)
+
+    want = np.linalg.norm(data, np_ord, axis, keepdims=True)
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        for hybridize in (False, True):
+            net = Norm()
+            if hybridize:
+                net.hybridize()
+            x = mx.np.array(data, dtype="float64")
+            x.attach_grad()
+            with mx.autograd.record():
+                y = net(x)
+            y.backward()
+            assert y.shape == want.shape
+            np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-10)
+            # the gradient against central differences of NumPy's norm
+            eps, fd = 1e-6, np.zeros_like(data)
+            for k in np.ndindex(*shape):
+                step = np.zeros_like(data)
+                step[k] = eps
+                fd[k] = (np.linalg.norm(data + step, np_ord, axis).sum() -
+                         np.linalg.norm(data - step, np_ord, axis).sum()) / (2 * eps)
+            np.testing.assert_allclose(x.grad.asnumpy(), fd, rtol=1e-4, atol=1e-6)
