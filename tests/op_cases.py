@@ -969,3 +969,7 @@ add(Case("_npi_norm", inputs(U((3, 4))), {"ord": "'nuc'"},
          expected=lambda ins, a: [np.linalg.norm(ins[0], "nuc")]))
 add(Case("_npi_norm", inputs(U((2, 3, 4))), {"ord": "-2", "axis": "(2, 1)"},
          expected=lambda ins, a: [np.linalg.norm(ins[0], -2, (2, 1))]))
+add(Case("_npi_tensorsolve", inputs(lambda rng: np.moveaxis(
+             (np.eye(6) * 3 + rng.uniform(-0.5, 0.5, (6, 6))).reshape(6, 2, 3), 0, 2),
+             U((6,))), {"axes": "(2,)"}, wrt=(0, 1),
+         expected=lambda ins, a: [np.linalg.tensorsolve(ins[0], ins[1], axes=(2,))]))

@@ -600,3 +600,42 @@ def test_np_linalg_norm_computes_numpys_orders_traced_and_imperative(shape, ord_
                 fd[k] = (np.linalg.norm(data + step, np_ord, axis).sum() -
                          np.linalg.norm(data - step, np_ord, axis).sum()) / (2 * eps)
             np.testing.assert_allclose(x.grad.asnumpy(), fd, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("a_shape, b_shape, axes", [
+    ((), (), None), ((), (1, 1, 1), None), ((1, 1, 1), (), (0, 1, 2)),
+    ((1, 1, 1), (1, 1, 1), (2, 0, 1)), ((2, 3, 6), (6,), (0, 1)),
+    ((2, 3, 3, 4, 2), (3, 4), (0, 2, 4))])
+def test_np_linalg_tensorsolve_takes_axes_and_zero_d_operands_as_numpy(a_shape, b_shape, axes):
+    rng = np.random.default_rng(17)
+    n = int(np.prod(b_shape))
+    moved = [k % len(a_shape) for k in axes] if axes else []
+    order = [k for k in range(len(a_shape)) if k not in moved] + moved
+    m = np.eye(n) * 2 + rng.uniform(-0.3, 0.3, (n, n))
+    a = np.transpose(m.reshape(tuple(a_shape[k] for k in order)), np.argsort(order)) \
+        if a_shape else m.reshape(())
+    b = rng.uniform(-1, 1, b_shape)
+    want = np.linalg.tensorsolve(a, b, axes=axes)
+
+    class Solve(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return F.np.linalg.tensorsolve(a, b, axes=axes)
+
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        for hybridize in (False, True):
+            net = Solve()
+            if hybridize:
+                net.hybridize()
+            xa, xb = mx.np.array(a, dtype="float64"), mx.np.array(b, dtype="float64")
+            xa.attach_grad()
+            xb.attach_grad()
+            with mx.autograd.record():
+                x = net(xa, xb)
+            x.backward()
+            assert x.shape == want.shape
+            np.testing.assert_allclose(x.asnumpy(), want, rtol=1e-10)
+            # d sum(x) / d b = sum over x of (a as a matrix)^-1's rows
+            am = np.transpose(a, order).reshape(n, n) if a_shape else a.reshape(1, 1)
+            inv = np.linalg.inv(am)
+            np.testing.assert_allclose(xb.grad.asnumpy().reshape(-1), inv.sum(axis=0),
+                                       rtol=1e-8)

@@ -81,11 +81,10 @@ def tensorinv(a, ind=2):
 
 
 def tensorsolve(a, b, axes=None):
-    """x with tensordot(a, x, x.ndim) == b."""
-    if axes is not None:
-        raise NotImplementedError("np.linalg.tensorsolve: axes= is not supported; move "
-                                  "the axes first (np.moveaxis)")
-    return _F(a, b)._npi_tensorsolve(a, b)
+    """x with tensordot(a, x, x.ndim) == b; `axes`: a's axes that x sums over, moved to
+    the end first (NumPy's)."""
+    axes = None if axes is None else tuple(int(k) for k in axes)
+    return _F(a, b)._npi_tensorsolve(a, b, axes=repr(axes))
 
 
 def pinv(a, rcond=1e-15, hermitian=False):

@@ -494,29 +494,53 @@ _register_linalg("tensorinv", _tensorinv_forward, _tensorinv_shapes,
                  attrs={"ind": Attr("int", 2, minimum=1)})
 
 
+def _tensorsolve_x_shape(a_shape, b_shape):
+    """x's shape, NumPy's rule: a's last a.ndim - b.ndim axes (all of them when a and b
+    have as many axes, none for a 0-d a), whose product squared must be a's size."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    x_shape = a_shape[-(len(a_shape) - len(b_shape)):]
+    n = int(np.prod(x_shape))
+    if n * n != int(np.prod(a_shape)) or n != int(np.prod(b_shape)):
+        raise OpError(f"np.linalg.tensorsolve: a of shape {a_shape} and b of shape "
+                      f"{b_shape}: x would have shape {x_shape}, so a must hold "
+                      f"{n}*{n} elements and b {n}")
+    return x_shape, n
+
+
+def _tensorsolve_order(axes, ndim):
+    """The order of a's axes that moves `axes` (a literal, "None": none) to the end."""
+    axes = ast.literal_eval(axes or "None")
+    if axes is None:
+        return tuple(range(ndim))
+    moved = [k % ndim for k in ((axes,) if isinstance(axes, int) else axes)]
+    return tuple(k for k in range(ndim) if k not in moved) + tuple(moved)
+
+
 def _tensorsolve_forward(attrs, a, b):
-    x_shape = a.shape[b.ndim:]
-    x = _numpy_linalg("tensorsolve", np.linalg.solve, a.reshape(b.size, -1), b.reshape(-1))
+    a = np.transpose(a, _tensorsolve_order(attrs["axes"], a.ndim))
+    x_shape, n = _tensorsolve_x_shape(a.shape, b.shape)
+    x = _numpy_linalg("tensorsolve", np.linalg.solve, a.reshape(n, n), b.reshape(n))
     return x.reshape(x_shape).astype(a.dtype)
 
 
-def _tensorsolve_grad(og, a, b, x):
-    ga, gb = _solve_grad(og.reshape(-1), a.reshape(b.size, -1), b.reshape(-1), x.reshape(-1))
-    return ga.reshape(a.shape), gb.reshape(b.shape)
+def _tensorsolve_grad(og, a, b, x, axes):
+    order = _tensorsolve_order(axes, a.ndim)
+    at = np.transpose(a, order)
+    _, n = _tensorsolve_x_shape(at.shape, b.shape)
+    ga, gb = _solve_grad(og.reshape(n), at.reshape(n, n), b.reshape(n), x.reshape(n))
+    return np.transpose(ga.reshape(at.shape), np.argsort(order)), gb.reshape(b.shape)
 
 
 def _tensorsolve_shapes(attrs, in_shapes):
     a, b = in_shapes
     if not (is_complete(a) and is_complete(b)):
         return in_shapes, [None]
-    if tuple(a[:len(b)]) != tuple(b) or int(np.prod(a[len(b):])) != int(np.prod(b)):
-        raise OpError(f"np.linalg.tensorsolve: a of shape {tuple(a)} must start with b's "
-                      f"shape {tuple(b)} and be square when read as a matrix")
-    return in_shapes, [tuple(a[len(b):])]
+    a = tuple(a[k] for k in _tensorsolve_order(attrs["axes"], len(a)))
+    return in_shapes, [_tensorsolve_x_shape(a, b)[0]]
 
 
-_register_linalg("tensorsolve", _tensorsolve_forward, _tensorsolve_shapes,
-                 lambda og, a, b, x: _tensorsolve_grad(og, a, b, x), inputs=("A", "B"))
+_register_linalg("tensorsolve", _tensorsolve_forward, _tensorsolve_shapes, _tensorsolve_grad,
+                 inputs=("A", "B"), attrs={"axes": Attr("str", None)})
 
 
 def _pinv_forward(attrs, a, rcond):
