@@ -720,10 +720,12 @@ def _norm_axes(attrs, ndim):
 
 def _norm(attrs, x):
     axis = _literal(attrs["axis"])
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         try:
             out = np.linalg.norm(x, _norm_ord(attrs), axis, attrs["keepdims"])
-        except (ValueError, TypeError, np.linalg.LinAlgError) as err:
+        except np.linalg.LinAlgError:       # an SVD of NaN or inf: NaN, as linalg's ops
+            return np.full(_norm_shape(attrs, [x.shape])[1][0], np.nan, x.dtype)
+        except (ValueError, TypeError) as err:
             raise OpError(f"np.linalg.norm: {err} (array of shape {x.shape}, ord "
                           f"{attrs['ord']}, axis {attrs['axis']})") from None
     return np.asarray(out).astype(x.dtype, copy=False)
@@ -771,7 +773,10 @@ def _norm_grad(attrs, og, x):
         else:
             m = np.moveaxis(xf, axes, (-2, -1))
             if ord_ in ("nuc", 2, -2):
-                u, _, vh = np.linalg.svd(m, full_matrices=False)
+                try:
+                    u, _, vh = np.linalg.svd(m, full_matrices=False)
+                except np.linalg.LinAlgError:
+                    return np.full(x.shape, np.nan, x.dtype)
                 if ord_ == "nuc":
                     dm = u @ vh
                 else:
@@ -784,7 +789,7 @@ def _norm_grad(attrs, og, x):
                     sums, axis=-1, keepdims=True))
                 dm = np.sign(m) * (pick[..., :, None] if rows else pick[..., None, :])
             d = np.moveaxis(dm, (-2, -1), axes)
-    return np.nan_to_num(g * d).astype(x.dtype, copy=False)
+    return (g * d).astype(x.dtype, copy=False)
 
 
 NORM_ATTRS = {"ord": Attr("str", None), "axis": Attr("str", None),
