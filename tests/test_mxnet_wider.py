@@ -639,3 +639,31 @@ def test_np_linalg_tensorsolve_takes_axes_and_zero_d_operands_as_numpy(a_shape, 
             inv = np.linalg.inv(am)
             np.testing.assert_allclose(xb.grad.asnumpy().reshape(-1), inv.sum(axis=0),
                                        rtol=1e-8)
+
+
+@pytest.mark.parametrize("dshape, mshape, start_axis", [
+    ((3, 4), (3, 4), 0), ((), (), 0), ((2, 3, 4, 5), (3, 4), 1), ((2, 3, 4), (4,), 2)])
+def test_np_internal_boolean_mask_assign_writes_into_out_as_numpy_indexing(dshape, mshape,
+                                                                          start_axis):
+    rng = np.random.default_rng(19)
+    data = rng.uniform(size=dshape)
+    mask = rng.uniform(size=mshape) < 0.6
+    key = (slice(None),) * start_axis + (mask,)
+    picked = data[key].shape
+    value = rng.uniform(size=picked)
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        for fn, val in ((mx.np._internal.boolean_mask_assign_scalar, 42.0),
+                        (mx.np._internal.boolean_mask_assign_tensor, value)):
+            want = data.copy()
+            want[key] = val
+            x = mx.np.array(data, dtype="float64")
+            m = mx.np.array(mask, dtype="bool")
+            v = val if isinstance(val, float) else mx.np.array(val, dtype="float64")
+            assert fn(x, m, v, start_axis=start_axis, out=x) is x
+            np.testing.assert_array_equal(x.asnumpy(), want)
+            x = mx.np.array(data, dtype="float64")
+            y = fn(x, m, v, start_axis=start_axis)          # no out: a new array
+            np.testing.assert_array_equal(y.asnumpy(), want)
+            np.testing.assert_array_equal(x.asnumpy(), data)
+            x[(slice(None),) * start_axis + (m,)] = v        # __setitem__, a 0-d mask too
+            np.testing.assert_array_equal(x.asnumpy(), want)

@@ -19,7 +19,7 @@ from ..ndarray import NDArray as _NDArray
 from ..ops.shape import np_binary_dtype as _np_binary_dtype
 from ..symbol import NpSymbol as _NpSymbol
 from ..symbol import Symbol as _Symbol
-from . import random  # noqa: F401
+from . import _internal, random  # noqa: F401
 from .multiarray import ndarray
 
 float16, float32, float64 = _onp.float16, _onp.float32, _onp.float64
