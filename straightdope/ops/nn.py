@@ -11,7 +11,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .registry import (Bool, Choice, Float, Int, OpError, OptFloat, Shape, axis_in, like_input,
-                       register, show_shape)
+                       register)
 from .reduce import norm_axes
 
 
@@ -57,26 +57,6 @@ def _dot_shape(attrs, in_shapes, batch=False):
                       f"first{', transposed' if attrs['transpose_a'] else ''}) != {inner_b} "
                       f"(first axis of the second{', transposed' if attrs['transpose_b'] else ''})")
     return in_shapes, [tuple(ta[:-1]) + tuple(tb[1:])]
-
-
-def _dot_partial(attrs, in_shapes, out_shapes):
-    """_dot_shape from partly known shapes: the summed axis known on one side fills the
-    other (x.dot(w) with w of shape (-1, 100) learns w's first dim from x: Gluon's deferred
-    initialisation of a Parameter used through dot)."""
-    a, b = in_shapes
-    if a is None or b is None or not a or not b:
-        return in_shapes, out_shapes
-    ta = list(a[::-1] if attrs["transpose_a"] else a)
-    tb = list(b[::-1] if attrs["transpose_b"] else b)
-    if ta[-1] is not None and tb[0] is not None and ta[-1] != tb[0]:
-        _dot_shape(attrs, [show_shape(a), show_shape(b)])    # raises, naming the shapes
-    ta[-1] = tb[0] = ta[-1] if tb[0] is None else tb[0]
-    ta, tb = tuple(ta), tuple(tb)
-    return ([ta[::-1] if attrs["transpose_a"] else ta, tb[::-1] if attrs["transpose_b"] else tb],
-            [ta[:-1] + tb[1:]])
-
-
-_dot_shape.partial = _dot_partial
 
 
 def _dot_grad_rule(F, op, attrs, a, b, og):

@@ -540,6 +540,12 @@ class NpSymbol(Symbol):
                         _create("_np_promote_with", [other, x], {}))
         return Symbol._binary(x, name, other, reflected)
 
+    def dot(self, b, out=None):
+        """np.dot, as MXNet's `_Symbol.dot`: its shape rule fills a partly known operand
+        from the other (a Parameter of shape (0, n) used through x.dot(w)); the legacy
+        `dot` op's, as MXNet 1.x's, does not."""
+        return _create("_npi_tensordot", [self, b], {"axes": repr("dot")})
+
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         return self._reduce("sum", "sum", axis, dtype, keepdims, kwargs)
 
