@@ -665,3 +665,24 @@ def test_np_internal_boolean_mask_assign_writes_into_out_as_numpy_indexing(dshap
             np.testing.assert_array_equal(x.asnumpy(), data)
             x[(slice(None),) * start_axis + (m,)] = v        # __setitem__, a 0-d mask too
             np.testing.assert_array_equal(x.asnumpy(), want)
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_np_random_choice_takes_weights_that_sum_to_one_up_to_their_rounding(hybridize):
+    # float32 weights stored as float64 (MXNet's test does np.array(dirichlet).astype)
+    # miss 1 by ~1e-7, beyond NumPy's float64 check; MXNet samples from them
+    w = np.full(10, 0.1, np.float32).astype(np.float64) * (1 + 3e-7)
+    assert abs(w.sum() - 1) > 1.5e-8
+
+    class Weighted(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, a, p):
+            return F.np.random.choice(a, 5, True, p)
+
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        net = Weighted()
+        if hybridize:
+            net.hybridize()
+        picked = net(mx.np.arange(10), mx.np.array(w, dtype="float64"))
+        assert picked.shape == (5,) and set(picked.asnumpy().tolist()) <= set(range(10))
+        with pytest.raises((ValueError, mx.base.MXNetError)):   # far from 1: refused
+            mx.np.random.choice(mx.np.arange(3), 2, True, mx.np.array([0.5, 0.6, 0.2]))

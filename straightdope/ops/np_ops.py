@@ -848,12 +848,26 @@ register("_npi_multivariate_normal", inputs=("mean", "cov"),
              "given means and covariances (batches broadcast). No gradient, as in MXNet.")
 
 
+def choice_probabilities(p):
+    """p for NumPy's choice: float64, rescaled to sum to exactly 1 when it does up to
+    float32 rounding (1e-5), or its own dtype's (NumPy's tolerance, sqrt(eps)): float32
+    weights stored as float64 fail NumPy's float64 check, while MXNet samples from them."""
+    if p is None:
+        return None
+    p = np.asarray(p)
+    wide = p.astype(np.float64).reshape(-1)
+    tolerance = max(1e-5, np.sqrt(np.finfo(p.dtype if p.dtype.kind == "f" else
+                                           np.float64).eps))
+    total = wide.sum()
+    return wide / total if wide.size and abs(total - 1) <= tolerance else wide
+
+
 def _choice(attrs, a, p=None):
     if a.ndim != 1:
         raise OpError(f"np.random.choice: a must be 1-D, got shape {a.shape}")
     size = attrs["size"]
     try:
-        picked = np.random.choice(a, size, attrs["replace"], p)
+        picked = np.random.choice(a, size, attrs["replace"], choice_probabilities(p))
     except ValueError as err:
         raise OpError(f"np.random.choice: {err}") from None
     return np.asarray(picked, a.dtype)
