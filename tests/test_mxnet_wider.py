@@ -686,3 +686,17 @@ def test_np_random_choice_takes_weights_that_sum_to_one_up_to_their_rounding(hyb
         assert picked.shape == (5,) and set(picked.asnumpy().tolist()) <= set(range(10))
         with pytest.raises((ValueError, mx.base.MXNetError)):   # far from 1: refused
             mx.np.random.choice(mx.np.arange(3), 2, True, mx.np.array([0.5, 0.6, 0.2]))
+
+
+def test_promotion_nodes_of_one_dtype_leave_a_traced_np_expression_one_fused_loop():
+    class Expr(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return F.np.tanh(a * b + a) - b
+
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        net = Expr()
+        net.hybridize()
+        a, b = mx.np.ones((4, 5)), mx.np.ones((4, 5)) * 2
+        np.testing.assert_allclose(net(a, b).asnumpy(), np.tanh(3.0) - 2, rtol=1e-6)
+        plan = str(net.compiled["fused"])
+    assert "(1 loops, 0 kernels, 0 views)" in plan, plan
