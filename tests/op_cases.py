@@ -1145,3 +1145,32 @@ for label, attrs in (("mul", {"kernel_size": 3, "max_displacement": 1, "stride1"
                               "stride2": 2, "pad_size": 1, "is_multiply": False})):
     add(Case("Correlation", inputs(U((2, 2, 5, 4)), U((2, 2, 5, 4))), attrs, wrt=(0, 1),
              label=f"Correlation-{label}", expected=_correlation_loops))
+# ---- npop2: mx.np's binary ufuncs (_npi_binary) and the traced promotion (_np_promote_with)
+add(Case("_npi_binary", inputs(U((3, 4), kinks=(0,)), U((1, 4), kinks=(0,))),
+         {"function": "copysign"}, wrt=(0, 1),
+         expected=lambda ins, a: [np.copysign(ins[0], ins[1])]))
+add(Case("_npi_binary", inputs(U((3, 4), 0.5, 2), U((4,), -2, -0.5)),
+         {"function": "arctan2"}, wrt=(0, 1),
+         expected=lambda ins, a: [np.arctan2(ins[0], ins[1])]))
+add(Case("_npi_binary", inputs(U((2, 3)), U((2, 3), -1, 1)), {"function": "ldexp"},
+         wrt=(0, 1), expected=lambda ins, a: [ins[0] * 2.0 ** ins[1]]))
+add(Case("_npi_binary", inputs(U((3, 4), 0.2, 0.8), U((1, 4), 1.0, 1.5)),
+         {"function": "fmod"}, wrt=(0, 1), expected=lambda ins, a: [np.fmod(ins[0], ins[1])]))
+add(Case("_npi_binary", inputs(lambda rng: rng.integers(1, 20, (3, 4)),
+                               lambda rng: rng.integers(1, 20, (4,))),
+         {"function": "lcm"}, wrt=(), expected=lambda ins, a: [np.lcm(ins[0], ins[1])]))
+add(Case("_np_promote_with", inputs(U((2, 3)), U((3,))),
+         expected=lambda ins, a: [ins[0]]))
+add(Case("_npi_norm", inputs(U((3, 4), kinks=(0,))), {"ord": "3", "axis": "1"},
+         expected=lambda ins, a: [np.linalg.norm(ins[0], 3, 1)]))
+add(Case("_npi_norm", inputs(U((2, 3, 4), kinks=(0,))), {"ord": "inf", "axis": "(0, 2)",
+                                                    "keepdims": True},
+         expected=lambda ins, a: [np.linalg.norm(ins[0], np.inf, (0, 2), True)]))
+add(Case("_npi_norm", inputs(U((3, 4))), {"ord": "'nuc'"},
+         expected=lambda ins, a: [np.linalg.norm(ins[0], "nuc")]))
+add(Case("_npi_norm", inputs(U((2, 3, 4))), {"ord": "-2", "axis": "(2, 1)"},
+         expected=lambda ins, a: [np.linalg.norm(ins[0], -2, (2, 1))]))
+add(Case("_npi_tensorsolve", inputs(lambda rng: np.moveaxis(
+             (np.eye(6) * 3 + rng.uniform(-0.5, 0.5, (6, 6))).reshape(6, 2, 3), 0, 2),
+             U((6,))), {"axes": "(0, 1)"}, wrt=(0, 1),
+         expected=lambda ins, a: [np.linalg.tensorsolve(ins[0], ins[1], axes=(0, 1))]))

@@ -92,8 +92,22 @@ def test_shape_errors_name_op_and_shapes():
         nd.dot(nd.ones((2, 3)), nd.ones((2, 3)))
     with pytest.raises(OpError, match="FullyConnected: attribute 'num_hidden' must be an integer"):
         nd.FullyConnected(nd.ones((2, 3)), nd.ones((4, 3)), nd.ones((4,)), num_hidden="x")
-    with pytest.raises(OpError, match=r"relu: unknown argument\(s\) \[.alpha.\]"):
-        nd.relu(nd.ones((2,)), alpha=3)
+    with pytest.raises(OpError, match=r"FullyConnected: unknown argument\(s\) \[.alpha.\]"):
+        nd.FullyConnected(nd.ones((2, 3)), nd.ones((4, 3)), nd.ones((4,)), num_hidden=4,
+                          alpha=3)
+
+
+def test_parameterless_ops_ignore_unknown_attributes():
+    # MXNet: an op without a parameter struct (no attr_parser) keeps and ignores any
+    # attribute (test_loss's cosine loss calls broadcast_maximum(..., axis=1)); an op with
+    # parameters refuses unknown ones (above)
+    a, b = nd.array([[1, 5], [4, 2]]), nd.array([[3, 3], [3, 3]])
+    got = nd.broadcast_maximum(a, b, axis=1)
+    np.testing.assert_array_equal(got.asnumpy(), np.maximum(a.asnumpy(), b.asnumpy()))
+    np.testing.assert_array_equal(nd.relu(nd.array([-1, 2]), alpha=3).asnumpy(), [0, 2])
+    s = sym.broadcast_maximum(sym.var("a"), sym.var("b"), axis=1)
+    out = s.eval(a=a, b=b)[0]
+    np.testing.assert_array_equal(out.asnumpy(), got.asnumpy())
 
 
 def test_save_and_load_arrays(tmp_path):

@@ -8,10 +8,11 @@ from straightdope import nd
 
 
 def test_an_op_error_can_be_caught_as_mxnet_error_and_as_value_error():
+    # (an op with parameters: one without, relu, ignores unknown attributes as MXNet does)
     with pytest.raises(mx.base.MXNetError):
-        nd.relu(nd.ones(3), no_such_attribute=1)
+        nd.clip(nd.ones(3), 0, 1, no_such_attribute=1)
     with pytest.raises(ValueError):
-        nd.relu(nd.ones(3), no_such_attribute=1)
+        nd.clip(nd.ones(3), 0, 1, no_such_attribute=1)
 
 
 def test_runtime_features_is_one_shared_mapping_of_mxnet_feature_names():
@@ -728,3 +729,15 @@ def test_where_refuses_a_condition_that_is_neither_x_s_shape_nor_its_rows():
     with pytest.raises(mx.base.MXNetError, match="where"):
         (mx.sym.where(mx.sym.var("c"), mx.sym.var("x"), mx.sym.var("y"))
          .infer_shape(c=(2,), x=(3, 2), y=(3, 2)))
+
+
+def test_reset_arrays_zeroes_every_array_in_place():
+    # MXNet's reset_arrays: in place, num_arrays must count the arrays, no outputs
+    arrays = [mx.nd.random.uniform(shape=s, dtype=d) + 1
+              for s, d in [((2, 3), "float32"), ((4,), "float16"), ((1, 2, 2), "float64")]]
+    held = [x._data for x in arrays]          # the buffers, to see the writes are in place
+    assert mx.nd.reset_arrays(*arrays, num_arrays=3) == []
+    for x, buf in zip(arrays, held):
+        assert x._data is buf and not np.any(buf) and x.dtype == buf.dtype
+    with pytest.raises(mx.base.MXNetError, match="num_arrays=2 but 3"):
+        mx.nd.reset_arrays(*arrays, num_arrays=2)

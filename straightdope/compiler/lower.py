@@ -12,6 +12,8 @@ runs (with the reference executor) like any other graph:
   turns into a *view* (no loop, no buffer): `_sum_to_like` of equal shapes,
   `Cast` to the same dtype, `broadcast_to` a shape it already has, `Dropout` at
   inference, a `transpose` that only moves axes of length 1, `add_n` of one array.
+* `_np_promote_with(x, y)` (a traced mx.np binary op's operand in the promoted dtype)
+  -> `Cast` to that dtype, or x itself when it has that dtype already.
 * `norm(x)` -> `sum(abs(x))` (ord=1) or `sqrt(sum(square(x)))` (ord=2): elementwise
   ops and a reduction, which fuse.
 * `where(cond, x, y)` with a 1-D `cond` that picks rows gets `cond` reshaped to
@@ -171,6 +173,19 @@ def _cast(b, node, ins, shapes):
     return [_view(b, ins[0], node.name)]
 
 
+@rewrites("_np_promote_with")
+def _np_promote_with(b, node, ins, shapes):
+    if np.dtype(node.dtypes[0]) == b.dtype(ins[0]):
+        # the operand itself (not a view: a _copy between two elementwise ops would split
+        # their fused loop); the node only ever feeds the binary op it was made for
+        b.log.append("_np_promote_with to the same dtype -> its operand")
+        return [ins[0]]
+    b.log.append("_np_promote_with -> Cast")
+    cast = b.add("Cast", [ins[0]], node.name, dtype=node.dtypes[0])
+    b.nodes[cast[0]].attrs["dtype"] = np.dtype(node.dtypes[0]).name    # its attribute too
+    return [cast]
+
+
 @rewrites("broadcast_to", "broadcast_like")
 def _broadcast(b, node, ins, shapes):
     if shapes[0] != node.shapes[0]:
@@ -200,6 +215,8 @@ def _transpose(b, node, ins, shapes):
     if moved != sorted(moved):
         return None
     b.log.append("transpose of length-1 axes -> view")
+    if tuple(shapes[0]) == tuple(node.shapes[0]):     # 0-d, 1-d: the same shape (reshape's
+        return [_view(b, ins[0], node.name)]          # shape=() would mean "unchanged")
     return [b.add("reshape", [ins[0]], node.name, shape=node.shapes[0])]
 
 

@@ -180,6 +180,22 @@ def fill_element_0index(lhs, mhs, rhs, out=None):
     return _created(result, lhs._ctx, out)
 
 
+def reset_arrays(*data, num_arrays=None):
+    """Set every array of `data` to zero, in place (MXNet's `reset_arrays`, which
+    `ParameterDict.zero_grad` uses for many gradients at once). `num_arrays` must count
+    them, as MXNet requires. Like MXNet's op it has no outputs: it returns []."""
+    if num_arrays is None:
+        raise OpError("reset_arrays: attribute 'num_arrays' is required (the number of arrays)")
+    if num_arrays != len(data):
+        raise OpError(f"reset_arrays: num_arrays={num_arrays} but {len(data)} array(s) were given")
+    for k, x in enumerate(data):
+        if not isinstance(x, NDArray):
+            raise OpError(f"reset_arrays: argument {k} must be an NDArray, got "
+                          f"{type(x).__name__}")
+        x._data[...] = 0        # (under the threaded engine this waits for x's readers)
+    return []
+
+
 def waitall():
     """Wait until every op pushed to the engine has run (at once under NaiveEngine);
     raises the first error of an op that no read has raised yet."""

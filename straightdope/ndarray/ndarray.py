@@ -205,7 +205,10 @@ class NDArray:
         return invoke("reshape_like", [self, rhs], {})
 
     def transpose(self, *args, axes=None):
-        """x.transpose(1, 0), x.transpose((1, 0)) or x.transpose(axes=(1, 0))."""
+        """x.transpose(1, 0), x.transpose((1, 0)) or x.transpose(axes=(1, 0)); no axes
+        (or None) reverses them."""
+        if args == (None,):
+            args = ()
         if args:
             axes = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
         axes = tuple(axes or ())

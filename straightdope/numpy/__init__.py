@@ -8,6 +8,7 @@ report their dtype as NumPy does, as in MXNet.
 """
 import builtins as _builtins   # this module defines any, all, sum, max... as NumPy does
 import functools
+import operator as _operator
 
 import numpy as _onp
 
@@ -15,9 +16,10 @@ from .. import ndarray as _nd
 from ..base import MXNetError as _MXNetError
 from .. import symbol as _sym
 from ..ndarray import NDArray as _NDArray
+from ..ops.shape import np_binary_dtype as _np_binary_dtype
 from ..symbol import NpSymbol as _NpSymbol
 from ..symbol import Symbol as _Symbol
-from . import random  # noqa: F401
+from . import _internal, random  # noqa: F401
 from .multiarray import ndarray
 
 float16, float32, float64 = _onp.float16, _onp.float32, _onp.float64
@@ -109,35 +111,100 @@ def matmul(a, b, out=None):
     return _world(a, b)._npi_matmul(a, b)
 
 
-def add(x1, x2):
-    return x1 + x2
+def _operands(name, x1, x2):
+    """x1 and x2 of a binary function as two arrays (or Symbols) of one dtype, mx.np's
+    promoted one (float32 * bool is float32). A Python number becomes an array of the
+    other's dtype (a float and an int array: float32, as mx.np's operators)."""
+    arrays = [isinstance(x, (_NDArray, _Symbol)) for x in (x1, x2)]
+    if not _builtins.any(arrays):
+        raise TypeError(f"np.{name}: needs at least one mx.np array, got "
+                        f"{type(x1).__name__} and {type(x2).__name__}")
+    if not _builtins.all(arrays):
+        like, number = (x1, x2) if arrays[0] else (x2, x1)
+        if isinstance(number, (float, _onp.floating)):
+            like = like._promote("float") if isinstance(like, _NpSymbol) else \
+                like if isinstance(like, _Symbol) or like.dtype.kind == "f" else \
+                like.astype("float32")
+        value = full_like(like, number)
+        return (like, value) if arrays[0] else (value, like)
+    if isinstance(x1, _Symbol) or isinstance(x2, _Symbol):
+        return _sym._np_promote_with(x1, x2), _sym._np_promote_with(x2, x1)
+    dtype = _np_binary_dtype(x1.dtype, x2.dtype)
+    return x1.astype(dtype, copy=False), x2.astype(dtype, copy=False)
 
 
-def subtract(x1, x2):
-    return x1 - x2
+def _binary_ufunc(name, compute, doc):
+    """A NumPy binary ufunc: compute(x1, x2), with NumPy's keywords checked as MXNet does
+    (the defaults only) and out= written."""
+    def function(x1, x2, out=None, **kwargs):
+        _ufunc_arguments(name, **kwargs)
+        return _write_out(name, compute(x1, x2), out)
+    function.__name__ = name
+    function.__doc__ = doc
+    return function
 
 
-def multiply(x1, x2):
-    return x1 * x2
+def _legacy(op_name):
+    """compute(x1, x2) with a broadcasting legacy op, on operands promoted to one dtype."""
+    def compute(x1, x2):
+        x1, x2 = _operands(op_name, x1, x2)
+        return getattr(_world(x1, x2), op_name)(x1, x2)
+    return compute
 
 
-def divide(x1, x2):
-    return x1 / x2
+def _npi_binary(function):
+    def compute(x1, x2):
+        x1, x2 = _operands(function, x1, x2)
+        return _world(x1, x2)._npi_binary(x1, x2, function=function)
+    return compute
 
 
-true_divide = divide
+def _float_valued(compute):
+    """compute(x1, x2) of a function whose values are not integers (hypot, arctan2):
+    integer and bool operands become float32 first (mx.np's default float)."""
+    def floats(x1, x2):
+        return compute(*(x.astype("float32") if isinstance(x, _NDArray) and
+                         _onp.dtype(x.dtype).kind in "biu" else
+                         x._promote("float") if isinstance(x, _NpSymbol) else x
+                         for x in (x1, x2)))
+    return floats
 
 
-def power(x1, x2):
-    return x1 ** x2
-
-
-def maximum(x1, x2):
-    return _world(x1, x2).maximum(x1, x2)
-
-
-def minimum(x1, x2):
-    return _world(x1, x2).minimum(x1, x2)
+_BINARY_UFUNCS = {
+    # name: (compute, doc); operators promote dtypes themselves (multiarray.py, NpSymbol)
+    "add": (_operator.add, "x1 + x2, broadcast."),
+    "subtract": (_operator.sub, "x1 - x2, broadcast."),
+    "multiply": (_operator.mul, "x1 * x2, broadcast."),
+    "divide": (_operator.truediv, "x1 / x2, broadcast (float32 for ints, as MXNet)."),
+    "true_divide": (_operator.truediv, "x1 / x2, broadcast (float32 for ints, as MXNet)."),
+    "power": (_operator.pow, "x1 ** x2, broadcast."),
+    "mod": (_operator.mod, "x1 % x2 (the sign of x2, Python's), broadcast; gradient 0 for "
+                           "integer data, as MXNet."),
+    "remainder": (_operator.mod, "x1 % x2 (the sign of x2, Python's), broadcast."),
+    "equal": (_operator.eq, "x1 == x2 as a bool array."),
+    "not_equal": (_operator.ne, "x1 != x2 as a bool array."),
+    "greater": (_operator.gt, "x1 > x2 as a bool array."),
+    "greater_equal": (_operator.ge, "x1 >= x2 as a bool array."),
+    "less": (_operator.lt, "x1 < x2 as a bool array."),
+    "less_equal": (_operator.le, "x1 <= x2 as a bool array."),
+    "maximum": (_legacy("maximum"), "The larger of x1 and x2, element by element (NaN "
+                                    "from either)."),
+    "minimum": (_legacy("minimum"), "The smaller of x1 and x2, element by element."),
+    "hypot": (_float_valued(_legacy("broadcast_hypot")),
+              "sqrt(x1**2 + x2**2), element by element."),
+    "copysign": (_float_valued(_npi_binary("copysign")), "x1's magnitude with x2's sign."),
+    "arctan2": (_float_valued(_npi_binary("arctan2")),
+                "The angle of the point (x2, x1), in radians."),
+    "ldexp": (_npi_binary("ldexp"), "x1 * 2**x2 (float32 for int data)."),
+    "fmod": (_npi_binary("fmod"), "The C remainder of x1 / x2 (the sign of x1)."),
+    "lcm": (_npi_binary("lcm"), "The least common multiple of integers."),
+    "gcd": (_npi_binary("gcd"), "The greatest common divisor of integers."),
+    "bitwise_and": (_npi_binary("bitwise_and"), "x1 & x2 of integer or bool arrays."),
+    "bitwise_or": (_npi_binary("bitwise_or"), "x1 | x2 of integer or bool arrays."),
+    "bitwise_xor": (_npi_binary("bitwise_xor"), "x1 ^ x2 of integer or bool arrays."),
+}
+for _name, (_compute, _doc) in _BINARY_UFUNCS.items():
+    globals()[_name] = _binary_ufunc(_name, _compute, _doc)
 
 
 def sum(a, axis=None, dtype=None, keepdims=False):
@@ -535,10 +602,6 @@ def sort(a, axis=-1, kind=None, order=None):
 def argsort(a, axis=-1, kind=None, order=None):
     F, a, axis = _sortable("argsort", a, axis, order)
     return F.argsort(a, axis=axis, dtype="int64")
-
-
-def equal(x1, x2):
-    return x1 == x2
 
 
 bitwise_not = invert = _ufunc("bitwise_not", lambda x: -x - 1,

@@ -12,12 +12,19 @@ def _F(*args):
 
 
 def norm(x, ord=None, axis=None, keepdims=False):
-    """The 2-norm of a vector (the Frobenius norm of a matrix) or, with ord=1, the sum of
-    absolute values; recorded by autograd like any other op."""
-    if ord not in (None, 1, 2, "fro"):
-        raise ValueError(f"np.linalg.norm: ord must be None, 1, 2 or 'fro', got {ord!r}")
-    # the fluent method: an NDArray computes, a Symbol (a traced forward) adds a node
-    return x.norm(ord=1 if ord == 1 else 2, axis=axis, keepdims=keepdims)
+    """NumPy's norm: with ord None, or ord 1 or 2 of vectors, the legacy `norm` op (which
+    the compiler fuses); any other order (p-norms, inf, the matrix norms, 'fro', 'nuc')
+    through `_npi_norm`. `ord` may be 'inf' or '-inf', as MXNet's."""
+    if isinstance(ord, str) and ord in ("inf", "-inf"):
+        ord = float(ord)
+    if isinstance(axis, list):
+        axis = tuple(axis)
+    vector = isinstance(axis, int) or (axis is None and isinstance(x, _nd.NDArray) and
+                                       x.ndim == 1)     # (a Symbol's ndim is not known)
+    if ord is None or (ord in (1, 2) and vector and not isinstance(ord, bool)):
+        # the fluent method: an NDArray computes, a Symbol (a traced forward) adds a node
+        return x.norm(ord=1 if ord == 1 else 2, axis=axis, keepdims=keepdims)
+    return _F(x)._npi_norm(x, ord=repr(ord), axis=repr(axis), keepdims=bool(keepdims))
 
 
 def det(a):
@@ -74,11 +81,10 @@ def tensorinv(a, ind=2):
 
 
 def tensorsolve(a, b, axes=None):
-    """x with tensordot(a, x, x.ndim) == b."""
-    if axes is not None:
-        raise NotImplementedError("np.linalg.tensorsolve: axes= is not supported; move "
-                                  "the axes first (np.moveaxis)")
-    return _F(a, b)._npi_tensorsolve(a, b)
+    """x with tensordot(a, x, x.ndim) == b; `axes`: a's axes that x sums over, moved to
+    the end first (NumPy's)."""
+    axes = None if axes is None else tuple(int(k) for k in axes)
+    return _F(a, b)._npi_tensorsolve(a, b, axes=repr(axes))
 
 
 def pinv(a, rcond=1e-15, hermitian=False):

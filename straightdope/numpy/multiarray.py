@@ -15,6 +15,7 @@ import numpy as _onp
 
 from ..ndarray import ndarray as _ndarray_module
 from ..ndarray.ndarray import NDArray
+from ..ops.shape import np_binary_dtype
 
 
 class ndarray(NDArray):  # noqa: N801 (NumPy's and MXNet's name)
@@ -90,8 +91,7 @@ def _promoted(a, b, divide=False):
     da = a.dtype
     if isinstance(b, NDArray):
         db = b.dtype if isinstance(b, ndarray) else _onp.dtype(b.dtype)
-        fa, fb = da.kind == "f", db.kind == "f"
-        out = _onp.promote_types(da, db) if fa == fb else (da if fa else db)
+        out = np_binary_dtype(da, db)
     elif isinstance(b, (bool, _onp.bool_)):
         out = da
     elif isinstance(b, (int, _onp.integer)):

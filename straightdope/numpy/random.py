@@ -153,7 +153,8 @@ def choice(a, size=None, replace=True, p=None):
         size = (int(size),)
     traced = _TRACING.get() or any(isinstance(v, _sym.Symbol) for v in (a, p))
     if not traced:
-        p = p.asnumpy() if hasattr(p, "asnumpy") else p
+        from ..ops.np_ops import choice_probabilities
+        p = choice_probabilities(p.asnumpy() if hasattr(p, "asnumpy") else p)
         a = a.asnumpy() if hasattr(a, "asnumpy") else a
         picked = _onp.asarray(_onp.random.choice(a, size, replace, p))
         return _nd.array(picked, dtype=picked.dtype)

@@ -16,7 +16,7 @@ from ..util import is_np_array, is_np_shape, reset_np, set_np, use_np  # noqa: F
 _NAMES = {"relu": "relu", "sigmoid": "sigmoid", "softmax": "softmax",
           "log_softmax": "log_softmax", "activation": "Activation", "leaky_relu": "LeakyReLU",
           "fully_connected": "FullyConnected", "convolution": "Convolution",
-          "pooling": "Pooling", "batch_norm": "BatchNorm", "layer_norm": "LayerNorm",
+          "pooling": "Pooling", "batch_norm": None, "layer_norm": "LayerNorm",
           "dropout": "Dropout", "embedding": "Embedding", "pick": "pick", "one_hot": "one_hot",
           "reshape_like": "reshape_like", "slice_axis": "slice_axis",
           "stop_gradient": "BlockGrad", "slice": "slice", "erf": "erf", "erfinv": "erfinv",
@@ -28,6 +28,35 @@ for _npx_name, _op in _NAMES.items():
 for _op in _np._nd._OPS:
     if _op.startswith("_npx_"):
         globals()[_op[len("_npx_"):]] = _np._dispatching(_op)
+
+
+def batch_norm(x, gamma, beta, running_mean, running_var, eps=1e-3, momentum=0.9,
+               fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1,
+               **kwargs):
+    """BatchNorm in npx's spelling. output_mean_var=True also returns, as MXNet's op does,
+    the mean and the inverse standard deviation 1/sqrt(var + eps) it normalised each
+    channel with: the batch's while training (the running ones otherwise). They carry
+    no gradient, as in MXNet."""
+    F = _np._world(x, gamma, beta, running_mean, running_var)
+    out = F.BatchNorm(x, gamma, beta, running_mean, running_var, eps=eps, momentum=momentum,
+                      fix_gamma=fix_gamma, use_global_stats=use_global_stats, axis=axis,
+                      **kwargs)
+    if not output_mean_var:
+        return out
+    from .. import autograd
+    if autograd.is_training() and not use_global_stats:
+        ndim = len(x.shape) if isinstance(x, _np._NDArray) else None
+        if ndim is None:
+            raise NotImplementedError("npx.batch_norm: output_mean_var=True of a traced "
+                                      "array is not supported; call it imperatively")
+        axis = axis % ndim
+        others = tuple(k for k in range(ndim) if k != axis)
+        mean = _np.mean(x, axis=others)
+        var = _np.var(x, axis=others)
+    else:
+        mean, var = running_mean, running_var
+    inv_std = 1.0 / _np.sqrt(var + eps)
+    return [out, F.stop_gradient(mean), F.stop_gradient(inv_std)]
 
 
 def batch_dot(a, b, transpose_a=False, transpose_b=False, forward_stype=None):

@@ -495,9 +495,10 @@ BINARY = {
     "broadcast_power": (np.power, "({0} ** {1})",
                         lambda F, a, b, y, og: og * b * a ** (b - 1.0),
                         lambda F, a, b, y, og: og * y * F.log(a)),
-    # Python's and NumPy's modulo: the result has the sign of the divisor
-    "broadcast_mod": (np.mod, "np.mod({0}, {1})",
-                      lambda F, a, b, y, og: og, lambda F, a, b, y, og: -og * F.floor(a / b)),
+    # Python's and NumPy's modulo: the result has the sign of the divisor. Its gradients
+    # (og, -og * floor(a / b)) are 0 for integer data in MXNet (mshadow_op's mod_grad):
+    # np_stats' _npi_binary_grad computes them, knowing the dtype (None here)
+    "broadcast_mod": (np.mod, "np.mod({0}, {1})", None, None),
     "broadcast_maximum": (np.maximum, "np.maximum({0}, {1})",     # NaN from either side
                           lambda F, a, b, y, og: og * F.broadcast_greater_equal(a, b),
                           lambda F, a, b, y, og: og * F.broadcast_lesser(a, b)),
@@ -530,6 +531,10 @@ def _binary_forward(fn):
 
 
 def _binary_gradient(ga, gb):
+    if ga is None:                      # broadcast_mod, see BINARY
+        return lambda F, attrs, i, o, og: list(F._npi_binary_grad(og[0], i[0], i[1],
+                                                                   function="mod"))
+
     def gradient(F, attrs, inputs, outputs, out_grads):
         a, b = inputs
         y, og = outputs[0], out_grads[0]

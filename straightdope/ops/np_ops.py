@@ -17,7 +17,7 @@ import ast
 
 import numpy as np
 
-from .registry import Attr, OpError, is_complete, register
+from .registry import Attr, OpError, is_complete, register, show_shape
 
 
 def _pad(x, pad_width, mode, constant):
@@ -494,29 +494,53 @@ _register_linalg("tensorinv", _tensorinv_forward, _tensorinv_shapes,
                  attrs={"ind": Attr("int", 2, minimum=1)})
 
 
+def _tensorsolve_x_shape(a_shape, b_shape):
+    """x's shape, NumPy's rule: a's last a.ndim - b.ndim axes (all of them when a and b
+    have as many axes, none for a 0-d a), whose product squared must be a's size."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    x_shape = a_shape[-(len(a_shape) - len(b_shape)):]
+    n = int(np.prod(x_shape))
+    if n * n != int(np.prod(a_shape)) or n != int(np.prod(b_shape)):
+        raise OpError(f"np.linalg.tensorsolve: a of shape {a_shape} and b of shape "
+                      f"{b_shape}: x would have shape {x_shape}, so a must hold "
+                      f"{n}*{n} elements and b {n}")
+    return x_shape, n
+
+
+def _tensorsolve_order(axes, ndim):
+    """The order of a's axes that moves `axes` (a literal, "None": none) to the end."""
+    axes = ast.literal_eval(axes or "None")
+    if axes is None:
+        return tuple(range(ndim))
+    moved = [k % ndim for k in ((axes,) if isinstance(axes, int) else axes)]
+    return tuple(k for k in range(ndim) if k not in moved) + tuple(moved)
+
+
 def _tensorsolve_forward(attrs, a, b):
-    x_shape = a.shape[b.ndim:]
-    x = _numpy_linalg("tensorsolve", np.linalg.solve, a.reshape(b.size, -1), b.reshape(-1))
+    a = np.transpose(a, _tensorsolve_order(attrs["axes"], a.ndim))
+    x_shape, n = _tensorsolve_x_shape(a.shape, b.shape)
+    x = _numpy_linalg("tensorsolve", np.linalg.solve, a.reshape(n, n), b.reshape(n))
     return x.reshape(x_shape).astype(a.dtype)
 
 
-def _tensorsolve_grad(og, a, b, x):
-    ga, gb = _solve_grad(og.reshape(-1), a.reshape(b.size, -1), b.reshape(-1), x.reshape(-1))
-    return ga.reshape(a.shape), gb.reshape(b.shape)
+def _tensorsolve_grad(og, a, b, x, axes):
+    order = _tensorsolve_order(axes, a.ndim)
+    at = np.transpose(a, order)
+    _, n = _tensorsolve_x_shape(at.shape, b.shape)
+    ga, gb = _solve_grad(og.reshape(n), at.reshape(n, n), b.reshape(n), x.reshape(n))
+    return np.transpose(ga.reshape(at.shape), np.argsort(order)), gb.reshape(b.shape)
 
 
 def _tensorsolve_shapes(attrs, in_shapes):
     a, b = in_shapes
     if not (is_complete(a) and is_complete(b)):
         return in_shapes, [None]
-    if tuple(a[:len(b)]) != tuple(b) or int(np.prod(a[len(b):])) != int(np.prod(b)):
-        raise OpError(f"np.linalg.tensorsolve: a of shape {tuple(a)} must start with b's "
-                      f"shape {tuple(b)} and be square when read as a matrix")
-    return in_shapes, [tuple(a[len(b):])]
+    a = tuple(a[k] for k in _tensorsolve_order(attrs["axes"], len(a)))
+    return in_shapes, [_tensorsolve_x_shape(a, b)[0]]
 
 
-_register_linalg("tensorsolve", _tensorsolve_forward, _tensorsolve_shapes,
-                 lambda og, a, b, x: _tensorsolve_grad(og, a, b, x), inputs=("A", "B"))
+_register_linalg("tensorsolve", _tensorsolve_forward, _tensorsolve_shapes, _tensorsolve_grad,
+                 inputs=("A", "B"), attrs={"axes": Attr("str", None)})
 
 
 def _pinv_forward(attrs, a, rcond):
@@ -824,12 +848,26 @@ register("_npi_multivariate_normal", inputs=("mean", "cov"),
              "given means and covariances (batches broadcast). No gradient, as in MXNet.")
 
 
+def choice_probabilities(p):
+    """p for NumPy's choice: float64, rescaled to sum to exactly 1 when it does up to
+    float32 rounding (1e-5), or its own dtype's (NumPy's tolerance, sqrt(eps)): float32
+    weights stored as float64 fail NumPy's float64 check, while MXNet samples from them."""
+    if p is None:
+        return None
+    p = np.asarray(p)
+    wide = p.astype(np.float64).reshape(-1)
+    tolerance = max(1e-5, np.sqrt(np.finfo(p.dtype if p.dtype.kind == "f" else
+                                           np.float64).eps))
+    total = wide.sum()
+    return wide / total if wide.size and abs(total - 1) <= tolerance else wide
+
+
 def _choice(attrs, a, p=None):
     if a.ndim != 1:
         raise OpError(f"np.random.choice: a must be 1-D, got shape {a.shape}")
     size = attrs["size"]
     try:
-        picked = np.random.choice(a, size, attrs["replace"], p)
+        picked = np.random.choice(a, size, attrs["replace"], choice_probabilities(p))
     except ValueError as err:
         raise OpError(f"np.random.choice: {err}") from None
     return np.asarray(picked, a.dtype)
@@ -888,6 +926,33 @@ def _tensordot_shape(attrs, in_shapes):
         return in_shapes, [None]
     probes = [np.broadcast_to(np.zeros((), np.int8), s) for s in in_shapes]
     return in_shapes, [_tensordot(attrs, *probes).shape]
+
+
+def _tensordot_partial(attrs, in_shapes, out_shapes):
+    """_tensordot_shape from partly known shapes: a summed axis known on one side fills
+    the other (x.dot(w) with w of shape (-1, 100) learns w's first dim from x, Gluon's
+    deferred initialisation), and the free axes fill the output and back."""
+    a, b = in_shapes
+    if a is None or b is None:
+        return in_shapes, out_shapes
+    a, b = list(a), list(b)
+    a_axes, b_axes = _tensordot_axes(attrs, len(a), len(b))
+    for i, j in zip(a_axes, b_axes):
+        if a[i] is not None and b[j] is not None and a[i] != b[j]:
+            raise OpError(f"np.tensordot: summed axes {a_axes} of {show_shape(a)} and "
+                          f"{b_axes} of {show_shape(b)} differ in size")
+        a[i] = b[j] = a[i] if b[j] is None else b[j]
+    free = [(a, i) for i in range(len(a)) if i not in a_axes] + \
+        [(b, j) for j in range(len(b)) if j not in b_axes]
+    out = out_shapes[0] if out_shapes and out_shapes[0] is not None else None
+    if out is not None and len(out) == len(free):
+        for (shape, k), d in zip(free, out):
+            if shape[k] is None:
+                shape[k] = d
+    return [tuple(a), tuple(b)], [tuple(shape[k] for shape, k in free)]
+
+
+_tensordot_shape.partial = _tensordot_partial
 
 
 TENSORDOT_ATTRS = {"axes": Attr("str", "2")}

@@ -17,7 +17,7 @@ from .registry import Attr, OpError, is_complete, register, scipy_special
 
 def _literal(text):
     """An attribute written as a Python literal ("(0.0, 10.0)", "None"): literals only."""
-    return None if text in ("", "None") else ast.literal_eval(text)
+    return None if text in (None, "", "None") else ast.literal_eval(text)
 
 
 # ------------------------------------------------------------------ histogram
@@ -599,8 +599,8 @@ def _broadcast_shape(attrs, in_shapes):
     try:
         return in_shapes, [tuple(np.broadcast_shapes(*map(tuple, in_shapes)))]
     except ValueError:
-        raise OpError(f"np.where: shapes {[tuple(s) for s in in_shapes]} do not "
-                      f"broadcast together") from None
+        raise OpError(f"shapes {[tuple(s) for s in in_shapes]} do not broadcast "
+                      f"together") from None
 
 
 register("_npi_where", inputs=("condition", "x", "y"), placement="host",
@@ -616,6 +616,193 @@ register("_npi_where_grad", inputs=("out_grad", "condition", "x", "y"), placemen
          infer_dtype=lambda attrs, dtypes: [dtypes[2], dtypes[3]],
          infer_shape=lambda attrs, s: (s, [s[2], s[3]]),
          doc="The gradient of np.where with respect to x and y.")
+
+
+# ------------------------------------------------------------ binary ufuncs
+# mx.np's binary functions without a legacy op (MXNet's _npi_copysign, _npi_lcm, ...):
+# name -> (NumPy function, its gradients (og, a, b, y) -> (d/da, d/db), or None: zero
+# gradients, as MXNet's MakeZeroGradNodes; ints_only: refused for float data).
+_LN2 = np.log(2.0)
+BINARY_UFUNCS = {
+    "copysign": (np.copysign, lambda og, a, b, y: (og * np.where((a >= 0) == (b >= 0), 1, -1),
+                                                   np.zeros_like(og)), False),
+    "arctan2": (np.arctan2, lambda og, a, b, y: (og * b / (a * a + b * b),
+                                                 -og * a / (a * a + b * b)), False),
+    "ldexp": (lambda a, b: a * np.power(2.0, b),
+              lambda og, a, b, y: (og * np.power(2.0, b), og * y * _LN2), False),
+    "fmod": (np.fmod, lambda og, a, b, y: (og, -og * np.trunc(a / b)), False),
+    "mod": (np.mod, lambda og, a, b, y: (og, -og * np.floor(a / b)), False),
+    "lcm": (np.lcm, None, True),
+    "gcd": (np.gcd, None, True),
+    "bitwise_and": (np.bitwise_and, None, True),
+    "bitwise_or": (np.bitwise_or, None, True),
+    "bitwise_xor": (np.bitwise_xor, None, True),
+}
+
+
+def _binary_ufunc(attrs, a, b):
+    name = attrs["function"]
+    fn, _, ints_only = BINARY_UFUNCS[name]
+    if ints_only and (a.dtype.kind not in "biu" or b.dtype.kind not in "biu"):
+        raise OpError(f"np.{name}: takes integer or bool arrays, got {a.dtype.name} and "
+                      f"{b.dtype.name}")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = np.asarray(fn(a, b))
+    return out.astype(_binary_ufunc_dtype(name, a.dtype, b.dtype), copy=False)
+
+
+FLOAT_VALUED = ("copysign", "arctan2", "ldexp")
+
+
+def _binary_ufunc_dtype(name, a, b):
+    """The operands' (mx.np promotes them to one first); float32 for integer data of the
+    FLOAT_VALUED functions (NumPy's float result in mx.np's default float)."""
+    dtype = np.result_type(a, b)
+    return np.dtype(np.float32) if name in FLOAT_VALUED and dtype.kind in "biu" else dtype
+
+
+def _binary_ufunc_grad(attrs, og, a, b):
+    """MXNet's gradients, summed back over broadcasting; zero for integer data (MXNet's
+    kernels return 0 for ints, mshadow_op's mod_grad) and for the integer functions."""
+    _, grads, _ = BINARY_UFUNCS[attrs["function"]]
+    if grads is None or og.dtype.kind != "f":
+        return np.zeros(a.shape, a.dtype), np.zeros(b.shape, b.dtype)
+    ab, bb = np.broadcast_to(a, og.shape), np.broadcast_to(b, og.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        y = _binary_ufunc(attrs, ab, bb)
+        ga, gb = grads(og, ab, bb, y)
+    return (_unbroadcast(np.asarray(ga), a.shape).astype(a.dtype, copy=False),
+            _unbroadcast(np.asarray(gb), b.shape).astype(b.dtype, copy=False))
+
+
+register("_npi_binary", inputs=("lhs", "rhs"), placement="host",
+         attrs={"function": Attr("str", required=True, choices=tuple(BINARY_UFUNCS))},
+         forward=_binary_ufunc, infer_shape=_broadcast_shape, key_attrs=("function",),
+         infer_dtype=lambda attrs, d: _binary_ufunc_dtype(attrs["function"], *d),
+         gradient=lambda F, a, i, o, og: list(F._npi_binary_grad(og[0], i[0], i[1], **a)),
+         doc="np.copysign, arctan2, ldexp, fmod, mod, lcm, gcd, bitwise_and/or/xor "
+             "(`function`) of lhs and rhs, broadcast together.")
+register("_npi_binary_grad", inputs=("out_grad", "lhs", "rhs"), placement="host",
+         attrs={"function": Attr("str", required=True, choices=tuple(BINARY_UFUNCS))},
+         num_outputs=2, forward=_binary_ufunc_grad, index_inputs=("out_grad",),
+         infer_dtype=lambda attrs, dtypes: [dtypes[1], dtypes[2]],
+         infer_shape=lambda attrs, s: (s, [s[1], s[2]]), key_attrs=("function",),
+         doc="The gradients of _npi_binary (and broadcast_mod's) to lhs and rhs.")
+
+
+# ------------------------------------------------------------------ linalg.norm
+# np.linalg.norm for the orders the legacy `norm` op (ord 1 and 2 of vectors, the
+# Frobenius norm) does not compute: any p of vectors, inf, -inf, 0; the matrix norms
+# 1, -1, 2, -2, inf, -inf, 'nuc'. `ord` is written as in Python ("2", "-3.2", "inf",
+# "'fro'", "None"), `axis` too ("None", "1", "(0, 2)").
+def _norm_ord(attrs):
+    text = attrs["ord"]
+    if text is not None and text.strip("'\"") in ("inf", "-inf"):
+        return float(text.strip("'\""))
+    return _literal(text)
+
+
+def _norm_axes(attrs, ndim):
+    """The axes np.linalg.norm reduces (non-negative), and whether they form a matrix."""
+    axis, ord_ = _literal(attrs["axis"]), _norm_ord(attrs)
+    if axis is None:
+        axes = tuple(range(ndim)) if ord_ is None or ndim <= 2 else None
+        if axes is None:
+            raise OpError(f"np.linalg.norm: ord={ord_!r} with axis=None needs a 1-D or 2-D "
+                          f"array, got {ndim}-D")
+        return axes, ndim == 2 and ord_ is not None
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if len(axes) not in (1, 2) or any(not -ndim <= a < ndim for a in axes):
+        raise OpError(f"np.linalg.norm: axis {axis!r} is not one or two axes of a {ndim}-D "
+                      f"array")
+    return tuple(a % ndim for a in axes), len(axes) == 2
+
+
+def _norm(attrs, x):
+    axis = _literal(attrs["axis"])
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        try:
+            out = np.linalg.norm(x, _norm_ord(attrs), axis, attrs["keepdims"])
+        except np.linalg.LinAlgError:       # an SVD of NaN or inf: NaN, as linalg's ops
+            return np.full(_norm_shape(attrs, [x.shape])[1][0], np.nan, x.dtype)
+        except (ValueError, TypeError) as err:
+            raise OpError(f"np.linalg.norm: {err} (array of shape {x.shape}, ord "
+                          f"{attrs['ord']}, axis {attrs['axis']})") from None
+    return np.asarray(out).astype(x.dtype, copy=False)
+
+
+def _norm_shape(attrs, in_shapes):
+    x = in_shapes[0]
+    if x is None:
+        return in_shapes, [None]
+    axes, _ = _norm_axes(attrs, len(x))
+    if attrs["keepdims"]:
+        return in_shapes, [tuple(1 if k in axes else d for k, d in enumerate(x))]
+    return in_shapes, [tuple(d for k, d in enumerate(x) if k not in axes)]
+
+
+def _extreme_mask(values, target):
+    """1 where values equal target (shared equally between ties), else 0."""
+    hit = (values == target).astype(np.float64)
+    return hit / np.maximum(hit.sum(axis=-1, keepdims=True), 1)
+
+
+def _norm_grad(attrs, og, x):
+    """d norm / d x, times the output gradient (NumPy's definitions; MXNet's formulas)."""
+    axes, matrix = _norm_axes(attrs, x.ndim)
+    ord_ = _norm_ord(attrs)
+    keep = dict(attrs, keepdims=True)
+    y = _norm(keep, x.astype(np.float64))
+    g = og.reshape(y.shape).astype(np.float64)
+    xf = x.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if ord_ in (None, "fro") or (not matrix and ord_ == 2):
+            d = np.where(y == 0, 0, xf / y)
+        elif not matrix:
+            a = np.abs(xf)
+            if ord_ == 1:
+                d = np.sign(xf)
+            elif ord_ == 0:
+                d = np.zeros_like(xf)
+            elif np.isinf(ord_):
+                flat = np.moveaxis(a, axes[0], -1)
+                d = np.moveaxis(_extreme_mask(flat, np.moveaxis(y, axes[0], -1)), -1,
+                                axes[0]) * np.sign(xf)
+            else:
+                d = np.where(y == 0, 0, np.sign(xf) * (a / y) ** (ord_ - 1))
+        else:
+            m = np.moveaxis(xf, axes, (-2, -1))
+            if ord_ in ("nuc", 2, -2):
+                try:
+                    u, _, vh = np.linalg.svd(m, full_matrices=False)
+                except np.linalg.LinAlgError:
+                    return np.full(x.shape, np.nan, x.dtype)
+                if ord_ == "nuc":
+                    dm = u @ vh
+                else:
+                    k = 0 if ord_ == 2 else -1
+                    dm = u[..., :, k:k + 1 or None] @ vh[..., k:k + 1 or None, :]
+            else:            # 1, -1: the largest/smallest column sum; inf, -inf: row sum
+                rows = np.isinf(ord_)
+                sums = np.abs(m).sum(axis=-1 if rows else -2)
+                pick = _extreme_mask(sums, (np.max if ord_ > 0 else np.min)(
+                    sums, axis=-1, keepdims=True))
+                dm = np.sign(m) * (pick[..., :, None] if rows else pick[..., None, :])
+            d = np.moveaxis(dm, (-2, -1), axes)
+    return (g * d).astype(x.dtype, copy=False)
+
+
+NORM_ATTRS = {"ord": Attr("str", None), "axis": Attr("str", None),
+              "keepdims": Attr("bool", False)}
+register("_npi_norm", placement="host", attrs=dict(NORM_ATTRS), forward=_norm,
+         infer_shape=_norm_shape,
+         gradient=lambda F, a, i, o, og: [F._npi_norm_grad(og[0], i[0], **a)],
+         doc="np.linalg.norm(x, ord, axis, keepdims) for every order NumPy has (vector "
+             "p-norms, inf, the matrix norms 1, 2, inf, -1, -2, -inf, 'nuc', 'fro').")
+register("_npi_norm_grad", inputs=("out_grad", "data"), placement="host",
+         attrs=dict(NORM_ATTRS), forward=_norm_grad, index_inputs=("out_grad",),
+         infer_shape=lambda attrs, s: (s, [s[1]]),
+         doc="The gradient of _npi_norm.")
 
 
 # -------------------------------------------------------------------- matmul

@@ -537,9 +537,15 @@ def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[l
         if not op._input_set.isdisjoint(kwargs):
             tensor_kwargs = {k: kwargs.pop(k) for k in op.inputs if k in kwargs}
         if not op.attrs.keys() >= kwargs.keys():
-            unknown = sorted(set(kwargs) - set(op.attrs))
-            raise OpError(f"{op.name}: unknown argument(s) {unknown}; arrays: "
-                          f"{list(op.inputs)}, attributes: {list(op.attrs)}")
+            if not op.attrs:
+                # MXNet parses attributes with the op's parameter struct (its attr_parser),
+                # which refuses unknown names; an op without parameters has none, and MXNet
+                # keeps and ignores whatever it is given (`broadcast_maximum(a, b, axis=1)`)
+                kwargs = {}
+            else:
+                unknown = sorted(set(kwargs) - set(op.attrs))
+                raise OpError(f"{op.name}: unknown argument(s) {unknown}; arrays: "
+                              f"{list(op.inputs)}, attributes: {list(op.attrs)}")
     attrs = op.cached_attrs(kwargs) if kwargs else op.cached_attrs({})
     if op.variadic:
         if tensor_kwargs:

@@ -168,8 +168,13 @@ def _transpose_grad(F, attrs, inputs, outputs, out_grads):
     return [F.transpose(out_grads[0], axes=inverse)]
 
 
+def _transpose_forward(attrs, x):
+    y = np.transpose(x, _transpose_axes(attrs, x.ndim))
+    return y if y.flags.c_contiguous else y.copy()  # (np.ascontiguousarray makes 0-d 1-d)
+
+
 register("transpose", placement="kernel", attrs={"axes": Shape(())},
-         forward=lambda attrs, x: np.ascontiguousarray(np.transpose(x, _transpose_axes(attrs, x.ndim))),
+         forward=_transpose_forward,
          infer_shape=lambda attrs, s: (s, [None if s[0] is None else tuple(
              s[0][a] for a in _transpose_axes(attrs, len(s[0])))]),
          gradient=_transpose_grad, key_attrs=("axes",),
@@ -651,6 +656,28 @@ register("_np_promote", attrs={"rule": Choice("sum", "mean", "divide", "float")}
          gradient=lambda F, a, i, o, og: [F._cast_like(og[0], i[0])],
          doc="x in the dtype mx.np's rules give it for a sum, mean, division or a float "
              "operand (unchanged if it is a float already).")
+
+
+def np_binary_dtype(a, b):
+    """The dtype of `a OP b` for two mx.np arrays of dtypes a and b: NumPy's promotion
+    when both are floats or neither is (int8 + int32 is int32, float16 * float64 float64,
+    bool + int8 int8), else the float's own (int32 + float16 is float16, where NumPy
+    widens), as MXNet 2.0's np ops compute."""
+    a, b = np.dtype(a), np.dtype(b)
+    if (a.kind == "f") == (b.kind == "f"):
+        return np.promote_types(a, b)
+    return a if a.kind == "f" else b
+
+
+register("_np_promote_with", inputs=("data", "other"), placement="lowered",
+         forward=lambda attrs, x, other: x.astype(np_binary_dtype(x.dtype, other.dtype),
+                                                  copy=False),
+         infer_shape=lambda attrs, s: (s, [s[0]]),
+         infer_dtype=lambda attrs, dtypes: np_binary_dtype(*dtypes),
+         gradient=lambda F, a, i, o, og: [F._cast_like(og[0], i[0]), None],
+         doc="data in the dtype of `data OP other` (np_binary_dtype): how a traced mx.np "
+             "binary op meets operands of two dtypes (float32 * bool). The compiler "
+             "lowers it to a Cast, or to nothing when the dtypes agree.")
 
 
 # ---------------------------------------------------------------- embedding

@@ -527,12 +527,24 @@ class NpSymbol(Symbol):
         return _create("squeeze", [sliced], {"axis": tuple(squeeze)}) if squeeze else sliced
 
     def _binary(self, name, other, reflected=False):
+        x = self
         if name == "truediv":
             other = other._promote("divide") if isinstance(other, NpSymbol) else other
-            return Symbol._binary(self._promote("divide"), name, other, reflected)
-        if isinstance(other, (float, np.floating)) and name not in _COMPARISONS:
+            x = self._promote("divide")
+        elif isinstance(other, (float, np.floating)) and name not in _COMPARISONS:
             return Symbol._binary(self._promote("float"), name, other, reflected)
-        return Symbol._binary(self, name, other, reflected)
+        if isinstance(other, NpSymbol):
+            # operands of two dtypes (float32 * bool) meet in the promoted one, as
+            # mx.np.ndarray's do; the compiler drops these nodes when the dtypes agree
+            x, other = (_create("_np_promote_with", [x, other], {}),
+                        _create("_np_promote_with", [other, x], {}))
+        return Symbol._binary(x, name, other, reflected)
+
+    def dot(self, b, out=None):
+        """np.dot, as MXNet's `_Symbol.dot`: its shape rule fills a partly known operand
+        from the other (a Parameter of shape (0, n) used through x.dot(w)); the legacy
+        `dot` op's, as MXNet 1.x's, does not."""
+        return _create("_npi_tensordot", [self, b], {"axes": repr("dot")})
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
         return self._reduce("sum", "sum", axis, dtype, keepdims, kwargs)
