@@ -944,3 +944,42 @@ add(Case("_npi_choice", inputs(U((4,)), lambda rng: np.array([0.0, 0, 1, 0])),
 add(Case("_npi_multivariate_normal", inputs(U((3,)), lambda rng: 1e-30 * np.eye(3)),
          {"size": (2,)}, wrt=(),
          expected=lambda ins, a: [np.broadcast_to(ins[0], (2, 3))]))
+
+
+# ---- infer: Custom (an op written in Python, mx.operator.CustomOp) and its backward
+def _register_case_custom_op():
+    """A CustomOp computing scale * a * b, with `scale` a constructor argument (as every
+    attribute of a Custom op beyond op_type: a string)."""
+    from straightdope import operator
+
+    class ScaledMult(operator.CustomOp):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], in_data[0] * in_data[1] * self.scale)
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            self.assign(in_grad[0], req[0], out_grad[0] * in_data[1] * self.scale)
+            self.assign(in_grad[1], req[1], out_grad[0] * in_data[0] * self.scale)
+
+    @operator.register("_case_scaled_mult")
+    class ScaledMultProp(operator.CustomOpProp):
+        def __init__(self, scale="1"):
+            super().__init__()
+            self.scale = float(scale)
+
+        def list_arguments(self):
+            return ["a", "b"]
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return ScaledMult(self.scale)
+
+
+_register_case_custom_op()
+add(Case("Custom", inputs(U((2, 3)), U((2, 3))), {"op_type": "_case_scaled_mult", "scale": "2"},
+         wrt=(0, 1), expected=lambda ins, a: [2 * ins[0] * ins[1]]))
+add(Case("_backward_Custom", inputs(U((2, 3)), U((2, 3)), U((2, 3)), U((2, 3))),
+         {"op_type": "_case_scaled_mult", "scale": "3"}, wrt=(),
+         expected=lambda ins, a: [3 * ins[0] * ins[2], 3 * ins[0] * ins[1]]))

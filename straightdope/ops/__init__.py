@@ -11,3 +11,4 @@ from . import sequence  # noqa: F401  (SequenceMask, SequenceLast, SequenceRever
 from . import np_ops  # noqa: F401  (mx.np functions that move elements: roll, pad, insert, ...)
 from . import np_stats  # noqa: F401  (histogram, bincount, unique, average, einsum, ...)
 from . import sampling  # noqa: F401  (_sample_multinomial)
+from . import custom  # noqa: F401  (Custom: ops written in Python, mx.operator.CustomOp)

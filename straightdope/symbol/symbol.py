@@ -80,7 +80,7 @@ def user_attrs(attrs):
 
 def _node_attrs(node):
     out = {} if node.is_var else {k: str(v) for k, v in node.attrs.items()
-                                  if node.op.attrs[k].kind != "subgraphs"}
+                                  if node.op.spec(k).kind != "subgraphs"}
     out.update(node.var_attrs)
     for key in HIDDEN_KEYS:
         if f"__{key}__" in node.var_attrs:
