@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from straightdope import nd, sym
+from straightdope.base import MXNetError
 
 
 def _partial_out(s, **shapes):
@@ -60,3 +61,25 @@ def test_reshape_reverse_split_and_the_old_target_shape():
         (2, 15, 5)
     s = sym.load_json(sym.Reshape(sym.var("data"), target_shape=(2, 0)).tojson())
     assert s.infer_shape(data=(2, 3, 5, 5))[1][0] == (2, 75)
+
+
+@pytest.mark.parametrize("hybrid_tier", ["bind", "eval"])
+def test_a_creation_ops_unknown_dims_come_from_the_graph(hybrid_tier):
+    """sym.ones(shape=(2, -1)): -1 is a dim the other ops decide (MXNet's
+    test_transpose_infer_shape_back/_mixed), both ways through transpose."""
+    b = sym.ones(shape=(2, -1)) + sym.transpose(sym.ones(shape=(3, -1)))
+    assert b.infer_shape()[1] == [(2, 3)]
+    x = np.arange(6.0).reshape(3, 2)
+    c = sym.zeros(shape=(-1, -1)) + sym.var("x")
+    if hybrid_tier == "bind":
+        out = c.bind(None, args={"x": nd.array(x)}).forward()[0]
+    else:
+        out = c.eval(x=nd.array(x))[0]
+    np.testing.assert_array_equal(out.asnumpy(), x)
+    y = b.bind(None, args={}).forward()[0]
+    np.testing.assert_array_equal(y.asnumpy(), np.full((2, 3), 2.0))
+    with pytest.raises(ValueError, match="_zeros: shape \\(2, -1\\) has dims \\(-1\\) that "
+                                         "nothing in the graph decides"):
+        sym.zeros(shape=(2, -1)).eval()
+    with pytest.raises(MXNetError, match="bind: the arguments' shapes do not decide"):
+        sym.zeros(shape=(2, -1)).bind(None, args={})

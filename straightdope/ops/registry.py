@@ -204,6 +204,9 @@ class Op:
     checks_values: bool = False            # its forward refuses bad values (CTC's lengths)
                                            # with an OpError (engine.py runs it at the call)
     output_names: tuple[str, ...] = ("output",)
+    complete_attrs: Callable | None = None  # (attrs, output shapes) -> attrs completed with
+                                           # what a graph's shape inference learned (a
+                                           # creation op's unknown dims, shape=(2, -1))
     doc: str = ""
     placement: str | None = None           # where a compiled graph runs it: one of PLACEMENTS
                                            # (None: "fused" if it has a scalar_expr)

@@ -696,13 +696,30 @@ def _creation(fill):
     return forward
 
 
+def _creation_shape(attrs, in_shapes):
+    """A creation op's shape: its `shape`, where a -1 is a dim the graph's other ops
+    decide (MXNet's sym.ones(shape=(2, -1)) + x: -1 becomes x's dim)."""
+    return in_shapes, [tuple(None if d == -1 else d for d in attrs["shape"])]
+
+
+def _created_shape(name):
+    def complete(attrs, out_shapes):
+        if -1 not in attrs["shape"]:
+            return attrs
+        if not is_complete(out_shapes[0]):
+            raise OpError(f"{name}: shape {attrs['shape']} has dims (-1) that nothing in the "
+                          f"graph decides; give them")
+        return {**attrs, "shape": tuple(out_shapes[0])}
+    return complete
+
+
 CREATE_ATTRS = {"shape": Shape(required=True), "dtype": Choice(*DTYPES)}
 for _name, _fill in [("_zeros", 0.0), ("_ones", 1.0), ("_full", None)]:
     attrs = dict(CREATE_ATTRS)
     if _fill is None:
         attrs["value"] = Float(0.0)
     register(_name, placement="fused", inputs=(), attrs=attrs, forward=_creation(_fill),
-             infer_shape=lambda attrs, s: (s, [attrs["shape"]]),
+             infer_shape=_creation_shape, complete_attrs=_created_shape(_name),
              gradient=lambda F, a, i, o, og: [], doc=f"{_name[1:]}(shape, dtype).")
 
 
