@@ -988,3 +988,6 @@ add(Case("Custom", inputs(U((2, 3)), U((2, 3))), {"op_type": "_case_scaled_mult"
 add(Case("_backward_Custom", inputs(U((2, 3)), U((2, 3)), U((2, 3)), U((2, 3))),
          {"op_type": "_case_scaled_mult", "scale": "3"}, wrt=(),
          expected=lambda ins, a: [3 * ins[0] * ins[2], 3 * ins[0] * ins[1]]))
+# range_max=1: every draw is class 0, found at the first try (distribution: test_random_ops.py)
+add(Case("_sample_unique_zipfian", lambda rng: [], {"range_max": 1, "shape": (2, 1)}, wrt=(),
+         expected=lambda ins, a: [np.zeros((2, 1), np.int64), np.ones(2, np.int64)]))
