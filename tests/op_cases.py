@@ -991,3 +991,16 @@ add(Case("_backward_Custom", inputs(U((2, 3)), U((2, 3)), U((2, 3)), U((2, 3))),
 # range_max=1: every draw is class 0, found at the first try (distribution: test_random_ops.py)
 add(Case("_sample_unique_zipfian", lambda rng: [], {"range_max": 1, "shape": (2, 1)}, wrt=(),
          expected=lambda ins, a: [np.zeros((2, 1), np.int64), np.ones(2, np.int64)]))
+# N-d dot as MXNet's: lhs (.., K) . rhs (K, ..); transpose_a moves lhs's first axis to the
+# end, transpose_b rhs's last axis to the front (test_dot's shapes)
+for _ta, _tb in ((False, False), (True, False), (False, True), (True, True)):
+    add(Case("dot", inputs(U((4, 2, 3) if _ta else (2, 3, 4)), U((5, 6, 4) if _tb else (4, 5, 6))),
+             {"transpose_a": _ta, "transpose_b": _tb}, wrt=(0, 1), label=f"dot-nd-{_ta}-{_tb}",
+             expected=lambda ins, a: [np.tensordot(
+                 np.moveaxis(ins[0], 0, -1) if a["transpose_a"] else ins[0],
+                 np.moveaxis(ins[1], -1, 0) if a["transpose_b"] else ins[1], axes=1)]))
+add(Case("_dot_matrix", inputs(U((2, 3, 5, 6)), U((2, 3, 4)), U((4, 5, 6))), {"role": "out"},
+         wrt=(0,), expected=lambda ins, a: [ins[0].reshape(6, 30)]))
+add(Case("_dot_matrix", inputs(U((4, 2, 3)), U((4, 2, 3)), U((5, 4))),
+         {"role": "lhs", "transpose_a": True, "transpose_b": True}, wrt=(0,),
+         expected=lambda ins, a: [ins[0].reshape(4, 6)]))
