@@ -22,9 +22,9 @@ from .symbol import Node, NpSymbol, Symbol, topological, var
 
 def rand_zipfian(true_classes, num_sampled, range_max):
     """nd.contrib.rand_zipfian as graph nodes (MXNet's same composition of ops)."""
-    from .. import symbol
     from ..ndarray.contrib import zipfian
-    return zipfian(symbol, true_classes, num_sampled, range_max)
+    from .random import uniform
+    return zipfian(uniform, true_classes, num_sampled, range_max)
 
 
 def _as_list(x, what):
