@@ -81,16 +81,18 @@ def test_bound_symbol_and_hybridized_block():
     data = sym.var("data")
     s = sym.Custom(data=data, op_type="test_softplus", beta="0.5", name="sp")
     assert s.list_outputs() == ["sp_output"]
+    assert s.list_arguments() == ["data"] and s.list_auxiliary_states() == ["sp_calls"]
     assert s.infer_shape(data=(3, 4))[1] == [(3, 4)]
     assert s.tojson().count('"beta": "0.5"') == 1
     grad = nd.zeros((3, 4))
-    exe = s.bind(mx.cpu(), args={"data": nd.array(x_np), "sp_calls": nd.zeros((1,))},
-                 args_grad={"data": grad})
+    exe = s.bind(mx.cpu(), args={"data": nd.array(x_np)}, args_grad={"data": grad},
+                 aux_states={"sp_calls": nd.zeros((1,))})
     exe.forward(is_train=True)
     exe.backward(nd.ones((3, 4)))
     np.testing.assert_allclose(exe.outputs[0].asnumpy(), _softplus(x_np, 0.5), rtol=1e-5)
     e = np.exp(0.5 * x_np)
     np.testing.assert_allclose(grad.asnumpy(), e / (1 + e), rtol=1e-5)
+    assert exe.aux_dict["sp_calls"].asnumpy().tolist() == [1.0]     # updated in place
 
     class Net(mx.gluon.HybridBlock):
         def hybrid_forward(self, F, x, calls):

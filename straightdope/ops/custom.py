@@ -215,6 +215,7 @@ def _backward_names(attrs):
 CUSTOM_ATTRS = dict(op_type=Attr("str", required=True))
 
 register("Custom", inputs=(), variadic=True, open_attrs=True, optional_inputs=_input_names,
+         aux_inputs=lambda attrs: tuple(prop_of(attrs).list_auxiliary_states()),
          attrs=dict(CUSTOM_ATTRS), forward=_forward, infer_shape=_shape,
          infer_dtype=_infer_dtype, gradient=_gradient, num_outputs=_num_outputs,
          needs_train_flag=True, placement="host",

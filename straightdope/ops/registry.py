@@ -186,7 +186,9 @@ class Op:
     num_outputs: int | Callable = 1        # -1: as many as the 'num_outputs' attribute says;
                                            # or a function of the attributes
     num_visible_outputs: int | Callable | None = None  # extra outputs are internal (a mask)
-    aux_inputs: tuple[str, ...] = ()       # inputs that are auxiliary states (BatchNorm's running stats)
+    aux_inputs: tuple[str, ...] | Callable = ()  # inputs that are auxiliary states (BatchNorm's
+                                           # running stats); or a function of the attributes
+                                           # (Custom: its prop's list_auxiliary_states)
     aux_writeback: dict[int, int] = field(default_factory=dict)  # output index -> aux input index
     variadic: bool = False                 # takes any number of inputs (concat, add_n)
     open_attrs: bool = False               # also takes attributes it does not declare, kept
@@ -259,6 +261,10 @@ class Op:
         if self.host_when is not None and self.host_when(attrs, shapes):
             return "host"
         return self.placement
+
+    def aux_names(self, attrs: dict) -> tuple:
+        """The names of its inputs that are auxiliary states, for these attributes."""
+        return tuple(self.aux_inputs(attrs)) if callable(self.aux_inputs) else self.aux_inputs
 
     def spec(self, attr_name: str) -> Attr:
         """The declaration of one of its attributes (an undeclared one of an op with

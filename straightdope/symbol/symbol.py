@@ -234,8 +234,9 @@ class Symbol:
         for node in self.walk():
             if node.op is not None and node.op.aux_inputs:
                 names = node.op.input_names(node.attrs, len(node.inputs))
+                aux_names = node.op.aux_names(node.attrs)
                 for input_name, (child, _) in zip(names, node.inputs):
-                    if input_name in node.op.aux_inputs and child.is_var:
+                    if input_name in aux_names and child.is_var:
                         aux.add(id(child))
         return aux
 
