@@ -106,6 +106,10 @@ class Executor:
         self._cached = CachedOp(self._optimized, data_names=[])
         values = {**self.arg_dict, **self.aux_dict}
         _, out_shapes, _ = symbol.infer_shape(**{n: a.shape for n, a in values.items()})
+        if out_shapes is None:
+            raise MXNetError(f"bind: the arguments' shapes do not decide every output's shape "
+                             f"({symbol.infer_shape_partial(**{n: a.shape for n, a in values.items()})[1]}"
+                             f", 0: unknown); a creation op's -1 needs an op that decides it")
         _, out_types, _ = symbol.infer_type_partial(**{n: a.dtype for n, a in values.items()})
         self.outputs = [zeros(shape, dtype=dtype or np.float32)
                         for shape, dtype in zip(out_shapes, out_types)]

@@ -1174,3 +1174,61 @@ add(Case("_npi_tensorsolve", inputs(lambda rng: np.moveaxis(
              (np.eye(6) * 3 + rng.uniform(-0.5, 0.5, (6, 6))).reshape(6, 2, 3), 0, 2),
              U((6,))), {"axes": "(0, 1)"}, wrt=(0, 1),
          expected=lambda ins, a: [np.linalg.tensorsolve(ins[0], ins[1], axes=(0, 1))]))
+# ---- infer: Custom (an op written in Python, mx.operator.CustomOp) and its backward
+def _register_case_custom_op():
+    """A CustomOp computing scale * a * b, with `scale` a constructor argument (a string,
+    as every attribute of a Custom op beyond op_type)."""
+    from straightdope import operator
+
+    class ScaledMult(operator.CustomOp):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = scale
+
+        # in NumPy: an nd op called here would count as one the compiled graph ran on
+        # the host (test_compiler_ops), though it is the user's code that calls it
+        def forward(self, is_train, req, in_data, out_data, aux):
+            a, b = (x.asnumpy() for x in in_data)
+            self.assign(out_data[0], req[0], a * b * self.scale)
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            a, b = (x.asnumpy() for x in in_data)
+            g = out_grad[0].asnumpy() * self.scale
+            self.assign(in_grad[0], req[0], g * b)
+            self.assign(in_grad[1], req[1], g * a)
+
+    @operator.register("_case_scaled_mult")
+    class ScaledMultProp(operator.CustomOpProp):
+        def __init__(self, scale="1"):
+            super().__init__()
+            self.scale = float(scale)
+
+        def list_arguments(self):
+            return ["a", "b"]
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return ScaledMult(self.scale)
+
+
+_register_case_custom_op()
+add(Case("Custom", inputs(U((2, 3)), U((2, 3))), {"op_type": "_case_scaled_mult", "scale": "2"},
+         wrt=(0, 1), expected=lambda ins, a: [2 * ins[0] * ins[1]]))
+add(Case("_backward_Custom", inputs(U((2, 3)), U((2, 3)), U((2, 3)), U((2, 3))),
+         {"op_type": "_case_scaled_mult", "scale": "3"}, wrt=(),
+         expected=lambda ins, a: [3 * ins[0] * ins[2], 3 * ins[0] * ins[1]]))
+# range_max=1: every draw is class 0, found at the first try (distribution: test_random_ops.py)
+add(Case("_sample_unique_zipfian", lambda rng: [], {"range_max": 1, "shape": (2, 1)}, wrt=(),
+         expected=lambda ins, a: [np.zeros((2, 1), np.int64), np.ones(2, np.int64)]))
+# N-d dot as MXNet's: lhs (.., K) . rhs (K, ..); transpose_a moves lhs's first axis to the
+# end, transpose_b rhs's last axis to the front (test_dot's shapes)
+for _ta, _tb in ((False, False), (True, False), (False, True), (True, True)):
+    add(Case("dot", inputs(U((4, 2, 3) if _ta else (2, 3, 4)), U((5, 6, 4) if _tb else (4, 5, 6))),
+             {"transpose_a": _ta, "transpose_b": _tb}, wrt=(0, 1), label=f"dot-nd-{_ta}-{_tb}",
+             expected=lambda ins, a: [np.tensordot(
+                 np.moveaxis(ins[0], 0, -1) if a["transpose_a"] else ins[0],
+                 np.moveaxis(ins[1], -1, 0) if a["transpose_b"] else ins[1], axes=1)]))
+add(Case("_dot_matrix", inputs(U((2, 3, 5, 6)), U((2, 3, 4)), U((4, 5, 6))), {"role": "out"},
+         wrt=(0,), expected=lambda ins, a: [ins[0].reshape(6, 30)]))
+add(Case("_dot_matrix", inputs(U((4, 2, 3)), U((4, 2, 3)), U((5, 4))),
+         {"role": "lhs", "transpose_a": True, "transpose_b": True}, wrt=(0,),
+         expected=lambda ins, a: [ins[0].reshape(4, 6)]))

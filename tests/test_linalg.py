@@ -83,3 +83,16 @@ def test_bad_shapes_name_the_op():
         nd.linalg.gemm2(nd.ones((2, 3)), nd.ones((2, 3)))
     with pytest.raises(ValueError, match="not a triangle"):
         nd.linalg.maketrian(nd.ones((4,)))
+
+
+def test_potrf_refuses_a_matrix_that_is_not_positive_definite():
+    """As MXNet's CPU potrf (LAPACK's failure is an error), in a batch too; a NaN input
+    gives NaN (nothing to refuse)."""
+    batch = np.stack([np.eye(2), [[1.0, 2.0], [2.0, 1.0]]])       # the second: eigenvalue -1
+    with pytest.raises(ValueError, match="linalg.potrf: 1 matrix.*not symmetric positive "
+                                         "definite"):
+        nd.linalg.potrf(nd.array(batch))
+    with pytest.raises(ValueError, match="linalg.potrf"):
+        nd.linalg.potrf(nd.zeros((2, 2)))
+    factor = nd.linalg.potrf(nd.array([[np.nan, 0.0], [0.0, 1.0]])).asnumpy()
+    assert np.isnan(factor[np.tril_indices(2)]).all()

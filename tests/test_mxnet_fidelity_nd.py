@@ -741,3 +741,23 @@ def test_reset_arrays_zeroes_every_array_in_place():
         assert x._data is buf and not np.any(buf) and x.dtype == buf.dtype
     with pytest.raises(mx.base.MXNetError, match="num_arrays=2 but 3"):
         mx.nd.reset_arrays(*arrays, num_arrays=2)
+
+
+def test_nd_dot_transposes_and_gradients_as_mxnet():
+    """dot of N-d arrays (MXNet's test_dot): transpose_a moves lhs's first axis to the
+    end, transpose_b rhs's last axis to the front; the gradients are the matrix rule on
+    the flattened operands, reshaped back."""
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=(4, 2, 3)), rng.normal(size=(5, 6, 4))
+    x, y = mx.nd.array(a, dtype="float64"), mx.nd.array(b, dtype="float64")
+    x.attach_grad()
+    y.attach_grad()
+    head = rng.normal(size=(2, 3, 5, 6))
+    with mx.autograd.record():
+        out = mx.nd.dot(x, y, transpose_a=True, transpose_b=True)
+    out.backward(mx.nd.array(head, dtype="float64"))
+    a2, b2 = a.reshape(4, 6), b.reshape(30, 4)           # the matrices MXNet multiplies
+    np.testing.assert_allclose(out.asnumpy(), (a2.T @ b2.T).reshape(2, 3, 5, 6))
+    h2 = head.reshape(6, 30)
+    np.testing.assert_allclose(x.grad.asnumpy(), (b2.T @ h2.T).reshape(4, 2, 3))
+    np.testing.assert_allclose(y.grad.asnumpy(), (h2.T @ a2.T).reshape(5, 6, 4))

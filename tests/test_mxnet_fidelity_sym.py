@@ -398,3 +398,23 @@ def test_binding_a_graph_deeper_than_pythons_recursion_limit_checks_its_gradient
     exe.backward(mx.nd.ones((2,)))
     np.testing.assert_allclose(exe.outputs[0].asnumpy(), [3001.0, 3001.0])
     np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("ord", [1, 2])
+def test_norm_with_out_dtype_differentiates_in_the_datas_dtype(ord):
+    """norm(x, out_dtype='float64') of float32 data: a bound graph (forward and backward)
+    runs, and the gradient is float32, sign(x) or x / norm as MXNet's (its test_norm)."""
+    x = np.random.default_rng(3).uniform(0.5, 2.0, (3, 4)).astype(np.float32)
+    x[0] *= -1
+    s = mx.sym.norm(mx.sym.var("x"), ord=ord, axis=1, keepdims=True, out_dtype="float64")
+    grad = mx.nd.zeros((3, 4))
+    exe = s.bind(mx.cpu(), args={"x": mx.nd.array(x)}, args_grad={"x": grad})
+    out = exe.forward(is_train=True)[0]
+    want = np.abs(x).sum(1, keepdims=True) if ord == 1 else np.sqrt((x * x).sum(1,
+                                                                           keepdims=True))
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-6)
+    exe.backward(mx.nd.ones((3, 1), dtype="float64"))
+    assert grad.dtype == np.float32
+    np.testing.assert_allclose(grad.asnumpy(), np.sign(x) if ord == 1 else x / want,
+                               rtol=1e-5)

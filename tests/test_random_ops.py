@@ -106,3 +106,34 @@ def test_nd_like_samplers_take_datas_shape_and_dtype():
     random.seed(5)
     again = nd.random.normal_like(data=nd.ones((300, 200), dtype="float64"), loc=3.0, scale=0.5)
     assert (again.asnumpy() == out.asnumpy()).all()
+
+
+def test_unique_zipfian_rows_are_distinct_log_uniform_draws():
+    """_sample_unique_zipfian: distinct classes per row, in [0, range_max), int64, and the
+    number of draws that took (at least one per sample); too many samples are refused."""
+    mx.random.seed(7)
+    classes, tries = nd._internal._sample_unique_zipfian(range_max=1000, shape=(3, 50))
+    assert classes.dtype == np.int64 and tries.dtype == np.int64 and tries.shape == (3,)
+    for row, n in zip(classes.asnumpy(), tries.asnumpy()):
+        assert len(set(row)) == 50 and row.min() >= 0 and row.max() < 1000
+        assert 50 <= n < 1000
+    with pytest.raises(ValueError, match="cannot draw 5 distinct classes out of range_max=4"):
+        nd._internal._sample_unique_zipfian(range_max=4, shape=(1, 5))
+
+
+def test_rand_zipfian_expected_counts_follow_the_formula():
+    """nd and sym contrib.rand_zipfian: sampled classes in range, expected counts as
+    (log(c + 2) - log(c + 1)) / log(range_max + 1) * num_sampled."""
+    def expected(c, n, r):
+        return (np.log(c + 2.0) - np.log(c + 1.0)) / np.log(r + 1) * n
+    true = nd.array([0, 3, 7], dtype="int32")
+    sampled, count_true, count_sampled = nd.contrib.rand_zipfian(true, 200, 10)
+    s = sampled.asnumpy()
+    assert sampled.dtype == np.int64 and s.min() >= 0 and s.max() < 10
+    np.testing.assert_allclose(count_true.asnumpy(), expected(np.array([0, 3, 7]), 200, 10))
+    np.testing.assert_allclose(count_sampled.asnumpy(), expected(s, 200, 10))
+    assert (np.bincount(s, minlength=10)[0] > np.bincount(s, minlength=10)[9])  # log-uniform
+    out = mx.sym.Group(list(mx.sym.contrib.rand_zipfian(mx.sym.var("t"), 50, 10)))
+    got = out.bind(mx.cpu(), {"t": true}).forward()
+    np.testing.assert_allclose(got[2].asnumpy(), expected(got[0].asnumpy(), 50, 10))
+    np.testing.assert_allclose(got[1].asnumpy(), count_true.asnumpy() / 4)

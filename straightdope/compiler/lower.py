@@ -148,10 +148,10 @@ def _dot(b, node, ins, shapes):
     big_a, big_b = a["transpose_a"] and nd0 > 2, a["transpose_b"] and nd1 > 2
     if not (big_a or big_b):
         return None
-    if big_a:
-        x = b.add("transpose", [x], name + "/ta")
-    if big_b:
-        w = b.add("transpose", [w], name + "/tb")
+    if big_a:       # the axis it sums over (the first) moves to the end (ops/nn.py)
+        x = b.add("transpose", [x], name + "/ta", axes=tuple(range(1, nd0)) + (0,))
+    if big_b:       # and rhs's last axis to the front
+        w = b.add("transpose", [w], name + "/tb", axes=(nd1 - 1,) + tuple(range(nd1 - 1)))
     b.log.append("dot of transposed N-d arrays -> transpose + dot")
     return [b.add("dot", [x, w], name, transpose_a=a["transpose_a"] and not big_a,
                   transpose_b=a["transpose_b"] and not big_b)]

@@ -11,6 +11,7 @@ dispatch by op name: that is why it is faster than the same net run imperatively
 from __future__ import annotations
 
 from .ir import Graph
+from .shapes import complete_attrs
 from .specialize import AnyShape
 
 
@@ -22,7 +23,10 @@ def run_reference(graph: Graph, inputs: list, is_train: bool = False) -> list:
 def evaluate(symbol, inputs: list) -> list:
     """Evaluate a Symbol on NumPy arrays given in `symbol.list_inputs()` order (what
     `Symbol.eval` runs)."""
-    return run_reference(Graph.from_symbol(symbol), inputs)
+    graph = Graph.from_symbol(symbol)
+    graph = complete_attrs(graph, {graph.nodes[i].name: x.shape
+                                   for i, x in zip(graph.var_ids, inputs)})
+    return run_reference(graph, inputs)
 
 
 class ReferenceExecutable:

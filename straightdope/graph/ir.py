@@ -159,7 +159,7 @@ class Graph:
                 continue
             args = ", ".join(self._value(e) for e in n.inputs)
             attrs = ", ".join(f"{k}={v}" for k, v in n.attrs.items()
-                              if k != "subgraphs" and v != n.op.attrs[k].default)
+                              if k != "subgraphs" and v != n.op.spec(k).default)
             call = f"{n.op.name}({args}{'; ' + attrs if attrs else ''})"
             types = ", ".join(filter(None, (self._type(n, k) for k in range(n.num_outputs))))
             lines.append(f"  %{n.id} = {call}  # {n.name}" + (f"  -> {types}" if types else ""))

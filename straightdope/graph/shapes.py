@@ -186,6 +186,20 @@ def symbol_shapes(symbol, known: dict) -> tuple[dict, list]:
     return by_name, [shapes[entry] for entry in graph.outputs]
 
 
+def complete_attrs(graph: Graph, known: dict) -> Graph:
+    """The graph, or a copy with attributes completed from the shapes inferred (a creation
+    op's -1 dims: `Op.complete_attrs`), for running it without annotating it."""
+    if not any(not n.is_var and n.op.complete_attrs is not None for n in graph.nodes):
+        return graph
+    shapes = infer_shapes(graph, known)
+    out = graph.copy()
+    for node in out.nodes:
+        if not node.is_var and node.op.complete_attrs is not None:
+            node.attrs = node.op.complete_attrs(
+                node.attrs, [shapes[(node.id, k)] for k in range(node.num_outputs)])
+    return out
+
+
 def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:
     """A copy of the graph with `shapes` and `dtypes` filled in on every node."""
     start = time.perf_counter()
@@ -194,6 +208,8 @@ def annotate(graph: Graph, known: dict, dtypes: dict | None = None) -> Graph:
     dtypes = dtypes or {}
     for node in out.nodes:
         node.shapes = [shapes[(node.id, k)] for k in range(node.num_outputs)]
+        if not node.is_var and node.op.complete_attrs is not None:
+            node.attrs = node.op.complete_attrs(node.attrs, node.shapes)
         if node.is_var:
             dt = dtypes.get(node.name, node.var_attrs.get("__dtype__", "float32"))
             node.dtypes = [np.dtype(dt)]

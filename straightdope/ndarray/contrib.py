@@ -93,7 +93,32 @@ def cond(pred, then_func, else_func, name="cond"):
     return then_func() if bool(pred.asnumpy().reshape(-1)[0]) else else_func()
 
 
-__all__ = ["foreach", "while_loop", "cond"]
+__all__ = ["foreach", "while_loop", "cond", "rand_zipfian"]
+
+
+def zipfian(uniform, true_classes, num_sampled, range_max, ctx=None):
+    """rand_zipfian with `uniform` nd's or sym's random.uniform (the rest are methods of
+    either, MXNet's code): `num_sampled`
+    classes of [0, range_max) drawn with replacement from the log-uniform distribution
+    P(class) = (log(class + 2) - log(class + 1)) / log(range_max + 1), and the expected
+    counts of the true and of the sampled classes (float64)."""
+    import math
+    log_range = math.log(range_max + 1)
+    kwargs = {} if ctx is None else {"ctx": ctx}
+    rand = uniform(0, log_range, shape=(num_sampled,), dtype="float64", **kwargs)
+    sampled = (rand.exp() - 1).astype("int64") % range_max
+    true = true_classes.astype("float64")
+    count_true = ((true + 2.0) / (true + 1.0)).log() / log_range * num_sampled
+    drawn = sampled.astype("float64")
+    count_sampled = ((drawn + 2.0) / (drawn + 1.0)).log() / log_range * num_sampled
+    return sampled, count_true, count_sampled
+
+
+def rand_zipfian(true_classes, num_sampled, range_max, ctx=None):
+    """Draw from the approximately log-uniform (Zipfian) distribution over [0, range_max):
+    (sampled classes int64, expected count of each true class, of each sampled class)."""
+    from .random import uniform
+    return zipfian(uniform, true_classes, num_sampled, range_max, ctx)
 
 
 def _flags(test, doc):

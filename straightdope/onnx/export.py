@@ -591,7 +591,7 @@ def _reshape(e, node, x, out):
     """MXNet's codes 0 (copy) and -1 (infer) mean the same in ONNX; the other codes are
     resolved from the known shapes."""
     code = list(node.attrs["shape"])
-    if node.attrs["reverse"] or any(c < -1 for c in code):
+    if node.attrs["reverse"] or any(c < -1 for c in code) or not code:   # (target_shape)
         code = e.out_shape_for_onnx()
     e.add("Reshape", [x[0], e.ints(code, "shape")], out)
 

@@ -13,3 +13,4 @@ from . import np_stats  # noqa: F401  (histogram, bincount, unique, average, ein
 from . import sampling  # noqa: F401  (_sample_multinomial)
 from . import spatial  # noqa: F401  (GridGenerator, BilinearSampler, Correlation, quantize, ...)
 from . import detection  # noqa: F401  (ROIPooling, ROIAlign, PSROIPooling, Proposal, ...)
+from . import custom  # noqa: F401  (Custom: ops written in Python, mx.operator.CustomOp)

@@ -211,6 +211,12 @@ def _potrf(attrs, a):
     n = a.shape[-1]
     full = _tri(a, True) + _t(np.tril(a, -1))          # reads the lower triangle
     (l,) = _per_matrix(lambda m: (np.linalg.cholesky(m),), full, (n, n))
+    failed = np.isnan(l).any(axis=(-2, -1)) & np.isfinite(full).all(axis=(-2, -1))
+    if failed.any():        # as MXNet's CPU potrf: LAPACK's failure is an error
+        raise OpError(f"linalg.potrf: {int(failed.sum())} matrix(es) of the "
+                      f"input of shape {a.shape} are not symmetric positive definite, so they "
+                      f"have no Cholesky factor (LAPACK's potrf failed); make them so, e.g. "
+                      f"A A^T + eps I")
     return l if attrs["lower"] else _t(l)
 
 

@@ -25,8 +25,19 @@ def _t(x, flag, batch=False):
     return np.swapaxes(x, -1, -2) if batch else x.T
 
 
+def _dot_operands(attrs, a, b):
+    """dot's operands as it multiplies them, MXNet's rule for N-d arrays: transpose_a
+    moves lhs's first axis (the one it sums over) to the end, transpose_b moves rhs's
+    last axis to the front (for matrices, the transpose; not a reversal of every axis)."""
+    if attrs["transpose_a"] and a.ndim > 1:
+        a = np.moveaxis(a, 0, -1)
+    if attrs["transpose_b"] and b.ndim > 1:
+        b = np.moveaxis(b, -1, 0)
+    return a, b
+
+
 def _dot_forward(attrs, a, b):
-    a, b = _t(a, attrs["transpose_a"]), _t(b, attrs["transpose_b"])
+    a, b = _dot_operands(attrs, a, b)
     if a.ndim > 2 or b.ndim > 2:
         return np.tensordot(a, b, axes=1).astype(a.dtype, copy=False)
     return np.dot(a, b)
@@ -36,8 +47,8 @@ def _dot_shape(attrs, in_shapes, batch=False):
     a, b = in_shapes
     if a is None or b is None:
         return in_shapes, [None]
-    ta = a[::-1] if attrs["transpose_a"] and not batch else a
-    tb = b[::-1] if attrs["transpose_b"] and not batch else b
+    ta = a[1:] + a[:1] if attrs["transpose_a"] and not batch else a     # (_dot_operands)
+    tb = b[-1:] + b[:-1] if attrs["transpose_b"] and not batch else b
     if not batch and (len(a) == 0 or len(b) == 0):
         return in_shapes, [ta or tb]    # a 0-d operand scales the other, as in np.dot: the
                                         # gradient of a vector . vector dot is such a dot
@@ -73,7 +84,38 @@ def _dot_grad_rule(F, op, attrs, a, b, og):
 
 
 def _dot_grad(F, attrs, inputs, outputs, out_grads):
-    return list(_dot_grad_rule(F, F.dot, attrs, inputs[0], inputs[1], out_grads[0]))
+    """MXNet's: the rule for matrices, on the operands and the output gradient seen as the
+    matrices dot multiplies (`_dot_matrix`, views), reshaped back to the operands."""
+    a, b = inputs
+
+    def matrix(x, role):
+        return F._dot_matrix(x, a, b, role=role, **attrs)
+    da, db = _dot_grad_rule(F, F.dot, attrs, matrix(a, "lhs"), matrix(b, "rhs"),
+                            matrix(out_grads[0], "out"))
+    return [F.reshape_like(da, a), F.reshape_like(db, b)]
+
+
+def _dot_matrix_shape(attrs, in_shapes):
+    """The matrix (rows, columns) MXNet's dot kernel sees for its lhs, rhs or output,
+    from the operands' shapes: lhs (prod of all but its last axis, last axis), or (first
+    axis, the rest) when transposed; rhs the other way round; the output (lhs's rows,
+    rhs's columns)."""
+    data, a, b = in_shapes
+    if a is None or b is None:
+        return in_shapes, [None]
+    if len(a) == 0 or len(b) == 0:
+        raise OpError("dot: no gradient through a 0-d operand (MXNet refuses them): "
+                      "multiply with broadcast_mul instead")
+    ta, tb = attrs["transpose_a"], attrs["transpose_b"]
+    rows_a = (a[0], math.prod(a[1:])) if ta else (math.prod(a[:-1]), a[-1])
+    rows_b = (math.prod(b[:-1]), b[-1]) if tb else (b[0], math.prod(b[1:]))
+    shape = {"lhs": rows_a, "rhs": rows_b,
+             "out": (rows_a[1] if ta else rows_a[0], rows_b[0] if tb else rows_b[1])}[
+        attrs["role"]]
+    if data is not None and None not in data and math.prod(data) != math.prod(shape):
+        raise OpError(f"_dot_matrix: data of shape {data} is not the {attrs['role']} of a "
+                      f"dot of {a} and {b} (a {shape} matrix)")
+    return in_shapes, [shape]
 
 
 def _batch_dot_grad(F, attrs, inputs, outputs, out_grads):
@@ -84,6 +126,14 @@ register("dot", placement="kernel",
          inputs=("lhs", "rhs"), attrs=dict(DOT_ATTRS), forward=_dot_forward,
          infer_shape=_dot_shape, gradient=_dot_grad,
          doc="dot(lhs, rhs, transpose_a=False, transpose_b=False): matrix product.")
+register("_dot_matrix", placement="view", inputs=("data", "lhs", "rhs"),
+         attrs=dict(DOT_ATTRS, role=Choice("lhs", "rhs", "out", required=True)),
+         forward=lambda attrs, x, a, b: x.reshape(
+             _dot_matrix_shape(attrs, [x.shape, a.shape, b.shape])[1][0]).copy(),
+         infer_shape=_dot_matrix_shape, index_inputs=("lhs", "rhs"),
+         gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0]), None, None],
+         doc="_dot_matrix(data, lhs, rhs, role): data (dot's lhs, rhs or output) as the "
+             "matrix MXNet's dot kernel multiplies (dot's gradient).")
 register("batch_dot", placement="kernel", inputs=("lhs", "rhs"), attrs=dict(DOT_ATTRS),
          forward=lambda attrs, a, b: np.matmul(_t(a, attrs["transpose_a"], True),
                                                _t(b, attrs["transpose_b"], True)),

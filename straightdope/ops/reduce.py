@@ -801,10 +801,13 @@ def _norm_shape(attrs, in_shapes):
 def _norm_grad(F, attrs, inputs, outputs, out_grads):
     """ord=1: sign(x); ord=2: x / norm (each spread back over the reduced axes)."""
     x, keep = inputs[0], {"axis": attrs["axis"], "keepdims": attrs["keepdims"]}
-    og = F._unreduce(out_grads[0], x, **keep)
+    og, norm = out_grads[0], outputs[0]
+    if attrs["out_dtype"] is not None:      # the gradient is in the data's dtype (MXNet)
+        og, norm = F._cast_like(og, x), F._cast_like(norm, x)
+    og = F._unreduce(og, x, **keep)
     if attrs["ord"] == 1:
         return [og * F.sign(x)]
-    return [og * x / F._unreduce(outputs[0], x, **keep)]
+    return [og * x / F._unreduce(norm, x, **keep)]
 
 
 # One op, as in MXNet (so `sym.norm(x, name='n')` is one node named n); the compiler

@@ -135,6 +135,7 @@ class Attr:
 
 
 NON_FINITE = ("inf", "infinity", "nan")
+OPEN_ATTR = Attr("str", required=True)     # an undeclared attribute (Op.open_attrs)
 
 
 def Int(default=None, required=False, minimum=None):
@@ -197,9 +198,15 @@ class Op:
     num_outputs: int | Callable = 1        # -1: as many as the 'num_outputs' attribute says;
                                            # or a function of the attributes
     num_visible_outputs: int | Callable | None = None  # extra outputs are internal (a mask)
-    aux_inputs: tuple[str, ...] = ()       # inputs that are auxiliary states (BatchNorm's running stats)
+    aux_inputs: tuple[str, ...] | Callable = ()  # inputs that are auxiliary states (BatchNorm's
+                                           # running stats); or a function of the attributes
+                                           # (Custom: its prop's list_auxiliary_states)
     aux_writeback: dict[int, int] = field(default_factory=dict)  # output index -> aux input index
     variadic: bool = False                 # takes any number of inputs (concat, add_n)
+    open_attrs: bool = False               # also takes attributes it does not declare, kept
+                                           # as strings (Custom hands them to the user's
+                                           # CustomOpProp); a variadic one takes its arrays
+                                           # by keyword too, named by `optional_inputs`
     optional_inputs: Callable | None = None  # attrs -> names actually used (FullyConnected no_bias)
     scalar_expr: str | None = None         # elementwise: e.g. "max({0}, 0.0)"; fused by the compiler
     elementwise: bool = False              # output[i] depends only on input[i] (after broadcasting)
@@ -211,6 +218,9 @@ class Op:
     checks_values: bool = False            # its forward refuses bad values (CTC's lengths)
                                            # with an OpError (engine.py runs it at the call)
     output_names: tuple[str, ...] = ("output",)
+    complete_attrs: Callable | None = None  # (attrs, output shapes) -> attrs completed with
+                                           # what a graph's shape inference learned (a
+                                           # creation op's unknown dims, shape=(2, -1))
     doc: str = ""
     placement: str | None = None           # where a compiled graph runs it: one of PLACEMENTS
                                            # (None: "fused" if it has a scalar_expr)
@@ -264,6 +274,15 @@ class Op:
             return "host"
         return self.placement
 
+    def aux_names(self, attrs: dict) -> tuple:
+        """The names of its inputs that are auxiliary states, for these attributes."""
+        return tuple(self.aux_inputs(attrs)) if callable(self.aux_inputs) else self.aux_inputs
+
+    def spec(self, attr_name: str) -> Attr:
+        """The declaration of one of its attributes (an undeclared one of an op with
+        `open_attrs`: a string without a default)."""
+        return self.attrs.get(attr_name, OPEN_ATTR)
+
     def output_count(self, attrs: dict) -> int:
         if callable(self.num_outputs):
             return self.num_outputs(attrs)
@@ -285,6 +304,8 @@ class Op:
 
     def input_names(self, attrs: dict, n_given: int | None = None) -> tuple[str, ...]:
         if self.variadic:
+            if self.optional_inputs is not None:
+                return tuple(self.optional_inputs(attrs))
             return tuple(f"arg{i}" for i in range(n_given or 0))
         if self.optional_inputs is not None:
             return tuple(self.optional_inputs(attrs))
@@ -299,7 +320,7 @@ class Op:
     def parse_attrs(self, given: dict) -> dict:
         """Validate user/JSON attributes and fill defaults; unknown names are an error."""
         unknown = set(given) - set(self.attrs)
-        if unknown:
+        if unknown and not self.open_attrs:
             raise OpError(f"{self.name}: unknown attribute(s) {sorted(unknown)}; "
                           f"it takes {sorted(self.attrs) or 'no attributes'}")
         out = {}
@@ -310,6 +331,8 @@ class Op:
                 raise OpError(f"{self.name}: attribute '{key}' is required")
             else:
                 out[key] = spec.default
+        for key in sorted(unknown):
+            out[key] = str(given[key])
         return out
 
     def cached_attrs(self, given: dict) -> dict:
@@ -536,7 +559,9 @@ def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[l
         kwargs.pop("ctx", None)
         if not op._input_set.isdisjoint(kwargs):
             tensor_kwargs = {k: kwargs.pop(k) for k in op.inputs if k in kwargs}
-        if not op.attrs.keys() >= kwargs.keys():
+        if op.open_attrs and op.variadic:
+            tensor_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if is_tensor(kwargs[k])}
+        if not op.attrs.keys() >= kwargs.keys() and not op.open_attrs:
             if not op.attrs:
                 # MXNet parses attributes with the op's parameter struct (its attr_parser),
                 # which refuses unknown names; an op without parameters has none, and MXNet
@@ -547,6 +572,8 @@ def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[l
                 raise OpError(f"{op.name}: unknown argument(s) {unknown}; arrays: "
                               f"{list(op.inputs)}, attributes: {list(op.attrs)}")
     attrs = op.cached_attrs(kwargs) if kwargs else op.cached_attrs({})
+    if op.variadic and op.open_attrs:
+        return _keyword_arrays(op, args, tensor_kwargs or {}, attrs), attrs, name
     if op.variadic:
         if tensor_kwargs:
             raise OpError(f"{op.name} takes its arrays positionally, got keywords "
@@ -579,6 +606,17 @@ def bind_call(op: Op, args: tuple, kwargs: dict, is_tensor: Callable) -> tuple[l
             raise OpError(f"{op.name}: '{input_name}' must be an array, got {type(x).__name__} "
                           f"({x!r:.60})")
     return inputs, attrs, name
+
+
+def _keyword_arrays(op: Op, args: tuple, given: dict, attrs: dict) -> list:
+    """The arrays of a variadic op taking them by name too (Custom's `data=x, aux=a`):
+    positional ones first, then each name of `op.input_names` in order; None for one not
+    given (nd refuses it, sym makes a variable for it)."""
+    names = op.input_names(attrs)
+    if len(args) > len(names) or given.keys() - set(names[len(args):]):
+        raise OpError(f"{op.name} takes the arrays {list(names)} with these attributes, got "
+                      f"{len(args)} positionally and {sorted(given)} by name")
+    return list(args) + [given.get(n) for n in names[len(args):]]
 
 
 def _positional_attributes(op: Op, args: tuple, kwargs: dict, is_tensor: Callable):

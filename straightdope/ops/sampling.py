@@ -339,3 +339,48 @@ register("_random_pdf_grad", variadic=True, placement="host",
          forward=lambda attrs, og, *ins: _PDF_GRADS[attrs["dist"]](attrs, og, *ins),
          infer_shape=lambda attrs, s: (s, [s[1 + attrs["wrt"]]]),
          doc="Gradient of random_pdf_<dist> for its input `wrt` (0: the sample).")
+
+
+def _unique_zipfian_shape(attrs, s):
+    shape = tuple(attrs["shape"])
+    if len(shape) != 2:
+        raise OpError(f"_sample_unique_zipfian: shape must be (batch size, samples per row), "
+                      f"got {shape}")
+    if shape[1] > attrs["range_max"]:
+        raise OpError(f"_sample_unique_zipfian: cannot draw {shape[1]} distinct classes "
+                      f"out of range_max={attrs['range_max']}")
+    return s, [shape, shape[:1]]
+
+
+def _unique_zipfian_forward(attrs):
+    """Per row, MXNet's rejection sampler: draw round(exp(u log(range_max))) - 1 with u
+    uniform in [0, 1) until `num_sampled` distinct classes came up, in the order they came;
+    also how many draws that took. Draws go in chunks (NumPy), their order kept."""
+    _unique_zipfian_shape(attrs, [])          # checks the attributes
+    batch, num_sampled = attrs["shape"]
+    log_range = np.log(attrs["range_max"])
+    samples = np.zeros((batch, num_sampled), np.int64)
+    tries = np.zeros(batch, np.int64)
+    for row in range(batch):
+        draws = np.zeros(0, np.int64)
+        while True:
+            chunk = np.random.random_sample(max(2 * num_sampled, 1024))
+            chunk = np.rint(np.exp(chunk * log_range)).astype(np.int64) - 1
+            draws = np.concatenate([draws, chunk])
+            _, first = np.unique(draws, return_index=True)
+            if len(first) >= num_sampled:
+                kept = np.sort(first)[:num_sampled]
+                break
+        samples[row] = draws[kept]
+        tries[row] = kept[-1] + 1 if num_sampled else 0
+    return samples, tries
+
+
+register("_sample_unique_zipfian", inputs=(), placement="host", is_random=True,
+         attrs={"range_max": Int(required=True, minimum=1), "shape": Shape(())},
+         forward=_unique_zipfian_forward, infer_shape=_unique_zipfian_shape,
+         num_outputs=2, output_names=("output", "num_tries"), dtype_rule="attr",
+         infer_dtype=lambda attrs, d: ["int64", "int64"], gradient=lambda F, a, i, o, og: [],
+         doc="_sample_unique_zipfian(range_max, shape=(batch, n)): per row n distinct "
+             "classes of [0, range_max) drawn from the log-uniform (Zipfian) distribution, "
+             "and how many draws that took.")

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .registry import (Attr, Bool, Choice, Float, Int, OpError, OptFloat, OptInt, OptShape, Shape, alias,
-                       axis_in, is_complete, like_input, register, unify)
+                       axis_in, is_complete, like_input, register, show_shape, unify)
 from .elemwise import same_shape
 
 DTYPES = ("float32", "float64", "float16", "int32", "int64", "uint8", "int8", "bool")
@@ -33,9 +33,7 @@ def mxnet_reshape(shape, spec, reverse=False):
         elif code == -3:
             out.append(src[i] * src[i + 1]); i += 2
         elif code == -4:
-            a, b = spec[j + 1], spec[j + 2]
-            if reverse:
-                a, b = b, a
+            a, b = spec[j + 1], spec[j + 2]     # (reversed too with reverse=True)
             if a == -1:
                 a = src[i] // b
             if b == -1:
@@ -61,14 +59,68 @@ def mxnet_reshape(shape, spec, reverse=False):
     return tuple(int(d) for d in out)
 
 
+def _reshape_target(attrs, s):
+    """reshape's output shape for data of shape `s`: from `shape` (MXNet's codes), or
+    from the deprecated `target_shape` (one 0 in it is inferred; keep_highest keeps the
+    first dim), as MXNet still reads old files that way."""
+    if attrs["shape"] or attrs["target_shape"] is None:
+        return mxnet_reshape(s, attrs["shape"], attrs["reverse"])
+    out = list(attrs["target_shape"])
+    if attrs["keep_highest"] and out:
+        out[0] = s[0]
+    zeros = [k for k in range(1 if attrs["keep_highest"] else 0, len(out)) if out[k] == 0]
+    if len(zeros) == 1 and math.prod(d for d in out if d):
+        out[zeros[0]] = math.prod(s) // math.prod(d for d in out if d)
+    if math.prod(out) != math.prod(s):
+        raise OpError(f"reshape: cannot reshape {tuple(s)} ({math.prod(s)} elements) into "
+                      f"target_shape {attrs['target_shape']} ({tuple(out)})")
+    return tuple(out)
+
+
 def _reshape_shape(attrs, in_shapes):
     s = in_shapes[0]
-    return in_shapes, [None if s is None else mxnet_reshape(s, attrs["shape"], attrs["reverse"])]
+    return in_shapes, [None if s is None else _reshape_target(attrs, s)]
 
 
-register("reshape", placement="view", attrs={"shape": Shape(required=True), "reverse": Bool(False)},
-         forward=lambda attrs, x: x.reshape(mxnet_reshape(x.shape, attrs["shape"],
-                                                           attrs["reverse"])).copy(),
+def _reshape_partial(attrs, in_shapes, out_shapes):
+    """reshape from a partly known data shape, as MXNet's: a known output with one unknown
+    data dim gives that dim (the sizes must agree); otherwise each output dim that does
+    not depend on the unknown dims is known, and an output dim that *is* one of them (code
+    0) fills it when known."""
+    s = in_shapes[0]
+    if s is None:
+        return in_shapes, [None]
+    out = out_shapes[0] if out_shapes else None
+    unknown = [k for k, d in enumerate(s) if d is None]
+    if len(unknown) == 1 and is_complete(out):
+        rest = math.prod(d for d in s if d is not None)
+        if rest and math.prod(out) % rest == 0:
+            s = tuple(math.prod(out) // rest if d is None else d for d in s)
+    if is_complete(s):
+        return [s], [_reshape_target(attrs, s)]
+    runs = []
+    for base in (1_000_003, 2_000_029):        # two sets of stand-ins for the unknown dims
+        filled = list(s)
+        for j, k in enumerate(unknown):
+            filled[k] = base + 7 * j
+        try:
+            runs.append(_reshape_target(attrs, tuple(filled)))
+        except OpError:
+            return in_shapes, [None]
+    (o1, o2), data = runs, list(s)
+    stand_ins = {(1_000_003 + 7 * j, 2_000_029 + 7 * j): k for j, k in enumerate(unknown)}
+    for d, (a, b) in enumerate(zip(o1, o2)):
+        k = stand_ins.get((a, b))
+        if k is not None and out is not None and len(out) == len(o1):
+            data[k] = out[d]                    # the output dim is this data dim
+    return [tuple(data)], [tuple(a if a == b else None for a, b in zip(o1, o2))]
+
+
+_reshape_shape.partial = _reshape_partial
+register("reshape", placement="view",
+         attrs={"shape": Shape(()), "reverse": Bool(False), "target_shape": OptShape(None),
+                "keep_highest": Bool(False)},
+         forward=lambda attrs, x: x.reshape(_reshape_target(attrs, x.shape)).copy(),
          infer_shape=_reshape_shape,
          gradient=lambda F, a, i, o, og: [F.reshape_like(og[0], i[0])],
          key_attrs=("shape",),
@@ -341,6 +393,40 @@ register("split", placement="kernel",
 alias("SliceChannel", "split")
 
 
+def _whole_axis_partial(cuts_whole):
+    """The partial rule of slice and slice_axis, as MXNet's: an output dim whose data dim
+    is unknown stays unknown, unless the op keeps that axis whole (`cuts_whole(attrs, k,
+    ndim)`): then the two are the same dim, and a known output dim fills the data's."""
+    def partial(attrs, in_shapes, out_shapes):
+        s = in_shapes[0]
+        if s is None:
+            return in_shapes, [None]
+        known = out_shapes[0] if out_shapes and out_shapes[0] is not None \
+            and len(out_shapes[0]) == len(s) else (None,) * len(s)
+        stand_in = tuple(1_000_003 if d is None else d for d in s)    # any length
+        computed = _full_shape(attrs, stand_in)
+        data, out = list(s), []
+        for k, d in enumerate(s):
+            if d is not None:
+                out.append(computed[k])
+            elif cuts_whole(attrs, k, len(s)):
+                data[k] = known[k]
+                out.append(known[k])
+            else:
+                out.append(None)
+        return [tuple(data)] + list(in_shapes[1:]), [tuple(out)]
+    return partial
+
+
+def _slice_keeps_whole(attrs, k, ndim):
+    sl = _slices(attrs, (0,) * ndim)[k]
+    return sl.start in (None, 0) and sl.stop is None and sl.step in (None, 1, -1)
+
+
+def _slice_axis_keeps_whole(attrs, k, ndim):
+    return k != attrs["axis"] % ndim or (attrs["begin"] == 0 and attrs["end"] is None)
+
+
 def _slice_axis_range(attrs, n):
     begin, end = attrs["begin"], attrs["end"]
     begin = begin + n if begin < 0 else begin
@@ -384,6 +470,7 @@ def _slice_axis_grad_forward(attrs, og, x):
 
 
 SLICE_AXIS_ATTRS = {"axis": Int(required=True), "begin": Int(required=True), "end": OptInt(None)}
+_slice_axis_shape.partial = _whole_axis_partial(_slice_axis_keeps_whole)
 register("slice_axis", placement="kernel",
          attrs=dict(SLICE_AXIS_ATTRS), forward=_slice_axis_forward,
          infer_shape=_slice_axis_shape,
@@ -413,6 +500,13 @@ def _slice_shape(attrs, in_shapes):
         return in_shapes, [None]
     out = tuple(len(range(*sl.indices(d))) for sl, d in zip(_slices(attrs, s), s))
     return in_shapes, [out]
+
+
+def _full_shape(attrs, shape):
+    """The output shape of slice or slice_axis (whichever `attrs` are) for a known shape."""
+    if "axis" in attrs:
+        return _slice_axis_shape(attrs, [shape])[1][0]
+    return _slice_shape(attrs, [shape])[1][0]
 
 
 def _slice_grad_forward(attrs, og, x):
@@ -450,6 +544,7 @@ def _slice_forward(attrs, x):
     return view if view.flags.c_contiguous else view.copy()
 
 
+_slice_shape.partial = _whole_axis_partial(_slice_keeps_whole)
 register("slice", placement="kernel", attrs=dict(SLICE_ATTRS), forward=_slice_forward,
          infer_shape=_slice_shape,
          gradient=lambda F, a, i, o, og: [F._slice_grad(og[0], i[0], **a)],
@@ -517,6 +612,32 @@ def _broadcast_to_shape(attrs, in_shapes):
     return in_shapes, [tuple(target)]
 
 
+def _broadcast_to_partial(attrs, in_shapes, out_shapes):
+    """broadcast_to from a partly known data shape, as MXNet's: each output dim is the
+    target's, known whatever the data's dim is (it must be 1 or the same); a kept dim (0,
+    -2) is the data's, both ways (a known output dim fills the data's)."""
+    s, shape = in_shapes[0], attrs["shape"]
+    if s is None or len(s) > len(shape):
+        return in_shapes, [None]
+    keep = (0, -2) if len(shape) == len(s) else (-2,)
+    lead = len(shape) - len(s)
+    known = out_shapes[0] if out_shapes and out_shapes[0] is not None \
+        and len(out_shapes[0]) == len(shape) else (None,) * len(shape)
+    data, out = list(s), []
+    for k, t in enumerate(shape):
+        d = s[k - lead] if k >= lead else 1
+        if t in keep:
+            if d is None and k >= lead:
+                data[k - lead] = d = known[k]
+            out.append(d)
+        elif d is not None and d not in (1, t):
+            raise OpError(f"broadcast_to: cannot broadcast {show_shape(s)} to {shape}")
+        else:
+            out.append(t)
+    return [tuple(data)], [tuple(out)]
+
+
+_broadcast_to_shape.partial = _broadcast_to_partial
 register("broadcast_to", placement="fused", attrs={"shape": Shape(required=True)},
          forward=lambda attrs, x: np.ascontiguousarray(
              np.broadcast_to(x, _broadcast_to_shape(attrs, [x.shape])[1][0])),
@@ -580,13 +701,30 @@ def _creation(fill):
     return forward
 
 
+def _creation_shape(attrs, in_shapes):
+    """A creation op's shape: its `shape`, where a -1 is a dim the graph's other ops
+    decide (MXNet's sym.ones(shape=(2, -1)) + x: -1 becomes x's dim)."""
+    return in_shapes, [tuple(None if d == -1 else d for d in attrs["shape"])]
+
+
+def _created_shape(name):
+    def complete(attrs, out_shapes):
+        if -1 not in attrs["shape"]:
+            return attrs
+        if not is_complete(out_shapes[0]):
+            raise OpError(f"{name}: shape {attrs['shape']} has dims (-1) that nothing in the "
+                          f"graph decides; give them")
+        return {**attrs, "shape": tuple(out_shapes[0])}
+    return complete
+
+
 CREATE_ATTRS = {"shape": Shape(required=True), "dtype": Choice(*DTYPES)}
 for _name, _fill in [("_zeros", 0.0), ("_ones", 1.0), ("_full", None)]:
     attrs = dict(CREATE_ATTRS)
     if _fill is None:
         attrs["value"] = Float(0.0)
     register(_name, placement="fused", inputs=(), attrs=attrs, forward=_creation(_fill),
-             infer_shape=lambda attrs, s: (s, [attrs["shape"]]),
+             infer_shape=_creation_shape, complete_attrs=_created_shape(_name),
              gradient=lambda F, a, i, o, og: [], doc=f"{_name[1:]}(shape, dtype).")
 
 

@@ -20,6 +20,13 @@ from ..ops.control_flow import (as_list, check_count, check_max_iterations, flat
 from .symbol import Node, NpSymbol, Symbol, topological, var
 
 
+def rand_zipfian(true_classes, num_sampled, range_max):
+    """nd.contrib.rand_zipfian as graph nodes (MXNet's same composition of ops)."""
+    from ..ndarray.contrib import zipfian
+    from .random import uniform
+    return zipfian(uniform, true_classes, num_sampled, range_max)
+
+
 def _as_list(x, what):
     return as_list(x, Symbol, what)
 

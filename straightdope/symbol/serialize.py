@@ -56,8 +56,8 @@ def graph_doc(entries) -> dict:
                 entry["attrs"] = _var_attrs(node.var_attrs, DTYPE_CODES)
         else:
             attrs = {k: _attr_text(k, v) for k, v in node.attrs.items()
-                     if node.op.attrs[k].kind != "subgraphs"
-                     and (v != node.op.attrs[k].default or node.op.attrs[k].required)}
+                     if node.op.spec(k).kind != "subgraphs"
+                     and (v != node.op.spec(k).default or node.op.spec(k).required)}
             if "num_args" in node.op.attrs and node.attrs.get("num_args") is None:
                 attrs["num_args"] = str(len(node.inputs))   # MXNet requires it (concat)
             attrs.update(node.var_attrs)            # its own: __mood__, __lr_mult__, ...

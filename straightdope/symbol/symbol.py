@@ -80,7 +80,7 @@ def user_attrs(attrs):
 
 def _node_attrs(node):
     out = {} if node.is_var else {k: str(v) for k, v in node.attrs.items()
-                                  if node.op.attrs[k].kind != "subgraphs"}
+                                  if node.op.spec(k).kind != "subgraphs"}
     out.update(node.var_attrs)
     for key in HIDDEN_KEYS:
         if f"__{key}__" in node.var_attrs:
@@ -234,8 +234,9 @@ class Symbol:
         for node in self.walk():
             if node.op is not None and node.op.aux_inputs:
                 names = node.op.input_names(node.attrs, len(node.inputs))
+                aux_names = node.op.aux_names(node.attrs)
                 for input_name, (child, _) in zip(names, node.inputs):
-                    if input_name in node.op.aux_inputs and child.is_var:
+                    if input_name in aux_names and child.is_var:
                         aux.add(id(child))
         return aux
 
