@@ -217,6 +217,10 @@ class Executor:
                              f"{len(self._heads)} outputs; give one per output")
         # as MXNet, gradients after the last output's are not read
         out_grads = list(out_grads)[:len(self._heads)]
+        # MXNet copies each into a buffer of its output's dtype (CopyFromTo converts):
+        # a float gradient of an int32 output arrives truncated to int32
+        out_grads = [g if g is None or g.dtype == h.dtype else g.astype(h.dtype)
+                     for g, h in zip(out_grads, self._heads)]
         autograd.backward(self._heads, out_grads, retain_graph=True, train_mode=is_train)
 
     # ------------------------------------------------------------- reshaping
