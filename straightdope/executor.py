@@ -88,12 +88,33 @@ def _check_differentiable(symbol, wrt):
         todo.extend(child for child, _ in node.inputs)
 
 
+_SHARED = {}            # the output entries of a bound graph -> (attributes seen, CachedOp)
+_SHARED_LIMIT = 64
+
+
+def _shared_cached_op(symbol):
+    """One compiled graph per Symbol, shared by all its executors: binding the same Symbol
+    again (MXNet's tests bind one Symbol hundreds of times, to new arrays or other
+    grad_reqs) reuses the plans made so far, as a hybridized block reuses its CachedOp.
+    A graph whose nodes' attributes changed since (`_set_attr`) is compiled anew."""
+    from .cached_op import CachedOp
+    key = (type(symbol), tuple(symbol.entries))
+    seen = [(node, dict(node.var_attrs)) for node in symbol.walk()]
+    found = _SHARED.get(key)
+    if found is not None and found[0] == seen:
+        return found[1]
+    cached = CachedOp(symbol, data_names=[])
+    if len(_SHARED) >= _SHARED_LIMIT:
+        _SHARED.pop(next(iter(_SHARED)))        # the oldest goes first
+    _SHARED[key] = (seen, cached)
+    return cached
+
+
 class Executor:
     """A Symbol with its arrays. Build one with `symbol.simple_bind(...)` or
     `symbol.bind(...)`; the attributes are MXNet's (`arg_dict`, `grad_dict`, `outputs`...)."""
 
     def __init__(self, symbol, ctx, args, grads, reqs, aux):
-        from .cached_op import CachedOp
         from .ndarray import zeros
         self._symbol = symbol
         self._ctx = ctx
@@ -103,7 +124,7 @@ class Executor:
         self._reqs = reqs
         _check_differentiable(symbol, {name for name in self.arg_dict if reqs[name] != "null"})
         self._optimized = optimized_symbol(symbol)     # what runs: see graph/cse.py
-        self._cached = CachedOp(self._optimized, data_names=[])
+        self._cached = _shared_cached_op(self._optimized)
         values = {**self.arg_dict, **self.aux_dict}
         _, out_shapes, _ = symbol.infer_shape(**{n: a.shape for n, a in values.items()})
         if out_shapes is None:
@@ -226,6 +247,10 @@ class Executor:
                              f"{len(self._heads)} outputs; give one per output")
         # as MXNet, gradients after the last output's are not read
         out_grads = list(out_grads)[:len(self._heads)]
+        # MXNet copies each into a buffer of its output's dtype (CopyFromTo converts):
+        # a float gradient of an int32 output arrives truncated to int32
+        out_grads = [g if g is None or g.dtype == h.dtype else g.astype(h.dtype)
+                     for g, h in zip(out_grads, self._heads)]
         autograd.backward(self._heads, out_grads, retain_graph=True, train_mode=is_train)
 
     # ------------------------------------------------------------- reshaping

@@ -67,9 +67,42 @@ register("argsort", placement="host", attrs={**SORT_ATTRS, "dtype": Choice(*DTYP
 
 def _topk_positions(attrs, x):
     data, axis = _flat_axis(attrs, x)
-    k = data.shape[axis] if attrs["k"] < 1 else min(attrs["k"], data.shape[axis])
+    n = data.shape[axis]
+    k = n if attrs["k"] < 1 else min(attrs["k"], n)
+    if k * 16 <= n and data.size > 4096:        # a few of many: no full sort
+        rows = np.moveaxis(data, axis, -1)
+        top = _first_k(rows.reshape(-1, n), k, attrs["is_ascend"])
+        return data, axis, np.moveaxis(top.reshape(rows.shape[:-1] + (k,)), -1, axis)
     order = _order({"axis": attrs["axis"], "is_ascend": attrs["is_ascend"]}, x)
     return data, axis, np.take(order, np.arange(k), axis=axis)
+
+
+def _first_k(rows, k, ascending):
+    """The first k positions of each row of `_order` (ties: the lower position first when
+    ascending, the higher when not; NaN is the largest), from a partition of each row:
+    the k-th value splits the row, and its ties are taken in that position order."""
+    n = rows.shape[1]
+    kth = np.partition(rows, k - 1 if ascending else n - k, axis=1)
+    kth = kth[:, k - 1 if ascending else n - k][:, None]
+    nan, kth_nan = np.isnan(rows), np.isnan(kth)
+    if ascending:
+        inside = np.where(kth_nan, ~nan, rows < kth)
+    else:
+        inside = np.where(kth_nan, False, (rows > kth) | nan)
+    tie = np.where(kth_nan, nan, rows == kth)
+    wanted = k - inside.sum(axis=1, keepdims=True)
+    crowded = (tie.sum(axis=1, keepdims=True) > wanted)[:, 0]   # more ties than places
+    if crowded.any():
+        ties, want = tie[crowded], wanted[crowded]
+        if ascending:
+            tie[crowded] = ties & (np.cumsum(ties, axis=1) <= want)
+        else:
+            tie[crowded] = ties & (np.cumsum(ties[:, ::-1], axis=1)[:, ::-1] <= want)
+    chosen = np.nonzero(inside | tie)[1].reshape(-1, k)     # in position order
+    order = np.argsort(np.take_along_axis(rows, chosen, axis=1), axis=1, kind="stable")
+    if not ascending:
+        order = order[:, ::-1]
+    return np.take_along_axis(chosen, order, axis=1)
 
 
 def _topk_forward(attrs, x):
