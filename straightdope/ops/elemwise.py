@@ -53,16 +53,10 @@ def _not_broadcastable(a, b):
 def _broadcast_partial(attrs, in_shapes, out_shapes):
     """Broadcasting with unknown dims (None). An unknown dim facing a known one other than
     1 is taken to be equal to it: MXNet 1.x's Symbol `a + b` is an elementwise op that
-    requires equal shapes, and that is what partly known shapes there mean. So too an
-    input with no shape at all facing a complete shape without 1s (`att + sonde`, sonde a
-    plain Variable) is taken to have that shape; facing a 1 (`weight + shift`, shift
-    (1,)) it stays unknown, a broadcast. Backwards, an output dim fills an input's
-    unknown dim where the other input's dim is 1."""
+    requires equal shapes, and that is what partly known shapes there mean. Backwards, an
+    output dim fills an input's unknown dim where the other input's dim is 1."""
     a, b = in_shapes
     out = out_shapes[0]
-    known = b if a is None else a if b is None else None
-    if is_complete(known) and 1 not in known:
-        a = b = known
     if a is None or b is None:
         return in_shapes, out_shapes         # the ranks are unknown: nothing to line up
     n = max(len(a), len(b), len(out) if out is not None else 0)
