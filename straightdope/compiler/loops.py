@@ -228,7 +228,10 @@ class _Foreach(_HostStep):
 # MXNet's fused CPU LSTM (src/operator/rnn_impl.h) computes the input weights' gradient
 # so, after its loop, and adds up the hidden weights' one step by step; here both leave.
 _ADDS = ("broadcast_add", "elemwise_add")
-_SAME_VALUES = ("Flatten", "reshape", "reshape_like", "_sum_to_like", "_copy", "identity")
+# (dot's gradient wraps its operands and result in `_dot_matrix` and `reshape_like`: on
+# matrices both keep values and shape)
+_SAME_VALUES = ("Flatten", "reshape", "reshape_like", "_sum_to_like", "_copy", "identity",
+                "_dot_matrix")
 
 
 class _Sum:
@@ -299,7 +302,7 @@ def fission_sums(body: Graph, n_out, data_locs, state_locs):
         terms = [tuple(e) for e in add.inputs if tuple(e) != state]
         if len(terms) != 1 or body.shape_of(terms[0]) != body.shape_of(state):
             continue
-        term = body.nodes[terms[0][0]]
+        term = body.nodes[_same_value(body, terms[0])[0]]
         kind = _sum_kind(body, term)
         if kind is None:
             continue
