@@ -126,7 +126,6 @@ class CachedOp:
         self.plans: dict = {}
         self._compiling = threading.Lock()   # threads meeting a new signature compile it once
         self.calls = 0
-        self.last_plan: Plan | None = None
         self._last_key_plan = (None, None)     # (key, plan) of the last call
 
     def _recorded_as(self, inline_limit):
@@ -203,6 +202,11 @@ class CachedOp:
             raise ValueError(f"the cached graph needs values for {missing}") from None
         return self.call(arrays)
 
+    @property
+    def last_plan(self) -> Plan | None:
+        """The plan the last call ran (None before the first)."""
+        return self._last_key_plan[1]
+
     def call(self, arrays):
         """Run on NDArrays given in `input_names` order.
 
@@ -228,7 +232,6 @@ class CachedOp:
                 with self._compiling:
                     plan = self.plans.get(key) or self._new_plan(key, data, is_train, wrt)
             self._last_key_plan = (key, plan)
-        self.last_plan = plan
         self.calls += 1
         results = plan.forward.run(data)
         outputs = [NDArray(np.asarray(r)) for r in results[:self.num_visible]]
