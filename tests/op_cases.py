@@ -1232,3 +1232,20 @@ add(Case("_dot_matrix", inputs(U((2, 3, 5, 6)), U((2, 3, 4)), U((4, 5, 6))), {"r
 add(Case("_dot_matrix", inputs(U((4, 2, 3)), U((4, 2, 3)), U((5, 4))),
          {"role": "lhs", "transpose_a": True, "transpose_b": True}, wrt=(0,),
          expected=lambda ins, a: [ins[0].reshape(4, 6)]))
+
+# ---- symbol operators: MXNet 1.x's elemwise ops that a Symbol's `a OP b` calls
+# (one shape for both inputs; NDArray's operators broadcast)
+for name, f in {"_power": np.power, "_mod": np.mod, "_maximum": np.maximum,
+                "_minimum": np.minimum}.items():
+    if name == "_mod":       # away from the jumps (where a / b crosses an integer)
+        make_a, make_b = U((3, 4), 2.2, 2.6), U((3, 4), 1.0, 1.05)
+    elif name == "_power":
+        make_a, make_b = U((3, 4), 0.5, 2.0), U((3, 4), 0.5, 2.0)
+    else:
+        make_a, make_b = distinct((3, 4)), (lambda rng: distinct((3, 4))(rng) + 0.05)
+    add(Case(name, inputs(make_a, make_b), wrt=(0, 1),
+             expected=lambda ins, a, f=f: [f(ins[0], ins[1])]))
+for name, f in COMPARE.items():
+    add(Case(f"_{name}", inputs(lambda r: np.round(r.uniform(-2, 2, (3, 4)), 1),
+                                lambda r: np.round(r.uniform(-2, 2, (3, 4)), 1)), wrt=(),
+             expected=lambda ins, a, f=f: [f(ins[0], ins[1]).astype(np.float64)]))

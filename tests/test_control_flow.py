@@ -351,7 +351,7 @@ class _Count(HybridBlock):
 
     def hybrid_forward(self, F, x, n):
         def body(x_t, s):
-            return x_t * 2 + F.cast(s[0], "float32"), [s[0] + 1, s[1] + x_t.sum()]
+            return F.broadcast_add(x_t * 2, F.cast(s[0], "float32")), [s[0] + 1, s[1] + x_t.sum()]
         out, (k, total) = F.contrib.foreach(body, x, [n, F.zeros((1,))])
         return out, k, total
 

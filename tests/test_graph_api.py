@@ -77,7 +77,7 @@ def test_a_loop_body_is_a_symbol_walked_and_printed_by_the_graph_code():
     node = next(n for n in group.walk() if n.subgraphs)
     body, = node.subgraphs
     body_ops = [n.op.name for n in body.walk() if n.op is not None]
-    assert body_ops == ["dot", "broadcast_add", "tanh", "_mul_scalar"]
+    assert body_ops == ["dot", "elemwise_add", "tanh", "_mul_scalar"]
     as_graph = Graph.from_symbol(body)
     assert [n.name for n in as_graph.nodes] == [n.name for n in body.walk()]
     printed = str(Graph.from_symbol(group))

@@ -1,6 +1,9 @@
 """MXNet fidelity, the symbol / shape inference / np side (issue 14): graphs built for
 MXNet infer the same shapes here, and MXNet-style NumPy code runs unchanged. Each test
 names the behaviour."""
+import json
+import re
+
 import numpy as np
 import pytest
 from test_linalg import _numeric_grad
@@ -23,6 +26,69 @@ def test_two_partly_known_shapes_added_fill_each_others_unknown_dims():
     arg_shapes, out_shapes, _ = (left + right).infer_shape()
     assert arg_shapes == [(6, 4), (6, 4)]
     assert out_shapes == [(6, 4)]
+
+
+def test_a_symbols_arithmetic_is_mxnets_elemwise_ops_so_one_shape_tells_the_others():
+    a, b, c = (mx.sym.var(n) for n in "abc")
+    s = mx.sym.sigmoid(a * b + c)
+    assert s.infer_shape(a=(2, 2)) == ([(2, 2)] * 3, [(2, 2)], [])
+    names = [n for n in s.get_internals().list_outputs() if "_output" in n]
+    assert [re.sub(r"\d+_output$", "", n) for n in names] == ["_mul", "_plus", "sigmoid"]
+    # the broadcasting ops infer nothing from one side, as MXNet's
+    t = mx.sym.sigmoid(mx.sym.broadcast_add(mx.sym.broadcast_mul(a, b), c))
+    assert t.infer_shape(a=(2, 2)) == (None, None, None)
+    for op, name in [(a - b, "elemwise_sub"), (a / b, "elemwise_div"), (a ** b, "_power"),
+                     (a % b, "_mod"), (a > b, "_greater"), (a == b, "_equal"),
+                     (mx.sym.maximum(a, b), "_maximum"), (mx.sym.hypot(a, b), "elemwise_hypot")]:
+        (node,) = [n for n in json.loads(op.tojson())["nodes"] if n["op"] != "null"]
+        assert node["op"] == name
+        assert op.infer_shape(b=(3, 1))[0] == [(3, 1), (3, 1)]
+
+
+def test_a_hybridized_product_of_two_shapes_fails_as_in_mxnet_and_names_the_fix():
+    class Scale(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x, w):
+            return x * w
+
+    x, w = mx.nd.ones((2, 3)), mx.nd.arange(3)
+    net = Scale()
+    assert net(x, w).asnumpy().tolist() == [[0, 1, 2]] * 2     # NDArrays broadcast
+    net.hybridize()
+    with pytest.raises(mx.base.MXNetError) as err:
+        net(x, w)
+    for part in ("Scale", "elemwise_mul", "(2, 3)", "(3,)", "F.broadcast_mul"):
+        assert part in str(err.value)
+
+
+def test_a_full_reduction_meets_a_one_element_array_as_mxnets_shape_1_would():
+    x, n = mx.sym.var("x"), mx.sym.var("n")
+    s = mx.sym.sum(x) * n                        # () here, (1,) in MXNet 1.x
+    assert s.infer_shape(x=(2, 3), n=(1,))[1] == [(1,)]
+    (out,) = s.eval(x=mx.nd.ones((2, 3)), n=mx.nd.array([2.0]))
+    assert out.asnumpy().tolist() == [12.0]
+
+
+def test_np_symbols_and_the_librarys_gradient_rules_still_broadcast():
+    from straightdope.symbol.symbol import _broadcasting, broadcasting_operators
+    a, b = mx.sym.var("a").as_np_ndarray(), mx.sym.var("b").as_np_ndarray()
+    assert (a * b).infer_shape(a=(2, 3), b=(3,))[1] == [(2, 3)]
+    x, w = mx.nd.ones((2, 3)), mx.nd.arange(3)       # a broadcast_mul's gradient graph
+    w.attach_grad()
+
+    class Scale(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x, w):
+            return F.broadcast_mul(x, w)
+    net = Scale()
+    net.hybridize()
+    with mx.autograd.record():
+        y = net(x, w)
+    y.backward()
+    assert w.grad.asnumpy().tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(KeyError):
+        with broadcasting_operators():
+            assert _broadcasting.on
+            raise KeyError("restored after an error")
+    assert not _broadcasting.on
 
 
 def test_a_batch_size_learnt_after_a_dense_layer_flows_back_to_its_data():

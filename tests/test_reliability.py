@@ -689,7 +689,7 @@ INDEXING = {
     "Embedding": lambda F, x, i: F.Embedding(i, x, input_dim=6, output_dim=5),
     "take": lambda F, x, i: F.take(x, i),
     "batch_take": lambda F, x, i: F.batch_take(x, i),
-    "one_hot": lambda F, x, i: F.one_hot(i, depth=5) + F.sum(x) * 0,
+    "one_hot": lambda F, x, i: F.broadcast_add(F.one_hot(i, depth=5), F.sum(x) * 0),
     "softmax_cross_entropy": lambda F, x, i: F.softmax_cross_entropy(x, i),
     "_sparse_softmax_ce": lambda F, x, i: F._sparse_softmax_ce(x, i),
     "SoftmaxOutput": lambda F, x, i: F.SoftmaxOutput(x, i),

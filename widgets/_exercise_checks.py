@@ -34,28 +34,36 @@ def _(once, every, pays_off_at):
     ]
 
 
-@exercise("20.2", hint=("Evaluate `s` on three (2, 2) arrays; infer_shape needs every shape to finish.",
-                        "在三个 (2, 2) 数组上求值 `s`；infer_shape 需要知道所有形状才能完成。"))
+@exercise("20.2", hint=("Evaluate `s` on three (2, 2) arrays. On two Symbols, `*` and `+` are MXNet's "
+                        "elemwise ops: both inputs have one shape.",
+                        "在三个 (2, 2) 数组上求值 `s`。两个符号之间的 `*` 和 `+` 是 MXNet 的逐元素算子："
+                        "两个输入形状相同。"))
 def _(s, shapes, partial):
     from straightdope import nd
     rng = np.random.default_rng(0)
     a, b, c = (rng.normal(size=(2, 2)).astype("float32") for _ in range(3))
     (value,) = s.eval(a=nd.array(a), b=nd.array(b), c=nd.array(c))
     want = 1 / (1 + np.exp(-(a * b + c)))
-    arg_shapes = partial[0]
+    complete = ([(2, 2)] * 3, [(2, 2)], [])
+
+    def as_lists(answer):
+        return [[tuple(x) for x in part] for part in answer] if answer is not None else None
     return [
         point(np.allclose(_np(value), want, atol=1e-5),
               ("`s` computes sigmoid(a * b + c)", "`s` 计算的是 sigmoid(a * b + c)"),
               ("`s` does not compute sigmoid(a * b + c) on random inputs",
                "`s` 在随机输入上算出的不是 sigmoid(a * b + c)")),
-        point(tuple(shapes) == (None, None, None),
-              ("infer_shape gives up: (None, None, None)", "infer_shape 放弃了：(None, None, None)"),
-              (f"infer_shape(a=(2, 2)) returns (None, None, None), not {shapes!r}",
-               f"infer_shape(a=(2, 2)) 返回 (None, None, None)，而不是 {shapes!r}")),
-        point(tuple(arg_shapes[0]) == (2, 2) and all(not tuple(x) for x in arg_shapes[1:]),
-              ("infer_shape_partial knows a's shape only", "infer_shape_partial 只知道 a 的形状"),
-              (f"infer_shape_partial's argument shapes should be [(2, 2), (), ()], not {arg_shapes!r}",
-               f"infer_shape_partial 的参数形状应为 [(2, 2), (), ()]，而不是 {arg_shapes!r}")),
+        point(None not in shapes and as_lists(shapes) == [list(p) for p in complete],
+              ("infer_shape completes every shape from a's: all (2, 2)",
+               "infer_shape 从 a 的形状推断出了所有形状：都是 (2, 2)"),
+              (f"infer_shape(a=(2, 2)) returns every shape as (2, 2) (elemwise * and +), "
+               f"not {shapes!r}",
+               f"infer_shape(a=(2, 2)) 应当把所有形状都推断为 (2, 2)（逐元素的 * 和 +），"
+               f"而不是 {shapes!r}")),
+        point(as_lists(partial) == [list(p) for p in complete],
+              ("infer_shape_partial knows as much", "infer_shape_partial 知道的一样多"),
+              (f"infer_shape_partial(a=(2, 2)) should know every shape too, not {partial!r}",
+               f"infer_shape_partial(a=(2, 2)) 也应当知道所有形状，而不是 {partial!r}")),
     ]
 
 

@@ -79,7 +79,7 @@ for _name, _code in (("add", K.ADD), ("sub", K.SUB), ("mul", K.MUL), ("div", K.D
 for _name, _code in (("maximum", K.MAX), ("minimum", K.MIN), ("greater", K.GT),
                      ("greater_equal", K.GE), ("lesser", K.LT), ("lesser_equal", K.LE),
                      ("equal", K.EQ), ("not_equal", K.NE)):
-    SCALAR_OPS[f"broadcast_{_name}"] = _binary(_code)
+    SCALAR_OPS[f"broadcast_{_name}"] = SCALAR_OPS[f"_{_name}"] = _binary(_code)
 for _name, _code in (("greater", K.GT_C), ("greater_equal", K.GE_C), ("lesser", K.LT_C),
                      ("lesser_equal", K.LE_C), ("equal", K.EQ_C), ("not_equal", K.NE_C)):
     SCALAR_OPS[f"_{_name}_scalar"] = _with_constant(_code)

@@ -345,9 +345,9 @@ def _compare(e, onnx_op, negate, a, b, out):
     e.add("Cast", [flag], out, to=_onnx_dtype(e.in_dtype(0)))
 
 
-@translates(*(f"broadcast_{k}" for k in _COMPARE))
+@translates(*(f"broadcast_{k}" for k in _COMPARE), *(f"_{k}" for k in _COMPARE))
 def _broadcast_compare(e, node, x, out):
-    kind = node.op.name[len("broadcast_"):]
+    kind = node.op.name.removeprefix("broadcast_").removeprefix("_")
     _compare(e, _COMPARE[kind], kind == "not_equal", x[0], x[1], out)
 
 

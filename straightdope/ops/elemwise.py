@@ -568,8 +568,11 @@ def same_shapes(attrs, in_shapes):
     """elemwise_*: both inputs have one shape, so either tells the other's."""
     a, b = in_shapes
     if _known(a, b) and tuple(a) != tuple(b):
-        raise OpError(f"shapes {a} and {b} differ: elemwise ops need equal shapes (the "
-                      f"broadcast_* ops line up dimensions of size 1)")
+        if {tuple(a), tuple(b)} == {(), (1,)}:   # a full reduction: MXNet 1.x's is (1,)
+            return in_shapes, [(1,)]
+        raise OpError(f"shapes {a} and {b} differ: elemwise ops, and a Symbol's + - * / "
+                      f"as in MXNet 1.x, need equal shapes; to broadcast, use the broadcast_* "
+                      f"op (F.broadcast_mul(a, b), F.broadcast_add, ...)")
     s = a if a is not None else b
     return [s, s], [s]
 
@@ -588,9 +591,31 @@ register("_identity_with_attr_like_rhs", inputs=("lhs", "rhs"),
          gradient=lambda F, a, i, o, og: [og[0], None], scalar_expr="{0}", elementwise=True,
          doc="lhs, unchanged, declared to have rhs's shape: a shape constraint that lets "
              "shape inference fill lhs's (and what it was computed from) from rhs.")
+for _name in ("power", "mod", "maximum", "minimum"):       # MXNet's names: _power, ...
+    _fn, _expr, _ga, _gb = BINARY[f"broadcast_{_name}"]
+    register(f"_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
+             infer_shape=same_shapes, gradient=_binary_gradient(_ga, _gb),
+             scalar_expr=_expr, elementwise=True, onnx=ONNX.get(f"broadcast_{_name}"),
+             doc=f"{_name} of lhs and rhs, both of one shape, which each tells the other.")
+for _name, (_fn, _sym) in COMPARE.items():
+    register(f"_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
+             infer_shape=same_shapes, gradient=lambda F, a, i, o, og: [None, None],
+             scalar_expr=f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", elementwise=True,
+             doc=f"1 where lhs {_sym} rhs, else 0, both of one shape; no gradient.")
 for _old, _new in [("broadcast_plus", "broadcast_add"), ("broadcast_minus", "broadcast_sub"),
                    ("maximum", "broadcast_maximum"), ("minimum", "broadcast_minimum"),
-                   ("power", "broadcast_power"), ("_hypot", "elemwise_hypot")]:
+                   ("power", "broadcast_power"), ("_hypot", "elemwise_hypot"),
+                   # MXNet 1.x's aliases (elemwise_binary_op_*.cc): the names its Symbol
+                   # operators call, `a + b` is _internal._Plus(a, b)
+                   ("_Plus", "elemwise_add"), ("_plus", "elemwise_add"), ("_add", "elemwise_add"),
+                   ("_Minus", "elemwise_sub"), ("_minus", "elemwise_sub"),
+                   ("_sub", "elemwise_sub"), ("_Mul", "elemwise_mul"), ("_mul", "elemwise_mul"),
+                   ("_Div", "elemwise_div"), ("_div", "elemwise_div"), ("_Power", "_power"),
+                   ("_Mod", "_mod"), ("_Maximum", "_maximum"), ("_Minimum", "_minimum"),
+                   ("_Hypot", "elemwise_hypot"), ("_Equal", "_equal"),
+                   ("_Not_Equal", "_not_equal"), ("_Greater", "_greater"),
+                   ("_Greater_Equal", "_greater_equal"), ("_Lesser", "_lesser"),
+                   ("_Lesser_Equal", "_lesser_equal")]:
     alias(_old, _new)
 
 
@@ -754,6 +779,15 @@ OPERATORS = {
     "logical_or": ("broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar"),
     "logical_xor": ("broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar"),
 }
+# What `a OP b` on two (legacy) Symbols calls, as MXNet 1.x's symbol.py writes it
+# (`_internal._Plus(a, b)`, a node named _plus0): elemwise ops, whose inputs have one
+# shape (so `infer_shape` completes `a * b` from either input), where NDArray's and np's
+# operators broadcast. `F.broadcast_mul(a, b)` broadcasts in both.
+SYMBOL_OPERATORS = {"add": "_Plus", "sub": "_Minus", "mul": "_Mul", "truediv": "_Div",
+                    "pow": "_Power", "mod": "_Mod", "eq": "_equal", "ne": "_not_equal",
+                    "gt": "_greater", "ge": "_greater_equal", "lt": "_lesser",
+                    "le": "_lesser_equal", "maximum": "_Maximum", "minimum": "_Minimum",
+                    "hypot": "_Hypot"}
 # the entries that are functions (nd.maximum(x, 1)), not Python operators (x + 1)
 FUNCTION_ONLY = frozenset({"maximum", "minimum", "hypot", "logical_and", "logical_or",
                            "logical_xor"})

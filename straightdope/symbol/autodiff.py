@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .. import name as _name
 from ..base import postorder
-from .symbol import Group, Node, Symbol, topological
+from .symbol import Group, Node, Symbol, broadcasting_operators, topological
 
 
 @dataclass
@@ -54,7 +54,9 @@ def gradient_symbols(outputs: list, head_grads: list, wrt: list,
         outs = [Symbol([(node, k)]) for k in range(node.num_outputs())]
         out_grads = [g if g is not None else sym.zeros_like(o) for g, o in zip(out_grads, outs)]
         ins = [Symbol([e]) for e in node.inputs]
-        in_grads = node.op.backward(sym, node.attrs, ins, outs, out_grads, is_train=is_train)
+        with broadcasting_operators():      # the rules are written for NDArrays too
+            in_grads = node.op.backward(sym, node.attrs, ins, outs, out_grads,
+                                        is_train=is_train)
         for (child, k), g in zip(node.inputs, in_grads):
             if g is None or id(child) not in needs:
                 continue

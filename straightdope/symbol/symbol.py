@@ -10,8 +10,10 @@ with an explanation, because a placeholder has no value yet.
 """
 from __future__ import annotations
 
+import contextlib
 import copy as _copy
 import itertools as _itertools
+import threading
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from .. import name as _name
 from ..base import MXNetError, NotImplementedForSymbol, postorder
 from ..ops import OpError, get_op
 from ..ops.registry import INDEX_INPUTS
-from ..ops.elemwise import FUNCTION_ONLY, OPERATORS
+from ..ops.elemwise import FUNCTION_ONLY, OPERATORS, SYMBOL_OPERATORS
 from ..attribute import current_attrs
 from ..util import is_np_shape
 
@@ -425,7 +427,11 @@ class Symbol:
         array_op, scalar_op, rscalar_op = OPERATORS[name]
         if isinstance(other, Symbol):
             args = [other, self] if reflected else [self, other]
-            result = _create(array_op, args, {})
+            if type(self) is Symbol and type(other) is Symbol and not _broadcasting.on:
+                result = _create(SYMBOL_OPERATORS[name], args, {},
+                                 hint=SYMBOL_OPERATORS[name].lower())
+            else:                   # np's, and in the library's own gradient rules
+                result = _create(array_op, args, {})
         elif isinstance(other, (int, float, np.number, bool)):
             result = _create(rscalar_op if reflected else scalar_op, [self],
                              {"scalar": float(other)})
@@ -472,6 +478,26 @@ class Symbol:
 
     def __hash__(self):
         return id(self)
+
+
+class _Broadcasting(threading.local):
+    on = False                  # True: in this thread a Symbol's + - * ... broadcast
+
+
+_broadcasting = _Broadcasting()
+
+
+@contextlib.contextmanager
+def broadcasting_operators():
+    """Within it (in this thread), `a + b` on two Symbols is `broadcast_add`, as on
+    NDArrays, instead of MXNet 1.x's elemwise `_Plus`: for the library's own rules,
+    such as gradients, written once for F = nd and F = sym."""
+    before = _broadcasting.on
+    _broadcasting.on = True
+    try:
+        yield
+    finally:
+        _broadcasting.on = before
 
 
 _COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
