@@ -11,9 +11,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numba
+import numpy as np
 import pytest
 
-from straightdope.compiler import numba_internals
+from straightdope.compiler import cache, numba_internals
 
 ROOT = Path(__file__).resolve().parent.parent
 # Each test compiles or loads in fresh Python processes (about a minute in all): make test-slow.
@@ -173,3 +175,43 @@ def test_threads_making_their_first_compiled_call_at_once_all_succeed(tmp_path):
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == "[]"
+
+
+RECURRENCE = '''
+from numba import njit
+
+
+@njit(cache=False)
+def run_graph(a):
+    s = 0.0
+    for i in range(6):          # a fixed trip count: LLVM's unroller unrolls it fully
+        s = s * a[i] + 1.0
+    return s
+'''
+
+
+def _multiplies(func, a) -> int:
+    """How many multiplies the optimised LLVM IR of `func` for `a` holds."""
+    return func.inspect_llvm((numba.typeof(a),)).count("fmul")
+
+
+@pytest.mark.parametrize("used", [True, False])
+def test_generated_code_is_optimised_without_unrolling_with_the_tested_numba(monkeypatch,
+                                                                             used):
+    """cache.compile_function compiles a generated function with LLVM's loop unrolling off
+    (one multiply in a loop), a function of any other module as Numba does (six, unrolled);
+    with another Numba, everything as Numba does. The results are the same."""
+    if used and not numba_internals.USED:
+        pytest.skip("this Numba is not the tested one")
+    monkeypatch.setattr(numba_internals, "USED", used)
+    a = np.arange(1.0, 7.0)
+    text = RECURRENCE + f"# {used}\n"          # a new module (and source) per case
+    generated, _ = cache.load(text)
+    namespace = {"__name__": "not_generated"}
+    exec(compile(RECURRENCE, "<not generated>", "exec"), namespace)
+    other = namespace["run_graph"]
+    for func in (generated.run_graph, other):
+        assert cache.compile_function(func, [a], freeze=False)["jit"]
+    assert generated.run_graph(a) == other(a) == 1237.0
+    assert _multiplies(other, a) == 6
+    assert _multiplies(generated.run_graph, a) == (1 if used else 6)
