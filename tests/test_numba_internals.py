@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from straightdope.compiler import cache, numba_internals
+from straightdope.compiler.kernels import util
 
 ROOT = Path(__file__).resolve().parent.parent
 # Each test compiles or loads in fresh Python processes (about a minute in all): make test-slow.
@@ -215,3 +216,75 @@ def test_generated_code_is_optimised_without_unrolling_with_the_tested_numba(mon
     assert generated.run_graph(a) == other(a) == 1237.0
     assert _multiplies(other, a) == 6
     assert _multiplies(generated.run_graph, a) == (1 if used else 6)
+
+
+CALLER = '''
+import numpy as np
+from numba import njit
+
+from straightdope.compiler.kernels import util as k_util
+
+
+@njit(cache=True)
+def run_graph(x, y):
+    k_util.copy(x, np.int64(0), y, np.int64(0), np.int64(x.size))
+    for i in range(y.size):
+        y[i] = k_util.nan_max(y[i], np.float32(1.5))
+    return y
+'''
+
+
+def _defined_or_declared(func, args, name) -> set:
+    """'define' and/or 'declare', for the functions named `name` in func's final IR."""
+    text = func.inspect_llvm(tuple(numba.typeof(a) for a in args))
+    return {line.split()[0] for line in text.splitlines()
+            if line.startswith(("define", "declare")) and f"{len(name)}{name}B" in line}
+
+
+@with_tested_numba
+def test_generated_code_calls_the_loaded_array_kernels_and_a_later_process_loads_them(
+        tmp_path, monkeypatch):
+    """A generated function calls `copy` (arrays) where it is loaded instead of linking a
+    copy of its code in, and still inlines the scalar `nan_max`. Its cache entry loads the
+    kernels first (reload_init); an entry whose kernels are not what it calls any more
+    (StaleEntry) is removed and compiled again."""
+    monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(tmp_path))
+    x = np.array([0.5, 2.0, np.nan], np.float32)
+    args = [x, np.zeros(3, np.float32)]
+    expected = [1.5, 2.0, np.nan]
+
+    def compiled_anew():
+        cache._MODULES.clear()             # a new dispatcher: loads from the disk cache
+        module, _ = cache.load(CALLER)
+        return module.run_graph, cache.compile_function(module.run_graph, args)
+
+    func, first = compiled_anew()
+    assert not first["cache_hit"]
+    np.testing.assert_array_equal(func(*args), expected)
+    assert _defined_or_declared(func, args, "copy") == {"declare"}
+    assert _defined_or_declared(func, args, "nan_max") <= {"define"}     # inlined or linked
+
+    func, again = compiled_anew()
+    assert again["cache_hit"]
+    np.testing.assert_array_equal(func(x, np.zeros(3, np.float32)), expected)
+
+    def stale(callees):
+        raise numba_internals.StaleEntry("copy was compiled again")
+    monkeypatch.setattr(numba_internals, "_load_callees", stale)
+    func, rebuilt = compiled_anew()
+    assert not rebuilt["cache_hit"]
+    np.testing.assert_array_equal(func(x, np.zeros(3, np.float32)), expected)
+
+
+@with_tested_numba
+def test_loading_the_kernels_of_an_entry_checks_they_are_the_ones_it_calls():
+    x = np.zeros(2, np.float32)
+    cache.compile_function(util.copy, [x, 0, x, 0, 0], freeze=False)
+    sig = (numba.typeof(x), numba.int64, numba.typeof(x), numba.int64, numba.int64)
+    symbol = util.copy.overloads[sig].fndesc.mangled_name
+    module = util.copy.py_func.__module__
+    numba_internals._load_callees(((module, "copy", sig, symbol),))         # no error
+    with pytest.raises(numba_internals.StaleEntry):
+        numba_internals._load_callees(((module, "copy", sig, symbol + "x"),))
+    with pytest.raises(numba_internals.StaleEntry):
+        numba_internals._load_callees((("os.path", "join", sig, symbol),))

@@ -228,11 +228,21 @@ def preload_blas():
 
 
 def _optimised_for_compile_time(func):
-    """Generated functions (a whole graph, a steps-tier loop) are compiled without LLVM's
-    loop unrolling (numba_internals.without_unrolling); the kernels as Numba does."""
+    """Generated functions (a whole graph, a steps-tier loop) are compiled the cheaper
+    way of `numba_internals.generated_code`; the kernels as Numba does."""
     if (func.py_func.__module__ or "").startswith(GENERATED_PREFIX):
-        return numba_internals.without_unrolling(func)
+        return numba_internals.generated_code(func, _kernel_dispatchers())
     return contextlib.nullcontext()
+
+
+def _kernel_dispatchers() -> list:
+    """Every Numba function of compiler/kernels (their machine code is cached)."""
+    from numba.core.registry import CPUDispatcher
+    from . import kernels
+    modules = [m for m in vars(kernels).values() if isinstance(m, types.ModuleType)
+               and m.__name__.startswith(f"{kernels.__name__}.")]
+    return [k for m in modules for k in vars(m).values()
+            if isinstance(k, CPUDispatcher) and k.py_func.__module__ == m.__name__]
 
 
 @_one_thread_at_a_time
@@ -255,6 +265,9 @@ def compile_function(func, example_args, freeze=True) -> dict:
     if not fast:
         with _optimised_for_compile_time(func):
             try:
+                func.compile(sig)
+            except numba_internals.StaleEntry:      # it calls kernels compiled since
+                numba_internals.remove_entry(func, sig)
                 func.compile(sig)
             except Exception:
                 if not numba_internals.remove_damaged_entry(func, sig):

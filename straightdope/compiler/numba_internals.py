@@ -8,7 +8,8 @@ three things the compile cache needs are not in it:
 * whether a signature is in that cache already (`is_cached`), without loading it;
 * loading a cached function without Numba's half-second start-up (`fast_load`), also
   when Python calls a kernel with new argument types (`load_first`);
-* optimising a generated function without LLVM's loop unrolling (`without_unrolling`).
+* compiling a generated function faster: no loop unrolling, and the kernels it calls
+  called where they are loaded instead of compiled into it again (`generated_code`).
 
 They reach into `numba.core` (names in `EXPECTED`), which changes between releases
 without notice. So they are used only with a Numba in `SUPPORTED` (the range
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import importlib
 import os
@@ -55,6 +57,8 @@ EXPECTED = (
     "numba.core.codegen.CPUCodegen._pass_builder",
     "numba.core.codegen.CPUCodeLibrary._optimize_functions",
     "numba.core.codegen.CPUCodeLibrary._optimize_final_module",
+    "numba.core.codegen.CPUCodeLibrary.finalize",
+    "numba.core.compiler.CompileResult._rebuild",
     "numba.core.config.OPT",
     "numba.core.codegen.JitEngine._load_defined_symbols",
     "numba.core.cpu.CPUContext.refresh",
@@ -239,6 +243,24 @@ def remove_damaged_entry(func, sig) -> bool:
     return False
 
 
+def remove_entry(func, sig) -> bool:
+    """Remove the cache entry of `func` for `sig` (a `StaleEntry`), its index line first;
+    True when there was one."""
+    from ..serialization import exclusive_lock
+    try:
+        cache_file, key = _entry(func, sig)
+        with exclusive_lock(os.path.join(cache_file._cache_path, "save.lock")):
+            overloads = cache_file._load_index()
+            name = overloads.pop(key, None)
+            if name is None:
+                return False
+            cache_file._save_index(overloads)
+    except Exception:
+        return False
+    _unlink(cache_file._data_path(name))
+    return True
+
+
 def _unlink(path) -> bool:
     try:
         os.unlink(path)
@@ -264,11 +286,68 @@ def _pass_builder_without_unrolling(codegen):
     return pass_builder
 
 
-class _NotUnrolled(JITCodeLibrary):
-    """The code library of a generated function, optimised with LLVM's loop unrolling
-    off (the vectorizer still runs, and interleaves). Unrolling the vectorized fused
-    loops, and the kernels linked in with them, was 15% of an 8-layer MLP's compile
-    (0.09 of 0.59 s of LLVM) for no measurable speed: see benchmarks/README.md."""
+@contextlib.contextmanager
+def _unrolling_off(codegen):
+    codegen._pass_builder = _pass_builder_without_unrolling(codegen)
+    try:
+        yield
+    finally:
+        del codegen._pass_builder           # Numba's method again
+
+
+class StaleEntry(Exception):
+    """A cached generated function calls kernel code that this process cannot load as it
+    was: the entry is removed and the function compiled again."""
+
+
+def _load_callees(callees):
+    """Load the kernels a cached generated function calls (module, name, signature, the
+    symbol it calls), before Numba loads that function's machine code: LLVM would abort
+    the process on a symbol it cannot resolve. Numba runs this from the cache entry
+    (a CompileResult's `reload_init`)."""
+    for module, name, sig, symbol in callees:
+        if not module.startswith(f"{__package__}.kernels."):
+            raise StaleEntry(f"not a kernel: {module}.{name}")
+        func = getattr(importlib.import_module(module), name)
+        if sig not in func.overloads:
+            if not is_cached(func, sig):
+                raise StaleEntry(f"{name}{sig} is not in the cache")
+            func.compile(sig)                     # a load from the cache
+        if func.overloads[sig].fndesc.mangled_name != symbol:
+            raise StaleEntry(f"{name}{sig} was compiled again since")
+
+
+class _GeneratedLibrary(JITCodeLibrary):
+    """The code library of a generated function, made cheaper to compile:
+
+    * LLVM's loop unrolling is off (the vectorizer still runs, and interleaves);
+      unrolling the vectorized fused loops cost an 8-layer MLP 0.06 of 0.57 s of LLVM;
+    * the kernels it calls that work on arrays (`matmul`, `flat`, ...) are called where
+      they are, compiled and loaded, instead of having their LLVM code linked in,
+      optimised and compiled again for every graph (a third of an MLP's code). Their
+      symbols resolve against the loaded kernels: a cached copy loads them first
+      (`_load_callees`). Scalar helpers (`fmath`, `nan_max`) are linked as usual,
+      for the vectorized loops to inline them.
+    See benchmarks/README.md for the figures."""
+    kernels: tuple = ()          # the kernel dispatchers (set by `generated_code`)
+
+    def finalize(self):
+        compiled = {id(cres.library): (kernel, sig, cres) for kernel in self.kernels
+                    for sig, cres in list(kernel.overloads.items())}
+        callees = {}            # id(library) -> what _load_callees needs to load it
+        for library in self._linking_libraries:
+            kernel, sig, cres = compiled.get(id(library), (None, None, None))
+            on_arrays = kernel is not None and any(isinstance(a, numba.types.Array)
+                                                   for a in sig)
+            if on_arrays and id(library) not in callees and is_cached(kernel, sig):
+                callees[id(library)] = (kernel.py_func.__module__, kernel.py_func.__name__,
+                                        sig, cres.fndesc.mangled_name)
+        self._linking_libraries = [lib for lib in self._linking_libraries
+                                   if id(lib) not in callees]
+        if callees:
+            self._reload_init.add(functools.partial(_load_callees,
+                                                    tuple(callees.values())))
+        super().finalize()
 
     def _optimize_functions(self, ll_module):
         with _unrolling_off(self._codegen):
@@ -279,43 +358,39 @@ class _NotUnrolled(JITCodeLibrary):
             super()._optimize_final_module()
 
 
-@contextlib.contextmanager
-def _unrolling_off(codegen):
-    codegen._pass_builder = _pass_builder_without_unrolling(codegen)
-    try:
-        yield
-    finally:
-        del codegen._pass_builder           # Numba's method again
-
-
 class _Libraries:
     """Stands in for the codegen's library class while one function compiles: that
-    function's library is `_NotUnrolled`, any other (a kernel compiled on the way)
-    Numba's own."""
+    function's library is a `_GeneratedLibrary`, any other (a kernel compiled on the
+    way) Numba's own."""
 
-    def __init__(self, name, usual):
-        self.name, self.usual = name, usual
+    def __init__(self, name, kernels, usual):
+        self.name, self.kernels, self.usual = name, kernels, usual
 
     def __call__(self, codegen, name, **kwargs):
-        cls = _NotUnrolled if name == self.name else self.usual
-        return cls(codegen, name, **kwargs)
+        if name != self.name:
+            return self.usual(codegen, name, **kwargs)
+        library = _GeneratedLibrary(codegen, name, **kwargs)
+        library.kernels = self.kernels
+        return library
 
     def __getattr__(self, attr):               # _unserialize, the object cache hooks
         return getattr(self.usual, attr)
 
 
 @contextlib.contextmanager
-def without_unrolling(func):
+def generated_code(func, kernels=()):
     """While this context lasts, compiling the dispatcher `func` (a generated function)
-    optimises its code without LLVM's loop unrolling. Only with the tested Numba:
-    otherwise Numba's usual optimisation (the same results, compiled a little slower)."""
+    is cheaper: see `_GeneratedLibrary`; `kernels`, the library's kernel dispatchers,
+    whose cached code it may call. Only with the tested Numba: otherwise Numba's usual
+    compile (the same results, compiled more slowly)."""
     if not USED:
         yield
         return
     from numba.core.compiler_lock import global_compiler_lock
     codegen = func.targetctx.codegen()
     with global_compiler_lock:
-        codegen._library_class = _Libraries(func.py_func.__qualname__, codegen._library_class)
+        codegen._library_class = _Libraries(func.py_func.__qualname__, tuple(kernels),
+                                            codegen._library_class)
         try:
             yield
         finally:
@@ -390,6 +465,9 @@ def fast_load(func, sig) -> bool:
             finally:
                 cls.refresh, nrtdynmod.compile_nrt_functions = full, compile_runtime
                 del codegen._library_class
+    except StaleEntry:
+        remove_entry(func, sig)
+        return False
     except Exception as err:
         if not _damaged(func, sig):
             USED_FAST = False
