@@ -1,15 +1,16 @@
 """Every use of Numba's private internals, in one place, for one tested range of versions.
 
 Numba's public API compiles and caches (`njit(cache=True)`, `func.compile(sig)`), but
-three things the compile cache needs are not in it:
+four things the compile cache needs are not in it:
 
 * where Numba keeps the cache files of *our* functions (a folder only you can write:
   `_TrustedLocator`, docs/security.md);
 * whether a signature is in that cache already (`is_cached`), without loading it;
 * loading a cached function without Numba's half-second start-up (`fast_load`), also
   when Python calls a kernel with new argument types (`load_first`);
-* compiling a generated function faster: no loop unrolling, and the kernels it calls
-  called where they are loaded instead of compiled into it again (`generated_code`).
+* compiling a generated function faster: optimised once, without loop unrolling, and
+  calling the kernels where they are loaded instead of compiling them in again
+  (`generated_code`).
 
 They reach into `numba.core` (names in `EXPECTED`), which changes between releases
 without notice. So they are used only with a Numba in `SUPPORTED` (the range
@@ -322,6 +323,7 @@ class _GeneratedLibrary(JITCodeLibrary):
 
     * LLVM's loop unrolling is off (the vectorizer still runs, and interleaves);
       unrolling the vectorized fused loops cost an 8-layer MLP 0.06 of 0.57 s of LLVM;
+    * its functions are optimised once, with the module (`_optimize_functions`);
     * the kernels it calls that work on arrays (`matmul`, `flat`, ...) are called where
       they are, compiled and loaded, instead of having their LLVM code linked in,
       optimised and compiled again for every graph (a third of an MLP's code). Their
@@ -350,8 +352,9 @@ class _GeneratedLibrary(JITCodeLibrary):
         super().finalize()
 
     def _optimize_functions(self, ll_module):
-        with _unrolling_off(self._codegen):
-            super()._optimize_functions(ll_module)
+        """Numba optimises each function of a module on its own before linking the module
+        and optimising it whole: for one function and its wrappers, the same passes twice."""
+        ll_module.data_layout = self._codegen._data_layout
 
     def _optimize_final_module(self):
         with _unrolling_off(self._codegen):
