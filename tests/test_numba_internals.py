@@ -227,7 +227,7 @@ from straightdope.compiler.kernels import util as k_util
 
 @njit(cache=True)
 def run_graph(x, y):
-    k_util.copy(x, np.int64(0), y, np.int64(0), np.int64(x.size))
+    k_util.copy(k_util.flat(x), np.int64(0), y, np.int64(0), np.int64(x.size))
     for i in range(y.size):
         y[i] = k_util.nan_max(y[i], np.float32(1.5))
     return y
@@ -245,7 +245,7 @@ def _defined_or_declared(func, args, name) -> set:
 def test_generated_code_calls_the_loaded_array_kernels_and_a_later_process_loads_them(
         tmp_path, monkeypatch):
     """A generated function calls `copy` (arrays) where it is loaded instead of linking a
-    copy of its code in, and still inlines the scalar `nan_max`. Its cache entry loads the
+    copy of its code in, and still inlines the scalar `nan_max` and the view `flat`. Its cache entry loads the
     kernels first (reload_init); an entry whose kernels are not what it calls any more
     (StaleEntry) is removed and compiled again."""
     monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(tmp_path))
@@ -262,7 +262,8 @@ def test_generated_code_calls_the_loaded_array_kernels_and_a_later_process_loads
     assert not first["cache_hit"]
     np.testing.assert_array_equal(func(*args), expected)
     assert _defined_or_declared(func, args, "copy") == {"declare"}
-    assert _defined_or_declared(func, args, "nan_max") <= {"define"}     # inlined or linked
+    for linked in ("nan_max", "flat"):                       # inlined or linked as usual
+        assert _defined_or_declared(func, args, linked) <= {"define"}
 
     func, again = compiled_anew()
     assert again["cache_hit"]

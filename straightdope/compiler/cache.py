@@ -236,13 +236,16 @@ def _optimised_for_compile_time(func):
 
 
 def _kernel_dispatchers() -> list:
-    """Every Numba function of compiler/kernels (their machine code is cached)."""
+    """The Numba functions of compiler/kernels (their machine code is cached) that
+    generated code calls where they are loaded; not `util.flat`, which it calls once per
+    input and LLVM inlines to nothing (W1 took ~0.7% longer per call with a real call)."""
     from numba.core.registry import CPUDispatcher
     from . import kernels
     modules = [m for m in vars(kernels).values() if isinstance(m, types.ModuleType)
                and m.__name__.startswith(f"{kernels.__name__}.")]
     return [k for m in modules for k in vars(m).values()
-            if isinstance(k, CPUDispatcher) and k.py_func.__module__ == m.__name__]
+            if isinstance(k, CPUDispatcher) and k.py_func.__module__ == m.__name__
+            and k is not kernels.util.flat]
 
 
 @_one_thread_at_a_time

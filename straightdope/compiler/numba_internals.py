@@ -1,7 +1,7 @@
 """Every use of Numba's private internals, in one place, for one tested range of versions.
 
 Numba's public API compiles and caches (`njit(cache=True)`, `func.compile(sig)`), but
-four things the compile cache needs are not in it:
+four things straightdope needs are not in it:
 
 * where Numba keeps the cache files of *our* functions (a folder only you can write:
   `_TrustedLocator`, docs/security.md);
