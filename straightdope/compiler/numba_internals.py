@@ -324,12 +324,12 @@ class _GeneratedLibrary(JITCodeLibrary):
     * LLVM's loop unrolling is off (the vectorizer still runs, and interleaves);
       unrolling the vectorized fused loops cost an 8-layer MLP 0.06 of 0.57 s of LLVM;
     * its functions are optimised once, with the module (`_optimize_functions`);
-    * the kernels it calls that work on arrays (`matmul`, `flat`, ...) are called where
-      they are, compiled and loaded, instead of having their LLVM code linked in,
-      optimised and compiled again for every graph (a third of an MLP's code). Their
-      symbols resolve against the loaded kernels: a cached copy loads them first
-      (`_load_callees`). Scalar helpers (`fmath`, `nan_max`) are linked as usual,
-      for the vectorized loops to inline them.
+    * the kernels it calls that work on arrays (`matmul`, `shaped`, ..., those of
+      `kernels` that are cached) are called where they are, compiled and loaded,
+      instead of having their LLVM code linked in, optimised and compiled again for
+      every graph (a third of an MLP's code). Their symbols resolve against the loaded
+      kernels: a cached copy loads them first (`_load_callees`). Scalar helpers
+      (`fmath`, `nan_max`) are linked as usual, for the vectorized loops to inline them.
     See benchmarks/README.md for the figures."""
     kernels: tuple = ()          # the kernel dispatchers (set by `generated_code`)
 
