@@ -11,9 +11,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numba
+import numpy as np
 import pytest
 
-from straightdope.compiler import numba_internals
+from straightdope.compiler import cache, numba_internals
+from straightdope.compiler.kernels import util
 
 ROOT = Path(__file__).resolve().parent.parent
 # Each test compiles or loads in fresh Python processes (about a minute in all): make test-slow.
@@ -173,3 +176,116 @@ def test_threads_making_their_first_compiled_call_at_once_all_succeed(tmp_path):
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == "[]"
+
+
+RECURRENCE = '''
+from numba import njit
+
+
+@njit(cache=False)
+def run_graph(a):
+    s = 0.0
+    for i in range(6):          # a fixed trip count: LLVM's unroller unrolls it fully
+        s = s * a[i] + 1.0
+    return s
+'''
+
+
+def _multiplies(func, a) -> int:
+    """How many multiplies the optimised LLVM IR of `func` for `a` holds."""
+    return func.inspect_llvm((numba.typeof(a),)).count("fmul")
+
+
+@pytest.mark.parametrize("used", [True, False])
+def test_generated_code_is_optimised_without_unrolling_with_the_tested_numba(monkeypatch,
+                                                                             used):
+    """cache.compile_function compiles a generated function with LLVM's loop unrolling off
+    (one multiply in a loop), a function of any other module as Numba does (six, unrolled);
+    with another Numba, everything as Numba does. The results are the same."""
+    if used and not numba_internals.USED:
+        pytest.skip("this Numba is not the tested one")
+    monkeypatch.setattr(numba_internals, "USED", used)
+    a = np.arange(1.0, 7.0)
+    text = RECURRENCE + f"# {used}\n"          # a new module (and source) per case
+    generated, _ = cache.load(text)
+    namespace = {"__name__": "not_generated"}
+    exec(compile(RECURRENCE, "<not generated>", "exec"), namespace)
+    other = namespace["run_graph"]
+    for func in (generated.run_graph, other):
+        assert cache.compile_function(func, [a], freeze=False)["jit"]
+    assert generated.run_graph(a) == other(a) == 1237.0
+    assert _multiplies(other, a) == 6
+    assert _multiplies(generated.run_graph, a) == (1 if used else 6)
+
+
+CALLER = '''
+import numpy as np
+from numba import njit
+
+from straightdope.compiler.kernels import util as k_util
+
+
+@njit(cache=True)
+def run_graph(x, y):
+    k_util.copy(k_util.flat(x), np.int64(0), y, np.int64(0), np.int64(x.size))
+    for i in range(y.size):
+        y[i] = k_util.nan_max(y[i], np.float32(1.5))
+    return y
+'''
+
+
+def _defined_or_declared(func, args, name) -> set:
+    """'define' and/or 'declare', for the functions named `name` in func's final IR."""
+    text = func.inspect_llvm(tuple(numba.typeof(a) for a in args))
+    return {line.split()[0] for line in text.splitlines()
+            if line.startswith(("define", "declare")) and f"{len(name)}{name}B" in line}
+
+
+@with_tested_numba
+def test_generated_code_calls_the_loaded_array_kernels_and_a_later_process_loads_them(
+        tmp_path, monkeypatch):
+    """A generated function calls `copy` (arrays) where it is loaded instead of linking a
+    copy of its code in, and still inlines the scalar `nan_max` and the view `flat`. Its cache entry loads the
+    kernels first (reload_init); an entry whose kernels are not what it calls any more
+    (StaleEntry) is removed and compiled again."""
+    monkeypatch.setenv("STRAIGHTDOPE_CACHE_DIR", str(tmp_path))
+    x = np.array([0.5, 2.0, np.nan], np.float32)
+    args = [x, np.zeros(3, np.float32)]
+    expected = [1.5, 2.0, np.nan]
+
+    def compiled_anew():
+        cache._MODULES.clear()             # a new dispatcher: loads from the disk cache
+        module, _ = cache.load(CALLER)
+        return module.run_graph, cache.compile_function(module.run_graph, args)
+
+    func, first = compiled_anew()
+    assert not first["cache_hit"]
+    np.testing.assert_array_equal(func(*args), expected)
+    assert _defined_or_declared(func, args, "copy") == {"declare"}
+    for linked in ("nan_max", "flat"):                       # inlined or linked as usual
+        assert _defined_or_declared(func, args, linked) <= {"define"}
+
+    func, again = compiled_anew()
+    assert again["cache_hit"]
+    np.testing.assert_array_equal(func(x, np.zeros(3, np.float32)), expected)
+
+    def stale(callees):
+        raise numba_internals.StaleEntry("copy was compiled again")
+    monkeypatch.setattr(numba_internals, "_load_callees", stale)
+    func, rebuilt = compiled_anew()
+    assert not rebuilt["cache_hit"]
+    np.testing.assert_array_equal(func(x, np.zeros(3, np.float32)), expected)
+
+
+@with_tested_numba
+def test_loading_the_kernels_of_an_entry_checks_they_are_the_ones_it_calls():
+    x = np.zeros(2, np.float32)
+    cache.compile_function(util.copy, [x, 0, x, 0, 0], freeze=False)
+    sig = (numba.typeof(x), numba.int64, numba.typeof(x), numba.int64, numba.int64)
+    symbol = util.copy.overloads[sig].fndesc.mangled_name
+    module = util.copy.py_func.__module__
+    numba_internals._load_callees(((module, "copy", sig, symbol),))         # no error
+    with pytest.raises(numba_internals.StaleEntry):
+        numba_internals._load_callees(((module, "copy", sig, symbol + "x"),))
+    with pytest.raises(numba_internals.StaleEntry):
+        numba_internals._load_callees((("os.path", "join", sig, symbol),))

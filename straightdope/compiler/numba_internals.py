@@ -1,13 +1,16 @@
 """Every use of Numba's private internals, in one place, for one tested range of versions.
 
 Numba's public API compiles and caches (`njit(cache=True)`, `func.compile(sig)`), but
-three things the compile cache needs are not in it:
+four things straightdope needs are not in it:
 
 * where Numba keeps the cache files of *our* functions (a folder only you can write:
   `_TrustedLocator`, docs/security.md);
 * whether a signature is in that cache already (`is_cached`), without loading it;
 * loading a cached function without Numba's half-second start-up (`fast_load`), also
-  when Python calls a kernel with new argument types (`load_first`).
+  when Python calls a kernel with new argument types (`load_first`);
+* compiling a generated function faster: optimised once, without loop unrolling, and
+  calling the kernels where they are loaded instead of compiling them in again
+  (`generated_code`).
 
 They reach into `numba.core` (names in `EXPECTED`), which changes between releases
 without notice. So they are used only with a Numba in `SUPPORTED` (the range
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import importlib
 import os
@@ -51,6 +55,12 @@ EXPECTED = (
     "numba.core.codegen.JITCodeLibrary._get_module_for_linking",
     "numba.core.codegen.JITCodeLibrary.serialize_using_object_code",
     "numba.core.codegen.JITCPUCodegen._library_class",
+    "numba.core.codegen.CPUCodegen._pass_builder",
+    "numba.core.codegen.CPUCodeLibrary._optimize_functions",
+    "numba.core.codegen.CPUCodeLibrary._optimize_final_module",
+    "numba.core.codegen.CPUCodeLibrary.finalize",
+    "numba.core.compiler.CompileResult._rebuild",
+    "numba.core.config.OPT",
     "numba.core.codegen.JitEngine._load_defined_symbols",
     "numba.core.cpu.CPUContext.refresh",
     "numba.core.compiler_lock.global_compiler_lock",
@@ -234,12 +244,160 @@ def remove_damaged_entry(func, sig) -> bool:
     return False
 
 
+def remove_entry(func, sig) -> bool:
+    """Remove the cache entry of `func` for `sig` (a `StaleEntry`), its index line first;
+    True when there was one."""
+    from ..serialization import exclusive_lock
+    try:
+        cache_file, key = _entry(func, sig)
+        with exclusive_lock(os.path.join(cache_file._cache_path, "save.lock")):
+            overloads = cache_file._load_index()
+            name = overloads.pop(key, None)
+            if name is None:
+                return False
+            cache_file._save_index(overloads)
+    except Exception:
+        return False
+    _unlink(cache_file._data_path(name))
+    return True
+
+
 def _unlink(path) -> bool:
     try:
         os.unlink(path)
         return True
     except OSError:
         return False
+
+
+# ------------------------------------------------- lighter LLVM for generated code
+def _pass_builder_without_unrolling(codegen):
+    """Numba's `CPUCodegen._pass_builder`, with LLVM's loop unrolling off."""
+    from numba.core import config
+
+    def pass_builder(opt=None, loop_vectorize=None, slp_vectorize=None):
+        options = ll.create_pipeline_tuning_options()
+        options.speed_level = config.OPT if opt is None else opt
+        options.loop_vectorization = config.LOOP_VECTORIZE if loop_vectorize is None \
+            else loop_vectorize
+        options.slp_vectorization = config.SLP_VECTORIZE if slp_vectorize is None \
+            else slp_vectorize
+        options.loop_unrolling = False
+        return ll.create_pass_builder(codegen._tm, options)
+    return pass_builder
+
+
+@contextlib.contextmanager
+def _unrolling_off(codegen):
+    codegen._pass_builder = _pass_builder_without_unrolling(codegen)
+    try:
+        yield
+    finally:
+        del codegen._pass_builder           # Numba's method again
+
+
+class StaleEntry(Exception):
+    """A cached generated function calls kernel code that this process cannot load as it
+    was: the entry is removed and the function compiled again."""
+
+
+def _load_callees(callees):
+    """Load the kernels a cached generated function calls (module, name, signature, the
+    symbol it calls), before Numba loads that function's machine code: LLVM would abort
+    the process on a symbol it cannot resolve. Numba runs this from the cache entry
+    (a CompileResult's `reload_init`)."""
+    for module, name, sig, symbol in callees:
+        if not module.startswith(f"{__package__}.kernels."):
+            raise StaleEntry(f"not a kernel: {module}.{name}")
+        func = getattr(importlib.import_module(module), name)
+        if sig not in func.overloads:
+            if not is_cached(func, sig):
+                raise StaleEntry(f"{name}{sig} is not in the cache")
+            func.compile(sig)                     # a load from the cache
+        if func.overloads[sig].fndesc.mangled_name != symbol:
+            raise StaleEntry(f"{name}{sig} was compiled again since")
+
+
+class _GeneratedLibrary(JITCodeLibrary):
+    """The code library of a generated function, made cheaper to compile:
+
+    * LLVM's loop unrolling is off (the vectorizer still runs, and interleaves);
+      unrolling the vectorized fused loops cost an 8-layer MLP 0.06 of 0.57 s of LLVM;
+    * its functions are optimised once, with the module (`_optimize_functions`);
+    * the kernels it calls that work on arrays (`matmul`, `shaped`, ..., those of
+      `kernels` that are cached) are called where they are, compiled and loaded,
+      instead of having their LLVM code linked in, optimised and compiled again for
+      every graph (a third of an MLP's code). Their symbols resolve against the loaded
+      kernels: a cached copy loads them first (`_load_callees`). Scalar helpers
+      (`fmath`, `nan_max`) are linked as usual, for the vectorized loops to inline them.
+    See benchmarks/README.md for the figures."""
+    kernels: tuple = ()          # the kernel dispatchers (set by `generated_code`)
+
+    def finalize(self):
+        compiled = {id(cres.library): (kernel, sig, cres) for kernel in self.kernels
+                    for sig, cres in list(kernel.overloads.items())}
+        callees = {}            # id(library) -> what _load_callees needs to load it
+        for library in self._linking_libraries:
+            kernel, sig, cres = compiled.get(id(library), (None, None, None))
+            on_arrays = kernel is not None and any(isinstance(a, numba.types.Array)
+                                                   for a in sig)
+            if on_arrays and id(library) not in callees and is_cached(kernel, sig):
+                callees[id(library)] = (kernel.py_func.__module__, kernel.py_func.__name__,
+                                        sig, cres.fndesc.mangled_name)
+        self._linking_libraries = [lib for lib in self._linking_libraries
+                                   if id(lib) not in callees]
+        if callees:
+            self._reload_init.add(functools.partial(_load_callees,
+                                                    tuple(callees.values())))
+        super().finalize()
+
+    def _optimize_functions(self, ll_module):
+        """Numba optimises each function of a module on its own before linking the module
+        and optimising it whole: for one function and its wrappers, the same passes twice."""
+        ll_module.data_layout = self._codegen._data_layout
+
+    def _optimize_final_module(self):
+        with _unrolling_off(self._codegen):
+            super()._optimize_final_module()
+
+
+class _Libraries:
+    """Stands in for the codegen's library class while one function compiles: that
+    function's library is a `_GeneratedLibrary`, any other (a kernel compiled on the
+    way) Numba's own."""
+
+    def __init__(self, name, kernels, usual):
+        self.name, self.kernels, self.usual = name, kernels, usual
+
+    def __call__(self, codegen, name, **kwargs):
+        if name != self.name:
+            return self.usual(codegen, name, **kwargs)
+        library = _GeneratedLibrary(codegen, name, **kwargs)
+        library.kernels = self.kernels
+        return library
+
+    def __getattr__(self, attr):               # _unserialize, the object cache hooks
+        return getattr(self.usual, attr)
+
+
+@contextlib.contextmanager
+def generated_code(func, kernels=()):
+    """While this context lasts, compiling the dispatcher `func` (a generated function)
+    is cheaper: see `_GeneratedLibrary`; `kernels`, the library's kernel dispatchers,
+    whose cached code it may call. Only with the tested Numba: otherwise Numba's usual
+    compile (the same results, compiled more slowly)."""
+    if not USED:
+        yield
+        return
+    from numba.core.compiler_lock import global_compiler_lock
+    codegen = func.targetctx.codegen()
+    with global_compiler_lock:
+        codegen._library_class = _Libraries(func.py_func.__qualname__, tuple(kernels),
+                                            codegen._library_class)
+        try:
+            yield
+        finally:
+            del codegen._library_class        # the class's attribute again
 
 
 # ------------------------------------------------------------------- fast load
@@ -310,6 +468,9 @@ def fast_load(func, sig) -> bool:
             finally:
                 cls.refresh, nrtdynmod.compile_nrt_functions = full, compile_runtime
                 del codegen._library_class
+    except StaleEntry:
+        remove_entry(func, sig)
+        return False
     except Exception as err:
         if not _damaged(func, sig):
             USED_FAST = False
