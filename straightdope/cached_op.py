@@ -236,8 +236,9 @@ class CachedOp:
             self._last_key_plan = (key, plan)
         self.calls += 1
         results = plan.forward.run(data)
-        wrap = self.output_type
-        outputs = [wrap(np.asarray(r)) for r in results[:self.num_visible]]
+        wrap, n = self.output_type, self.num_visible
+        # (more results than outputs: new running statistics, values saved for backward)
+        outputs = [wrap(np.asarray(r)) for r in (results if len(results) == n else results[:n])]
         if self._updates or wrt is not None:
             self._after_forward(plan, arrays, outputs, results, wrt)
         return outputs
