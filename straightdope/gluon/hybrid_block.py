@@ -180,12 +180,12 @@ class HybridBlock(Block):
     _array_shortcut = None
 
     def __call__(self, *args):
-        """Call the block. SHORTCUT, the compiled steady state (W1, W4: the call that
-        happens millions of times): the call's arrays and the parameters' arrays go
-        straight to the cached op when the last call of as many plain arrays passed every
-        check `_call_cached_op` makes (`cache.fast`; a cache exists only while
-        hybridized), no hook watches and no `_imperative_only` is on. Anything else goes
-        through Block.__call__ (the hooks) to `_call`, which routes every kind of call."""
+        """Block.__call__ (hooks around `_call`, which routes every kind of call), with one
+        SHORTCUT first, the compiled steady state (W1, W4: the call that happens millions
+        of times): the call's arrays and the parameters' arrays go straight to the cached
+        op when the last call of as many plain arrays passed every check
+        `_call_cached_op` makes (`cache.fast`; a cache exists only while hybridized), no
+        hook watches and no `_imperative_only` is on."""
         cache = self._cache
         if cache is not None and cache.fast == len(args) and not _imperative.on \
                 and not self._forward_pre_hooks and not self._forward_hooks:
@@ -200,7 +200,11 @@ class HybridBlock(Block):
                     raise self._running_error(err)
                 return outs[0] if self._out_format == 0 else \
                     _regroup(outs, self._out_format)[0]
-        return Block.__call__(self, *args)
+        # else Block.__call__, written out: an imperative call pays no extra call for
+        # the shortcut's check (every block of a network that is not hybridized)
+        if self._forward_pre_hooks or self._forward_hooks:
+            return self._call_with_hooks(args)
+        return self._call(*args)
 
     def _call(self, *args):
         """Where a call goes (MXNet 1.x's HybridBlock.forward): Symbols are traced into the
