@@ -361,7 +361,8 @@ class TieredExecutable:
     """Runs the VM (or, where it cannot, the reference tier) until the graph's compiled
     code (`backend.Executable`) is in the cache, then that. `tier` says which runs now;
     `decided` whether the graph was looked up and loaded or handed to the compile process
-    yet; `switches` lists (call number, tier, seconds until it was ready). One input
+    yet; `switches` lists (call number, tier, seconds until it was ready); `calls` counts
+    the calls before the compiled code took over (then `run` is its own). One input
     shape, as every backend's executable (graph.AnyShape makes one per shape)."""
 
     def __init__(self, graph, is_train=False, static_alloc=False):

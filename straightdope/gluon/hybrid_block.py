@@ -209,7 +209,7 @@ class HybridBlock(Block):
     def _call(self, *args):
         """Where a call goes (MXNet 1.x's HybridBlock.forward): Symbols are traced into the
         graph being built; arrays run the cached graph once hybridized, else forward.
-        Block.__call__ runs the hooks around it."""
+        `__call__` runs the hooks around it."""
         plain = True                            # the usual call: arrays, no nesting
         for a in args:                          # (_only_ndarrays, inlined: every call)
             if type(a) is not NDArray and type(a) is not _NpArray:
