@@ -98,8 +98,10 @@ class Plan:
 
 class CachedOp:
     def __init__(self, symbol: Symbol, data_names, backend=None, static_alloc=False,
-                 static_shape=False, compile=None, inline_limit=2):
-        self.symbol = symbol
+                 static_shape=False, compile=None, inline_limit=2, output_type=NDArray):
+        """output_type: the class of the arrays a call returns (NDArray, or mx.np.ndarray
+        for a graph traced on np Symbols), made as that class at once."""
+        self.symbol, self.output_type = symbol, output_type
         self.compile_mode = config.compile_mode(compile)
         self.data_names = list(data_names)
         self.backend = backend if backend is not None and not isinstance(backend, str) \
@@ -234,7 +236,9 @@ class CachedOp:
             self._last_key_plan = (key, plan)
         self.calls += 1
         results = plan.forward.run(data)
-        outputs = [NDArray(np.asarray(r)) for r in results[:self.num_visible]]
+        wrap, n = self.output_type, self.num_visible
+        # (more results than outputs: new running statistics, values saved for backward)
+        outputs = [wrap(np.asarray(r)) for r in (results if len(results) == n else results[:n])]
         if self._updates or wrt is not None:
             self._after_forward(plan, arrays, outputs, results, wrt)
         return outputs

@@ -170,6 +170,8 @@ def test_tiered_hybridize_starts_on_the_reference_tier_switches_and_keeps_result
     stats = net._cached_op.stats()
     assert stats["forward"]["tier"] == "graph" and not stats["forward"]["pending"]
     assert [tier for _, tier, _ in stats["forward"]["switches"]] == ["graph"]
+    tiered = executable.current          # switched: calls go to the compiled run at once
+    assert tiered.run.__self__ is tiered.active and tiered.active.tier == "graph"
     np.testing.assert_allclose(first, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(second, want, rtol=1e-5, atol=1e-6)
 
@@ -212,6 +214,9 @@ def test_a_tiered_first_call_runs_compiled_code_at_once_when_it_is_cached():
     net(x)
     assert net._cached_op.stats()["forward"] == {"tier": "graph", "pending": False,
                                                  "switches": []}
+    tiered = net._cached_op.last_plan.forward.current
+    assert tiered.run.__self__ is tiered.active        # no tiered layer around its calls
+    np.testing.assert_allclose(net(x).asnumpy(), warm(x).asnumpy(), rtol=1e-6)
 
 
 def test_loading_a_compiled_graph_does_not_write_its_ready_marker_again(monkeypatch):

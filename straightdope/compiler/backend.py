@@ -291,29 +291,39 @@ class Executable:
     def new_arenas(self):
         return [np.empty(n, dt) for dt, n in self.arena_specs]
 
+    def _after_inputs(self) -> tuple:
+        """run_graph's arguments after the inputs: the arenas, then `meta`. With
+        static_alloc made once per thread and kept (`run` finds them there), else new."""
+        if self._per_thread is None:
+            return (*self.new_arenas(), self.meta)
+        after = self._per_thread.after_inputs = (*self.arenas, self.meta)
+        return after
+
     def run(self, inputs: list) -> list:
-        arenas = self.arenas if self.static_alloc else self.new_arenas()
+        # the arguments after the inputs, as this thread's last call passed them (one
+        # tuple, looked up once: this runs on every call of a hybridized block)
+        after = getattr(self._per_thread, "after_inputs", None) or self._after_inputs()
         if self.loops is not None:
-            return self._run_steps(inputs, arenas)
+            return self._run_steps(inputs, after)
         try:
-            outs = self.fn(*inputs, *arenas, self.meta)
+            outs = self.fn(*inputs, *after)
         except TypeError:
             # not the compiled types (non-contiguous, read-only, another dtype): convert
             if not hasattr(self.fn, "overloads"):
                 raise
             inputs = [np.array(x, dtype=dt, order="C", copy=True)
                       for x, dt in zip(inputs, self._input_dtypes)]
-            outs = self.fn(*inputs, *arenas, self.meta)
+            outs = self.fn(*inputs, *after)
         if self.out_plan is None:
             return list(outs)
         return _finish(self.out_plan, outs, inputs)
 
-    def _run_steps(self, inputs, arenas):
+    def _run_steps(self, inputs, after):
         # the kernels take C-contiguous arrays of the compiled dtypes: convert others
         inputs = [x if x.flags.c_contiguous and x.flags.writeable and x.dtype == dt
                   else np.array(x, dtype=dt, order="C", copy=True)
                   for x, dt in zip(inputs, self._input_dtypes)]
-        outs = self.fn(*inputs, *arenas, self.meta, self.loops)
+        outs = self.fn(*inputs, *after, self.loops)
         if self.out_plan is None:
             return list(outs)
         return _finish(self.out_plan, outs, inputs)

@@ -361,7 +361,8 @@ class TieredExecutable:
     """Runs the VM (or, where it cannot, the reference tier) until the graph's compiled
     code (`backend.Executable`) is in the cache, then that. `tier` says which runs now;
     `decided` whether the graph was looked up and loaded or handed to the compile process
-    yet; `switches` lists (call number, tier, seconds until it was ready). One input
+    yet; `switches` lists (call number, tier, seconds until it was ready); `calls` counts
+    the calls before the compiled code took over (then `run` is its own). One input
     shape, as every backend's executable (graph.AnyShape makes one per shape)."""
 
     def __init__(self, graph, is_train=False, static_alloc=False):
@@ -381,7 +382,7 @@ class TieredExecutable:
         description = describe(graph, is_train)
         self._key = job_key(description)
         if is_ready(self.key) or _compiler_loaded() and self._all_cached():
-            self.active = self._compiled()   # in the caches: loading takes milliseconds
+            self._use(self._compiled())      # in the caches: loading takes milliseconds
             return
         self.active = ReferenceExecutable(graph, is_train)
         self._submit(description, self.key)
@@ -475,28 +476,32 @@ class TieredExecutable:
         return self.ticket is not None or not self.decided
 
     def run(self, inputs: list) -> list:
-        if self._vm_seconds_left is not None:
-            return self._run_then_decide(inputs)
-        ticket = self.ticket
-        if ticket is not None and ticket.done() and ticket.error is not None \
-                and not ticket.here:
-            self._switch()                   # a failed compile: warn in the caller's thread
-        self.calls += 1
-        return self.active.run(inputs)
-
-    def _run_then_decide(self, inputs):
-        """Run the VM; once it has run LOAD_AFTER_VM_SECONDS, have the loader thread
-        decide what comes next (`_decide`)."""
+        """Run the tier active now: the VM (timed: once it has run LOAD_AFTER_VM_SECONDS,
+        the loader thread decides what comes next, `_decide`) or the reference tier. Once
+        the compiled code runs, `run` is its own (`_use`): calls skip this method."""
+        if self._vm_seconds_left is None:
+            ticket = self.ticket
+            if ticket is not None and ticket.done() and ticket.error is not None \
+                    and not ticket.here:
+                self._switch()               # a failed compile: warn in the caller's thread
+            self.calls += 1
+            return self.active.run(inputs)
         start = time.perf_counter()
         self.calls += 1
         out = self.active.run(inputs)
-        left = self._vm_seconds_left
+        left = self._vm_seconds_left         # (None if wait() decided meanwhile)
         if left is not None:
             left -= time.perf_counter() - start
             self._vm_seconds_left = left if left > 0 else None
             if left <= 0:
                 _later(self, "_decide")
         return out
+
+    def _use(self, compiled):
+        """Run the compiled executable from now on: `self.run` is its run, so that every
+        later call goes to it directly (it is the last tier: nothing switches after it)."""
+        self.active = compiled
+        self.run = compiled.run
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the compiled code runs (or the compile failed); False on timeout."""
@@ -520,8 +525,8 @@ class TieredExecutable:
                               f"({self.error}); it keeps running on {where}. hybridize(compile='sync') shows the error where it "
                               f"happens.", RuntimeWarning, stacklevel=4)
                 return
-            compiled = self._compiled()      # from the caches, or here if it asked us to
-            self.active, self.ticket = compiled, None
+            self._use(self._compiled())      # from the caches, or here if it asked us to
+            self.ticket = None
             self.switches.append((self.calls, self.tier, time.perf_counter()
                                   - ticket._start))
 

@@ -335,12 +335,18 @@ class VMExecutable:
         # the usual case, every output a view of the block: run() makes them in one line
         self._views = [(where, shape) for kind, where, shape in self._returns] \
             if all(kind == "block" for kind, _, _ in self._returns) else None
+        # the most usual, one output that is the whole block: its shape (one reshape)
+        self._whole = self._views[0][1] if self._views is not None and \
+            len(self._views) == 1 and math.prod(self._views[0][1]) == prog.output_size \
+            else None
 
     def run(self, inputs: list) -> list:
         addresses, seen = self._last
         if any(map(is_not, inputs, seen)):       # new arrays: new addresses
             addresses, read = self._addresses(inputs)   # (`read` lives until the run)
         block = K.run_program(self.code, self.consts, addresses, self.sizes)
+        if self._whole is not None:
+            return [block.reshape(self._whole)]
         if self._views is not None:
             return [block[where].reshape(shape) for where, shape in self._views]
         out = []

@@ -4,7 +4,8 @@ After `hybridize()`, the block's forward runs once on Symbols (a trace: `F` is
 `straightdope.symbol`, parameters are graph variables), the graph goes to a `CachedOp`,
 and from then on a call runs the compiled graph without entering the block's Python.
 Where a call goes is decided in one place, `HybridBlock._call` (MXNet 1.x's
-`HybridBlock.forward`).
+`HybridBlock.forward`); only the compiled steady state, a call like the last one, goes
+to the compiled graph from `HybridBlock.__call__` at once (its SHORTCUT).
 """
 from __future__ import annotations
 
@@ -31,13 +32,6 @@ __all__ = ["HybridBlock"]
 
 # MXNet's hybridize() flags that change nothing here (there is no engine to tune).
 _IGNORED_FLAGS = ("forward_bulk_size", "backward_bulk_size", "partition_if_dynamic")
-
-
-def _as_np_outputs(outs):
-    """A graph traced on np Symbols gives mx.np.ndarrays. The cached op's outputs are new
-    arrays: their class changes, not their identity (which the autograd tape knows)."""
-    for o in outs:
-        o.__class__ = _NpArray
 
 
 class _Imperative(threading.local):
@@ -67,7 +61,7 @@ class _Cache:
     `(False, name, parameter)`, whose array is read at each call. `fast`: None, or the
     number of arrays of the last call when it passed every check with plain arrays as
     traced (no nesting, no None) and no op hook watches: the next call of as many plain
-    arrays takes the shortcut in HybridBlock._call."""
+    arrays takes the shortcut in HybridBlock.__call__."""
     __slots__ = ("op", "args", "sources", "fast")
 
     def __init__(self, op, args):
@@ -185,32 +179,43 @@ class HybridBlock(Block):
     # computes what forward computes, or returns None to let forward run.
     _array_shortcut = None
 
+    def __call__(self, *args):
+        """Block.__call__ (hooks around `_call`, which routes every kind of call), with one
+        SHORTCUT first, the compiled steady state (W1, W4: the call that happens millions
+        of times): the call's arrays and the parameters' arrays go straight to the cached
+        op when the last call of as many plain arrays passed every check
+        `_call_cached_op` makes (`cache.fast`; a cache exists only while hybridized), no
+        hook watches and no `_imperative_only` is on."""
+        cache = self._cache
+        if cache is not None and cache.fast == len(args) and not _imperative.on \
+                and not self._forward_pre_hooks and not self._forward_hooks:
+            for a in args:                      # (_only_ndarrays, inlined)
+                if type(a) is not NDArray and type(a) is not _NpArray:
+                    break
+            else:                               # (cache.arrays, inlined)
+                try:
+                    outs = cache.op.call([args[s] if type(s) is int else s._data
+                                          for s in cache.sources])
+                except ValueError as err:
+                    raise self._running_error(err)
+                return outs[0] if self._out_format == 0 else \
+                    _regroup(outs, self._out_format)[0]
+        # else Block.__call__, written out: an imperative call pays no extra call for
+        # the shortcut's check (every block of a network that is not hybridized)
+        if self._forward_pre_hooks or self._forward_hooks:
+            return self._call_with_hooks(args)
+        return self._call(*args)
+
     def _call(self, *args):
         """Where a call goes (MXNet 1.x's HybridBlock.forward): Symbols are traced into the
         graph being built; arrays run the cached graph once hybridized, else forward.
-        Block.__call__ runs the hooks around it."""
+        `__call__` runs the hooks around it."""
         plain = True                            # the usual call: arrays, no nesting
         for a in args:                          # (_only_ndarrays, inlined: every call)
             if type(a) is not NDArray and type(a) is not _NpArray:
                 plain = False
                 break
         if plain:
-            cache = self._cache
-            if cache is not None and cache.fast == len(args) and not _imperative.on:
-                # SHORTCUT, the compiled steady state (W1, W4): the call's arrays and the
-                # parameters' arrays straight to the cached op; the checks
-                # _call_cached_op makes passed on the same kind of call before (a cache
-                # exists only while hybridized). cache.arrays and self._outputs, inlined:
-                # this is the call that happens millions of times.
-                try:
-                    outs = cache.op.call([args[s] if type(s) is int else s._data
-                                          for s in cache.sources])
-                except ValueError as err:
-                    raise self._running_error(err)
-                if self._np_outputs:
-                    _as_np_outputs(outs)
-                return outs[0] if self._out_format == 0 else \
-                    _regroup(outs, self._out_format)[0]
             if self._array_shortcut is not None and (not self._active or _imperative.on):
                 out = self._array_shortcut(*args)      # SHORTCUT, imperative (Dense's)
                 if out is not None:
@@ -304,7 +309,9 @@ class HybridBlock(Block):
                       static_alloc=self._flags.get("static_alloc", False),
                       static_shape=self._flags.get("static_shape", False),
                       compile=self._flags.get("compile"),
-                      inline_limit=self._flags.get("inline_limit", 2))
+                      inline_limit=self._flags.get("inline_limit", 2),
+                      # traced on np Symbols: the graph's outputs are mx.np.ndarrays
+                      output_type=_NpArray if self._np_outputs else NDArray)
         for name in op.input_names:
             args.append((True, name, data[name]) if name in data else
                         (False, name, by_name[name]))
@@ -339,12 +346,7 @@ class HybridBlock(Block):
         if self._op_hook is not None:
             watch_ops(self._cached_graph[1], cache.args, arrays, *self._op_hook)
         elif isinstance(self._in_format, list) and not any(self._in_format):
-            cache.fast = len(self._in_format)   # the next such call takes _call's shortcut
-        return self._outputs(outs)
-
-    def _outputs(self, outs):
-        if self._np_outputs:            # traced on np Symbols: return np.ndarrays
-            _as_np_outputs(outs)
+            cache.fast = len(self._in_format)   # the next such call: __call__'s shortcut
         return outs[0] if self._out_format == 0 else _regroup(outs, self._out_format)[0]
 
     def register_op_hook(self, callback, monitor_all=False):

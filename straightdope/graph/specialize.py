@@ -48,6 +48,8 @@ class AnyShape:
         watched = self._watched
         if watched is None:
             key = tuple([x.shape for x in inputs])
+        elif len(watched) == 1:             # static_shape and one data input: the usual
+            key = (inputs[watched[0]].shape,)
         else:
             key = tuple([inputs[k].shape for k in watched])
         last_key, executable = self._last
