@@ -195,3 +195,25 @@ def test_a_student_loads_the_shared_kernels_without_compiling_and_never_writes_t
     assert found["shape"] == [32, 10]
     assert found["vm"], "the VM compiled into the shared cache did not load"
     assert tree(shared) == before             # the shared cache is never written
+
+
+def test_a_file_that_another_process_renames_during_the_check_is_not_an_error(tmp_path,
+                                                                               monkeypatch):
+    """Numba writes a cache file as `name.tmp.<id>` and renames it into place: the trust
+    check's walk can list the temporary file and find it gone (two notebooks compiling)."""
+    folder = tmp_path / "numba"
+    folder.mkdir(mode=0o700)
+    (folder / "g.run_graph-1.py311.1.nbc.tmp.abc").write_bytes(b"half written")
+    real_walk = os.walk
+
+    def walk_then_rename(top, *args, **kwargs):
+        for root, dirs, files in real_walk(top, *args, **kwargs):
+            for name in files:                          # the other process finishes
+                if ".tmp." in name:
+                    os.replace(os.path.join(root, name),
+                               os.path.join(root, name.split(".tmp.")[0]))
+            yield root, dirs, files
+    monkeypatch.setattr(os, "walk", walk_then_rename)
+    assert cache.untrusted_inside(folder) is None
+    (folder / "link").symlink_to(tmp_path)               # still refused: a symbolic link
+    assert "link" in cache.untrusted_inside(folder)

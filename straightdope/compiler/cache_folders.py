@@ -68,10 +68,14 @@ def untrusted_reason(path: Path, owners=None) -> str | None:
 def untrusted_inside(folder: Path, owners=None) -> str | None:
     """Why something in `folder` must not be loaded, or None: every folder and file in
     it (itself included) must be a plain one of yours that nobody else can write. A
-    missing folder holds nothing untrusted."""
+    missing folder holds nothing untrusted, nor does a file that is gone by the time it
+    is looked at (another process of yours renamed its temporary file into place)."""
     for root, dirs, files in os.walk(folder):
         for path in [root] + [os.path.join(root, name) for name in dirs + files]:
-            st = os.lstat(path)
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
             if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
                 return f"{path} is not a plain file or folder (a symbolic link?)"
             reason = _not_yours_alone(path, st, owners)
