@@ -541,27 +541,6 @@ for _name, (_fn, _expr, _ga, _gb) in BINARY.items():
              infer_shape=broadcast_shapes, gradient=_binary_gradient(_ga, _gb),
              scalar_expr=_expr, elementwise=True, onnx=ONNX.get(_name),
              doc=f"{_name}(lhs, rhs) with broadcasting.")
-for _name, (_fn, _sym) in COMPARE.items():
-    register(f"broadcast_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
-             infer_shape=broadcast_shapes, gradient=lambda F, a, i, o, og: [None, None],
-             scalar_expr=f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", elementwise=True,
-             doc=f"1 where lhs {_sym} rhs, else 0 (with broadcasting); no gradient.")
-
-
-# Logical ops: 1 where both / either / one of the two is nonzero, else 0 (no gradient)
-LOGICAL = {"logical_and": (np.logical_and, "({0} != 0 and {1} != 0)"),
-           "logical_or": (np.logical_or, "({0} != 0 or {1} != 0)"),
-           "logical_xor": (np.logical_xor, "(({0} != 0) != ({1} != 0))")}
-for _name, (_fn, _test) in LOGICAL.items():
-    register(f"broadcast_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
-             infer_shape=broadcast_shapes, gradient=lambda F, a, i, o, og: [None, None],
-             scalar_expr=f"(1.0 if {_test} else 0.0)", elementwise=True,
-             doc=f"{_name} of lhs and rhs as 1 or 0 (with broadcasting); no gradient.")
-    register(f"_{_name}_scalar", attrs={"scalar": Float(1.0)},
-             forward=lambda attrs, x, _fn=_fn: _fn(x, attrs["scalar"]).astype(x.dtype),
-             infer_shape=same_shape, gradient=lambda F, a, i, o, og: [None],
-             scalar_expr=f"(1.0 if {_test.format('{0}', '{scalar}')} else 0.0)",
-             elementwise=True, doc=f"{_name} of data and a scalar as 1 or 0; no gradient.")
 
 
 def same_shapes(attrs, in_shapes):
@@ -580,28 +559,49 @@ def same_shapes(attrs, in_shapes):
 same_shapes.partial = all_one_shape
 
 
-for _name in ("add", "sub", "mul", "div", "hypot"):
-    _fn, _expr, _ga, _gb = BINARY[f"broadcast_{_name}"]
-    register(f"elemwise_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
+# comparisons, as MXNet names them: broadcast_greater broadcasts, _greater (a Symbol's >)
+# takes inputs of one shape
+for _name, (_fn, _sym) in COMPARE.items():
+    for _op, _rule, _how in ((f"broadcast_{_name}", broadcast_shapes, "with broadcasting"),
+                             (f"_{_name}", same_shapes, "both of one shape")):
+        register(_op, inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
+                 infer_shape=_rule, gradient=lambda F, a, i, o, og: [None, None],
+                 scalar_expr=f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", elementwise=True,
+                 doc=f"1 where lhs {_sym} rhs, else 0 ({_how}); no gradient.")
+
+
+# Logical ops: 1 where both / either / one of the two is nonzero, else 0 (no gradient)
+LOGICAL = {"logical_and": (np.logical_and, "({0} != 0 and {1} != 0)"),
+           "logical_or": (np.logical_or, "({0} != 0 or {1} != 0)"),
+           "logical_xor": (np.logical_xor, "(({0} != 0) != ({1} != 0))")}
+for _name, (_fn, _test) in LOGICAL.items():
+    register(f"broadcast_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
+             infer_shape=broadcast_shapes, gradient=lambda F, a, i, o, og: [None, None],
+             scalar_expr=f"(1.0 if {_test} else 0.0)", elementwise=True,
+             doc=f"{_name} of lhs and rhs as 1 or 0 (with broadcasting); no gradient.")
+    register(f"_{_name}_scalar", attrs={"scalar": Float(1.0)},
+             forward=lambda attrs, x, _fn=_fn: _fn(x, attrs["scalar"]).astype(x.dtype),
+             infer_shape=same_shape, gradient=lambda F, a, i, o, og: [None],
+             scalar_expr=f"(1.0 if {_test.format('{0}', '{scalar}')} else 0.0)",
+             elementwise=True, doc=f"{_name} of data and a scalar as 1 or 0; no gradient.")
+
+
+# the same-shape twins of broadcasting ops, in MXNet's names (elemwise_add is `_Plus`)
+for _name, _twin in [("elemwise_add", "broadcast_add"), ("elemwise_sub", "broadcast_sub"),
+                     ("elemwise_mul", "broadcast_mul"), ("elemwise_div", "broadcast_div"),
+                     ("elemwise_hypot", "broadcast_hypot"), ("_power", "broadcast_power"),
+                     ("_mod", "broadcast_mod"), ("_maximum", "broadcast_maximum"),
+                     ("_minimum", "broadcast_minimum")]:
+    _fn, _expr, _ga, _gb = BINARY[_twin]
+    register(_name, inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
              infer_shape=same_shapes, gradient=_binary_gradient(_ga, _gb),
-             scalar_expr=_expr, elementwise=True, onnx=ONNX.get(f"broadcast_{_name}"),
-             doc=f"elemwise_{_name}(lhs, rhs): both of one shape, which each tells the other.")
+             scalar_expr=_expr, elementwise=True, onnx=ONNX.get(_twin),
+             doc=f"{_twin} for inputs of one shape, where each tells the other's.")
 register("_identity_with_attr_like_rhs", inputs=("lhs", "rhs"),
          forward=lambda attrs, lhs, rhs: lhs.copy(), infer_shape=same_shapes,
          gradient=lambda F, a, i, o, og: [og[0], None], scalar_expr="{0}", elementwise=True,
          doc="lhs, unchanged, declared to have rhs's shape: a shape constraint that lets "
              "shape inference fill lhs's (and what it was computed from) from rhs.")
-for _name in ("power", "mod", "maximum", "minimum"):       # MXNet's names: _power, ...
-    _fn, _expr, _ga, _gb = BINARY[f"broadcast_{_name}"]
-    register(f"_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
-             infer_shape=same_shapes, gradient=_binary_gradient(_ga, _gb),
-             scalar_expr=_expr, elementwise=True, onnx=ONNX.get(f"broadcast_{_name}"),
-             doc=f"{_name} of lhs and rhs, both of one shape, which each tells the other.")
-for _name, (_fn, _sym) in COMPARE.items():
-    register(f"_{_name}", inputs=("lhs", "rhs"), forward=_binary_forward(_fn),
-             infer_shape=same_shapes, gradient=lambda F, a, i, o, og: [None, None],
-             scalar_expr=f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", elementwise=True,
-             doc=f"1 where lhs {_sym} rhs, else 0, both of one shape; no gradient.")
 for _old, _new in [("broadcast_plus", "broadcast_add"), ("broadcast_minus", "broadcast_sub"),
                    ("maximum", "broadcast_maximum"), ("minimum", "broadcast_minimum"),
                    ("power", "broadcast_power"), ("_hypot", "elemwise_hypot"),
