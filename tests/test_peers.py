@@ -92,6 +92,23 @@ def test_a_training_peer_is_checked_on_every_parameter_update():
         peers.check(case, "numpy", updates[:5])
 
 
+def test_a_training_update_may_equal_ours_computed_in_float64_instead():
+    """A ReLU input within float32 rounding of zero flips on one side only: the check
+    then accepts a peer whose update equals the same step in float64 (`case.exact`)."""
+    case = peers._case("W4 MLP train b=64")
+    assert [u.dtype for u in case.exact] == [np.float64] * len(case.expected)
+    for ours, exact in zip(case.expected, case.exact):   # the same step, within float32
+        assert np.allclose(ours, exact, rtol=1e-3, atol=1e-3 * np.abs(exact).max())
+    flipped = [e.copy() for e in case.exact]
+    flipped[0] = case.expected[0] + 0.05 * np.abs(case.expected[0]).max()   # ours moved
+    case.expected = flipped[:1] + case.expected[1:]
+    peers.check(case, "torch-like", [e.astype(np.float32) for e in case.exact])
+    wrong = [e.astype(np.float32) for e in case.exact]
+    wrong[0] = wrong[0] * 1.5
+    with pytest.raises(AssertionError, match="update of trainable parameter 0"):
+        peers.check(case, "torch-like", wrong)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["W3 LeNet fwd b=64", "W3 LeNet train b=64",
                                   "R18 ResNet-18 fwd b=8", "R18 ResNet-18 train b=8",
