@@ -512,9 +512,24 @@ def jax_variants(jax, case, compile_too=True):
 
 
 # ------------------------------------------------------------------ timing
+def settle(limit=1.0, window=0.02):
+    """Wait (at most `limit` seconds) until no other thread of this process is busy.
+    XLA's threads keep spinning for a while after a jax.jit call; without this, the CPU
+    time of this process charged their spinning to the variant timed next (ResNet-18's
+    hybridized forward read CPU / wall 1.11 right after jax.jit, 0.99-1.03 otherwise)."""
+    end = time.perf_counter() + limit
+    while time.perf_counter() < end:
+        start = time.process_time()
+        time.sleep(window)
+        if time.process_time() - start < 0.1 * window:
+            return True
+    return False
+
+
 def measure(variants, rounds, wall=False, target=0.05):
     """Median seconds per call of each variant over interleaved rounds (CPU time of this
-    process, or wall-clock), and each one's CPU / wall-clock ratio."""
+    process, or wall-clock), and each one's CPU / wall-clock ratio; each variant's turn
+    starts once the threads of the last one have gone quiet (`settle`)."""
     counts = {}
     for name, f in variants.items():
         start = time.perf_counter()
@@ -526,6 +541,7 @@ def measure(variants, rounds, wall=False, target=0.05):
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
             f, n = variants[name], counts[name]
+            settle()
             w0, c0 = time.perf_counter(), time.process_time()
             for _ in range(n):
                 f()

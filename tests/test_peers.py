@@ -121,3 +121,23 @@ def test_installed_peers_compute_our_numbers(peer, name):
             else peers.jax_variants(module, case))
     for variant, factory in make.items():
         peers.check(case, variant, factory()[1])
+
+
+def test_settle_waits_for_another_busy_thread_of_the_process():
+    """A peer's spinning threads must not be charged to the variant timed next."""
+    import threading
+    import time
+    stop = time.perf_counter() + 0.3
+
+    def spin():
+        while time.perf_counter() < stop:
+            pass
+    t = threading.Thread(target=spin)
+    start = time.perf_counter()
+    t.start()
+    assert peers.settle(limit=2.0)
+    assert time.perf_counter() - start >= 0.25      # returned only once it had stopped
+    t.join()
+    start = time.perf_counter()
+    assert peers.settle()                           # nothing busy: returns at once
+    assert time.perf_counter() - start < 0.5
