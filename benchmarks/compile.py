@@ -132,8 +132,9 @@ def build():
 net, shape = build()
 net.initialize(mx.init.Xavier())
 x = nd.array(np.random.RandomState(0).uniform(-1, 1, shape).astype(np.float32))
+out_shape = None
 if not case.startswith("chain"):
-    net(x)                                   # deferred shapes resolved (not timed)
+    out_shape = net(x).shape                 # deferred shapes resolved (not timed)
 import inspect
 options = {}
 if "compile" in inspect.signature(net.hybridize).parameters:
@@ -141,7 +142,11 @@ if "compile" in inspect.signature(net.hybridize).parameters:
 net.hybridize(**options)
 if kind != "forward":
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    labels = nd.array(np.arange(shape[0]) % 10, dtype=np.float32)
+    # one class index per output row (the conv blocks' (8, 16, 16, 16) output: per
+    # (image, row, column), over its last axis)
+    rows, classes = out_shape[:-1], out_shape[-1]
+    labels = nd.array((np.arange(int(np.prod(rows))) % classes).reshape(rows),
+                      dtype=np.float32)
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
 usage = resource.getrusage(resource.RUSAGE_SELF)
 rss_before = usage.ru_maxrss
