@@ -207,7 +207,7 @@ def run_case(case, kind, mode, cache_dir, numba_dir=None, library=None):
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
             result = json.loads(line[7:])
-            stop_worker(result.get("worker"))
+            stop_compile_processes(cache_dir)
             return result
     tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
     return {"error": f"exit {done.returncode} after {time.perf_counter() - start:.0f} s: "
@@ -225,14 +225,34 @@ def setup_state() -> str:
     return folder
 
 
-def stop_worker(pid):
-    """End the background compile process a tiered case left behind (its graph cache is
-    thrown away): the next case must not share the cores with it."""
-    if pid:
-        try:
-            os.kill(pid, 9)
-        except OSError:
-            pass
+def stop_compile_processes(cache_dir):
+    """End the background compile processes a tiered case left behind (its graph cache
+    is thrown away): the next case must not share the cores with them, nor find one
+    writing into the cache dir it is restoring. Besides the one running during the call,
+    a case's process starts one at its exit to hand over the graphs the VM ran (issue 24's
+    "run it again"), after it printed its figures; so they are found by their command
+    line and cache dir (Linux's /proc), not by a pid the case reported."""
+    mine = f"STRAIGHTDOPE_CACHE_DIR={cache_dir}".encode()
+    for _ in range(50):
+        found = []
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if b"straightdope.compiler.tiers import _main" not in f.read():
+                        continue
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if mine in f.read().split(b"\0"):
+                        found.append(int(entry))
+            except (OSError, ValueError):
+                continue
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        time.sleep(0.1)
 
 
 WARM = tempfile.mkdtemp(prefix="sd-warm-kernels-")     # filled by warm_up()
