@@ -92,6 +92,7 @@ def test_a_training_peer_is_checked_on_every_parameter_update():
         peers.check(case, "numpy", updates[:5])
 
 
+@pytest.mark.slow
 def test_a_training_update_may_equal_ours_computed_in_float64_instead():
     """A ReLU input within float32 rounding of zero flips on one side only: the check
     then accepts a peer whose update equals the same step in float64 (`case.exact`)."""
